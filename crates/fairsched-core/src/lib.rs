@@ -1,0 +1,56 @@
+//! # fairsched-core
+//!
+//! The deterministic scheduling core of fairsched: events in, actions out.
+//! No clock, no I/O, no threads. The simulator drives it with a virtual
+//! clock; the live broker with the wall clock.
+//!
+//! - [`Scheduler::step`] applies [`Event`]s at an instant and returns
+//!   [`Action`]s (start, stop, ended, timer, priority).
+//! - Policies plug into three extension points ([`Allocate`], [`Order`],
+//!   [`Control`]) and see only read-only [`View`]s, which expose no true
+//!   runtime: non-clairvoyance is structural. Clairvoyant baselines
+//!   implement [`ClairvoyantAllocate`]/[`ClairvoyantOrder`] and receive a
+//!   [`RuntimeOracle`] explicitly.
+//! - Policies are built by name from the [`registry`]
+//!   (`name[key=value,...]`).
+//!
+//! ```
+//! use fairsched_core::*;
+//! let order = registry::build_order(&"fifo".parse().unwrap()).unwrap();
+//! let alloc = registry::build_allocate(&"single-pool".parse().unwrap()).unwrap();
+//! let mut core = Scheduler::new(&Platform::pool(2), 42, alloc, order, None);
+//! let mut out = Vec::new();
+//! core.step(Time::ZERO, [Event::Submit(TaskSpec::new(1, 0, 0))], None, &mut out).unwrap();
+//! assert!(matches!(out[0], Action::Start { task: TaskId(1), .. }));
+//! core.step(Time::from_secs(5), [Event::Complete { task: TaskId(1) }], None, &mut out).unwrap();
+//! assert!(matches!(&out[1], Action::Ended(r) if r.outcome == Outcome::Completed));
+//! ```
+
+pub mod event;
+pub mod ids;
+pub mod metrics;
+pub mod model;
+pub mod point;
+pub mod policy;
+pub mod registry;
+pub mod scheduler;
+pub mod state;
+pub mod time;
+
+#[cfg(test)]
+mod testkit;
+
+pub use event::{Action, EndRecord, Event, Notice};
+pub use ids::{MachineId, OrgId, SlotId, TaskId, UserId, WorkflowId};
+pub use model::{Outcome, Phase, TaskSpec, WorkflowRef};
+pub use point::{
+    Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Order, Pick, RuntimeOracle, SimRng,
+};
+pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
+pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
+pub use state::{MachineView, Platform, State, TaskView, View};
+pub use time::Time;
+
+/// Re-exported so downstream crates seed and draw with the same versions.
+pub use rand;
+pub use rand_pcg;

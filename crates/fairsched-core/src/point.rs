@@ -1,0 +1,105 @@
+//! The three extension points. Each paper's algorithm plugs into exactly
+//! one; the platform's mechanics (start, finish, kill, requeue) stay in
+//! [`crate::Scheduler`].
+//!
+//! | point | question |
+//! |---|---|
+//! | [`Allocate`] | which machine's queue gets an arriving task? |
+//! | [`Order`] | a slot of this machine is free: which waiting task starts (or which running one is stopped)? |
+//! | [`Control`] | after events or a timer, which priorities change? |
+//!
+//! Blind policies implement [`Allocate`] / [`Order`] and get only views.
+//! Clairvoyant baselines implement [`ClairvoyantAllocate`] /
+//! [`ClairvoyantOrder`], whose methods also receive a [`RuntimeOracle`];
+//! the scheduler refuses to run them without one (the live broker has none).
+
+use crate::event::Notice;
+use crate::ids::{MachineId, SlotId, TaskId};
+use crate::model::TaskSpec;
+use crate::state::View;
+use crate::time::Time;
+
+/// The seeded portable generator every random choice draws from.
+pub type SimRng = rand_pcg::Pcg64Mcg;
+
+/// The only way to read true runtimes. Implemented by the simulator; given
+/// explicitly to clairvoyant baselines and to nothing else.
+pub trait RuntimeOracle {
+    /// True processing time of `task` (whether or not it has started).
+    fn runtime(&self, task: TaskId) -> Option<Time>;
+}
+
+/// Which machine's queue gets an arriving task.
+pub trait Allocate: Send {
+    /// Return `None` when no machine can ever hold the task (it is rejected).
+    fn allocate(&mut self, view: &View, task: &TaskSpec, rng: &mut SimRng) -> Option<MachineId>;
+    /// State changes, delivered as they are applied.
+    fn notify(&mut self, _view: &View, _notice: &Notice) {}
+}
+
+/// Clairvoyant variant of [`Allocate`] (e.g. MST): simulation only.
+pub trait ClairvoyantAllocate: Send {
+    fn allocate(
+        &mut self,
+        view: &View,
+        task: &TaskSpec,
+        oracle: &dyn RuntimeOracle,
+        rng: &mut SimRng,
+    ) -> Option<MachineId>;
+    fn notify(&mut self, _view: &View, _notice: &Notice) {}
+}
+
+/// What an [`Order`] policy decides for a machine with free slots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// Start a waiting task of this machine; the core picks its free slots.
+    Start(TaskId),
+    /// Start a waiting task on exactly these free slots of this machine
+    /// (slot ownership matters to Shapley-fair policies).
+    StartOn(TaskId, Vec<SlotId>),
+    /// Stop a running task of this machine and put it back in the queue;
+    /// its work is lost (Diet-ethic kills).
+    Requeue(TaskId),
+}
+
+/// Which waiting task of a machine starts next.
+///
+/// The core calls [`Order::pick`] while the machine has a free slot and a
+/// waiting task, applying each pick before asking again; `None` leaves the
+/// remaining slots idle until the next event. Policies keep their own
+/// indexes up to date from [`Order::notify`], which the core calls for
+/// every change to the machine's tasks before the next `pick`.
+pub trait Order: Send {
+    fn notify(&mut self, view: &View, notice: &Notice);
+    fn pick(&mut self, view: &View, machine: MachineId, rng: &mut SimRng) -> Option<Pick>;
+}
+
+/// Clairvoyant variant of [`Order`] (REF/RAND sub-coalition schedules).
+pub trait ClairvoyantOrder: Send {
+    fn notify(&mut self, view: &View, notice: &Notice);
+    fn pick(
+        &mut self,
+        view: &View,
+        machine: MachineId,
+        oracle: &dyn RuntimeOracle,
+        rng: &mut SimRng,
+    ) -> Option<Pick>;
+}
+
+/// Priority changes and timer requests produced by a [`Control`] policy.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ControlOut {
+    pub priorities: Vec<(TaskId, i64)>,
+    /// `(at, token)`: deliver [`crate::Event::Timer`] at `at`.
+    pub timers: Vec<(Time, u64)>,
+}
+
+/// After events (and timers), which priorities change.
+///
+/// Called once per [`crate::Scheduler::step`], after the step's events were
+/// applied and before tasks are dispatched, with every notice since the
+/// previous call (so starts made by the previous dispatch are seen here)
+/// and the tokens of the timers that fired.
+pub trait Control: Send {
+    fn react(&mut self, view: &View, notices: &[Notice], timers: &[u64], out: &mut ControlOut);
+}

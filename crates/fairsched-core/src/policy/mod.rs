@@ -1,0 +1,16 @@
+//! Every policy, one file each, registered in [`crate::registry::REGISTRY`].
+//!
+//! Baselines: `single-pool` and `least-loaded` (Allocate); `fifo`, `fcfs`,
+//! `easy`, `priority`, `round-robin`, `fair-share` (Order); `age-boost`
+//! (Control). Papers' policies are grouped by paper in sub-modules.
+
+pub mod age_boost;
+pub mod easy;
+pub mod fair_share;
+pub mod fcfs;
+pub mod fifo;
+pub mod least_loaded;
+pub mod priority;
+pub mod queue;
+pub mod round_robin;
+pub mod single_pool;

@@ -1,0 +1,204 @@
+//! Waiting-task indexes shared by the Order policies.
+
+use crate::event::Notice;
+use crate::ids::{MachineId, OrgId, TaskId};
+use crate::state::View;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+
+/// Waiting tasks ordered by a key `K`, with the multiset of their widths
+/// (slots needed) so "nothing waiting can fit" is answered in O(log n).
+#[derive(Debug)]
+pub struct Waiting<K: Ord + Copy> {
+    by_key: BTreeMap<K, (TaskId, u32)>,
+    keys: FxHashMap<TaskId, K>,
+    widths: BTreeMap<u32, u32>,
+}
+
+impl<K: Ord + Copy> Default for Waiting<K> {
+    fn default() -> Self {
+        Waiting { by_key: BTreeMap::new(), keys: FxHashMap::default(), widths: BTreeMap::new() }
+    }
+}
+
+impl<K: Ord + Copy> Waiting<K> {
+    pub fn insert(&mut self, task: TaskId, key: K, slots: u32) {
+        if let Some(old) = self.keys.insert(task, key) {
+            self.by_key.remove(&old);
+        } else {
+            *self.widths.entry(slots).or_insert(0) += 1;
+        }
+        self.by_key.insert(key, (task, slots));
+    }
+    pub fn remove(&mut self, task: TaskId) -> bool {
+        let Some(k) = self.keys.remove(&task) else { return false };
+        if let Some((_, q)) = self.by_key.remove(&k)
+            && let std::collections::btree_map::Entry::Occupied(mut e) = self.widths.entry(q)
+        {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+        true
+    }
+    pub fn rekey(&mut self, task: TaskId, key: K) {
+        if let Some(old) = self.keys.get_mut(&task) {
+            let v = self.by_key.remove(old).expect("indexed");
+            *old = key;
+            self.by_key.insert(key, v);
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+    /// The first task in key order with its width.
+    pub fn head(&self) -> Option<(TaskId, u32)> {
+        self.by_key.first_key_value().map(|(_, v)| *v)
+    }
+    /// Tasks in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (TaskId, u32)> + '_ {
+        self.by_key.values().copied()
+    }
+    /// The first task in key order that needs at most `free` slots.
+    /// O(log n) when everything waiting is sequential; in the worst case
+    /// it scans past wider tasks, never when nothing can fit.
+    pub fn first_fit(&self, free: u32) -> Option<TaskId> {
+        let (&narrowest, _) = self.widths.first_key_value()?;
+        if narrowest > free {
+            return None;
+        }
+        self.iter().find(|&(_, q)| q <= free).map(|(t, _)| t)
+    }
+}
+
+/// A [`Waiting`] index per machine, grown on demand.
+#[derive(Debug)]
+pub struct PerMachine<T>(pub Vec<T>);
+
+impl<T: Default> Default for PerMachine<T> {
+    fn default() -> Self {
+        PerMachine(Vec::new())
+    }
+}
+
+impl<T: Default> PerMachine<T> {
+    pub fn get(&mut self, m: MachineId) -> &mut T {
+        if m.index() >= self.0.len() {
+            self.0.resize_with(m.index() + 1, T::default);
+        }
+        &mut self.0[m.index()]
+    }
+}
+
+/// Per machine, one FIFO queue per organization: the index behind the
+/// organization-level orders (round-robin, fair-share), where each
+/// organization's tasks start in the order it submitted them.
+#[derive(Debug, Default)]
+pub struct OrgQueues {
+    machines: PerMachine<Vec<Waiting<u64>>>,
+}
+
+impl OrgQueues {
+    /// Keeps the index in step with the core.
+    pub fn notify(&mut self, view: &View, n: &Notice) {
+        match *n {
+            Notice::Queued { task, machine } | Notice::Requeued { task, machine } => {
+                let Some(t) = view.task(task) else { return };
+                let o = t.org().index();
+                let orgs = self.machines.get(machine);
+                if o >= orgs.len() {
+                    orgs.resize_with(o + 1, Waiting::default);
+                }
+                orgs[o].insert(task, t.seq(), t.slots());
+            }
+            Notice::Started { task, machine }
+            | Notice::Left { task, machine: Some(machine), was_running: false, .. } => {
+                if let Some(t) = view.task(task) {
+                    let orgs = self.machines.get(machine);
+                    if let Some(q) = orgs.get_mut(t.org().index()) {
+                        q.remove(task);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    /// Organizations with a waiting head task that fits in `free` slots, in
+    /// index order, with that head.
+    pub fn eligible(&mut self, machine: MachineId, free: u32) -> impl Iterator<Item = (OrgId, TaskId)> + '_ {
+        self.machines.get(machine).iter().enumerate().filter_map(move |(o, q)| {
+            q.head().filter(|&(_, w)| w <= free).map(|(t, _)| (OrgId(o as u32), t))
+        })
+    }
+    /// Number of organization slots in use on `machine` (for cycling).
+    pub fn orgs(&mut self, machine: MachineId) -> usize {
+        self.machines.get(machine).len()
+    }
+    pub fn head(&mut self, machine: MachineId, org: usize) -> Option<(TaskId, u32)> {
+        self.machines.get(machine).get(org).and_then(|q| q.head())
+    }
+}
+
+/// Per machine, waiting tasks keyed by `K`, maintained from notices.
+/// `key` computes a task's key from the view (called on queue and
+/// priority changes).
+#[derive(Debug)]
+pub struct KeyedQueues<K: Ord + Copy> {
+    pub machines: PerMachine<Waiting<K>>,
+    key: fn(&crate::state::TaskView) -> K,
+}
+
+impl<K: Ord + Copy> KeyedQueues<K> {
+    pub fn new(key: fn(&crate::state::TaskView) -> K) -> Self {
+        KeyedQueues { machines: PerMachine::default(), key }
+    }
+    pub fn notify(&mut self, view: &View, n: &Notice) {
+        match *n {
+            Notice::Queued { task, machine } | Notice::Requeued { task, machine } => {
+                if let Some(t) = view.task(task) {
+                    self.machines.get(machine).insert(task, (self.key)(&t), t.slots());
+                }
+            }
+            Notice::Started { task, machine }
+            | Notice::Left { task, machine: Some(machine), was_running: false, .. } => {
+                self.machines.get(machine).remove(task);
+            }
+            Notice::PriorityChanged { task, .. } => {
+                if let Some(t) = view.task(task).filter(|t| !t.is_running()) {
+                    let k = (self.key)(&t);
+                    self.machines.get(t.machine()).rekey(task, k);
+                }
+            }
+            _ => {}
+        }
+    }
+    pub fn get(&mut self, m: MachineId) -> &mut Waiting<K> {
+        self.machines.get(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_fit_skips_wide_tasks_and_tracks_widths() {
+        let mut w = Waiting::<u64>::default();
+        w.insert(TaskId(1), 1, 8);
+        w.insert(TaskId(2), 2, 2);
+        w.insert(TaskId(3), 3, 4);
+        assert_eq!(w.first_fit(1), None);
+        assert_eq!(w.first_fit(3), Some(TaskId(2)));
+        assert_eq!(w.first_fit(8), Some(TaskId(1)));
+        assert!(w.remove(TaskId(2)));
+        assert!(!w.remove(TaskId(2)));
+        assert_eq!(w.first_fit(3), None);
+        w.rekey(TaskId(3), 0);
+        assert_eq!(w.head(), Some((TaskId(3), 4)));
+        assert_eq!(w.len(), 2);
+    }
+}

@@ -1,0 +1,345 @@
+//! The policy registry: one table mapping names to constructors, used by
+//! the CLI, scenario files and the broker's configuration alike.
+//!
+//! Policies are written `name` or `name[key=value,...]`; [`PolicySpec`]
+//! parses and prints that form round-trip. Each entry documents itself and
+//! its parameters, so `fairsched policies` and `--help` come from here.
+
+use crate::point::{Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, Order};
+use crate::policy;
+use crate::scheduler::{AllocatePolicy, OrderPolicy};
+use crate::time::{MS_PER_SEC, Time};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A policy name with its parameters, as written by a user.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PolicySpec {
+    pub name: String,
+    /// Parameters in the order written.
+    pub params: Vec<(String, String)>,
+}
+
+/// A malformed spec, an unknown policy or a bad parameter.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    #[error("malformed policy spec {spec:?}: {reason}")]
+    Syntax { spec: String, reason: String },
+    #[error("unknown {kind} policy {name:?}; known: {known}")]
+    Unknown { kind: &'static str, name: String, known: String },
+    #[error("policy {policy}: unknown parameter {key:?}; it takes: {allowed}")]
+    UnknownParam { policy: String, key: String, allowed: String },
+    #[error("policy {policy}: parameter {key}={value:?}: {reason}")]
+    BadValue { policy: String, key: String, value: String, reason: String },
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
+}
+
+impl FromStr for PolicySpec {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let syntax = |reason: &str| SpecError::Syntax { spec: s.to_string(), reason: reason.to_string() };
+        let s_trim = s.trim();
+        let (name, rest) = match s_trim.find('[') {
+            Some(i) => (&s_trim[..i], Some(&s_trim[i + 1..])),
+            None => (s_trim, None),
+        };
+        if !is_token(name) {
+            return Err(syntax("the name must be letters, digits, '-' or '_'"));
+        }
+        let mut params = Vec::new();
+        if let Some(rest) = rest {
+            let inner = rest.strip_suffix(']').ok_or_else(|| syntax("missing closing ']'"))?;
+            if inner.contains(['[', ']']) {
+                return Err(syntax("nested brackets"));
+            }
+            for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (k, v) = part.split_once('=').ok_or_else(|| syntax("parameters are key=value"))?;
+                let (k, v) = (k.trim(), v.trim());
+                if !is_token(k) || !is_token(v) {
+                    return Err(syntax("keys and values are plain tokens (no spaces, '=', ',' or brackets)"));
+                }
+                if params.iter().any(|(pk, _)| pk == k) {
+                    return Err(syntax(&format!("parameter {k} given twice")));
+                }
+                params.push((k.to_string(), v.to_string()));
+            }
+        }
+        Ok(PolicySpec { name: name.to_string(), params })
+    }
+}
+
+impl fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        if !self.params.is_empty() {
+            f.write_str("[")?;
+            for (i, (k, v)) in self.params.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{k}={v}")?;
+            }
+            f.write_str("]")?;
+        }
+        Ok(())
+    }
+}
+
+impl TryFrom<String> for PolicySpec {
+    type Error = SpecError;
+    fn try_from(s: String) -> Result<Self, SpecError> {
+        s.parse()
+    }
+}
+impl From<PolicySpec> for String {
+    fn from(p: PolicySpec) -> String {
+        p.to_string()
+    }
+}
+
+/// The extension point a policy plugs into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Allocate,
+    Order,
+    Control,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Allocate => "allocate",
+            Kind::Order => "order",
+            Kind::Control => "control",
+        }
+    }
+}
+
+/// One documented parameter.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ParamDoc {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+/// A constructed policy.
+pub enum Built {
+    Allocate(Box<dyn Allocate>),
+    ClairvoyantAllocate(Box<dyn ClairvoyantAllocate>),
+    Order(Box<dyn Order>),
+    ClairvoyantOrder(Box<dyn ClairvoyantOrder>),
+    Control(Box<dyn Control>),
+}
+
+/// A registry row.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// One line.
+    pub doc: &'static str,
+    pub params: &'static [ParamDoc],
+    /// Reads true runtimes through an oracle (simulation only).
+    pub clairvoyant: bool,
+    /// Handles rigid parallel jobs (tasks needing more than one slot).
+    pub parallel: bool,
+    pub build: fn(&Params) -> Result<Built, SpecError>,
+}
+
+/// Validated parameters handed to a constructor.
+pub struct Params<'a> {
+    policy: &'a str,
+    values: &'a [(String, String)],
+    docs: &'static [ParamDoc],
+}
+
+impl Params<'_> {
+    fn raw(&self, key: &str) -> &str {
+        let doc = self.docs.iter().find(|d| d.name == key).expect("constructor reads a documented parameter");
+        self.values.iter().find(|(k, _)| k == key).map_or(doc.default, |(_, v)| v.as_str())
+    }
+    fn bad(&self, key: &str, value: &str, reason: &str) -> SpecError {
+        SpecError::BadValue {
+            policy: self.policy.to_string(),
+            key: key.to_string(),
+            value: value.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+    pub fn f64(&self, key: &str) -> Result<f64, SpecError> {
+        let v = self.raw(key);
+        v.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| self.bad(key, v, "expected a number"))
+    }
+    pub fn i64(&self, key: &str) -> Result<i64, SpecError> {
+        let v = self.raw(key);
+        v.parse().map_err(|_| self.bad(key, v, "expected an integer"))
+    }
+    pub fn u64(&self, key: &str) -> Result<u64, SpecError> {
+        let v = self.raw(key);
+        v.parse().map_err(|_| self.bad(key, v, "expected a non-negative integer"))
+    }
+    /// A duration: seconds, with an optional unit suffix `ms`, `s`, `m`, `h`.
+    pub fn duration(&self, key: &str) -> Result<Time, SpecError> {
+        let v = self.raw(key);
+        parse_duration(v).ok_or_else(|| self.bad(key, v, "expected a duration like 600, 600s, 10m, 1.5h or 250ms"))
+    }
+    pub fn choice(&self, key: &str, options: &[&'static str]) -> Result<&'static str, SpecError> {
+        let v = self.raw(key);
+        options
+            .iter()
+            .find(|o| **o == v)
+            .copied()
+            .ok_or_else(|| self.bad(key, v, &format!("expected one of {}", options.join(", "))))
+    }
+}
+
+/// Parses `600`, `600s`, `10m`, `1.5h`, `250ms` into a [`Time`].
+pub fn parse_duration(v: &str) -> Option<Time> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, MS_PER_SEC as f64)
+    } else if let Some(n) = v.strip_suffix('m') {
+        (n, 60.0 * MS_PER_SEC as f64)
+    } else if let Some(n) = v.strip_suffix('h') {
+        (n, 3600.0 * MS_PER_SEC as f64)
+    } else {
+        (v, MS_PER_SEC as f64)
+    };
+    let x: f64 = num.parse().ok()?;
+    (x.is_finite() && x >= 0.0 && x * scale < i64::MAX as f64).then(|| Time((x * scale).round() as i64))
+}
+
+/// Every policy fairsched knows, in display order.
+pub const REGISTRY: &[Entry] = &[
+    policy::single_pool::ENTRY,
+    policy::least_loaded::ENTRY,
+    policy::fifo::ENTRY,
+    policy::fcfs::ENTRY,
+    policy::easy::ENTRY,
+    policy::priority::ENTRY,
+    policy::round_robin::ENTRY,
+    policy::fair_share::ENTRY,
+    policy::age_boost::ENTRY,
+];
+
+pub fn entry(kind: Kind, name: &str) -> Result<&'static Entry, SpecError> {
+    REGISTRY.iter().find(|e| e.kind == kind && e.name == name).ok_or_else(|| SpecError::Unknown {
+        kind: kind.name(),
+        name: name.to_string(),
+        known: REGISTRY.iter().filter(|e| e.kind == kind).map(|e| e.name).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// Looks `spec` up as a policy of `kind`, validates its parameters and
+/// builds it.
+pub fn build(kind: Kind, spec: &PolicySpec) -> Result<(Built, &'static Entry), SpecError> {
+    let e = entry(kind, &spec.name)?;
+    for (k, _) in &spec.params {
+        if !e.params.iter().any(|d| d.name == k) {
+            let allowed = e.params.iter().map(|d| d.name).collect::<Vec<_>>();
+            return Err(SpecError::UnknownParam {
+                policy: spec.name.clone(),
+                key: k.clone(),
+                allowed: if allowed.is_empty() { "no parameters".into() } else { allowed.join(", ") },
+            });
+        }
+    }
+    let params = Params { policy: e.name, values: &spec.params, docs: e.params };
+    Ok(((e.build)(&params)?, e))
+}
+
+/// Builds an `Allocate` policy from a spec.
+pub fn build_allocate(spec: &PolicySpec) -> Result<AllocatePolicy, SpecError> {
+    match build(Kind::Allocate, spec)?.0 {
+        Built::Allocate(a) => Ok(AllocatePolicy::Blind(a)),
+        Built::ClairvoyantAllocate(a) => Ok(AllocatePolicy::Clairvoyant(a)),
+        _ => unreachable!("registry kind mismatch for {}", spec.name),
+    }
+}
+
+/// Builds an `Order` policy from a spec.
+pub fn build_order(spec: &PolicySpec) -> Result<OrderPolicy, SpecError> {
+    match build(Kind::Order, spec)?.0 {
+        Built::Order(o) => Ok(OrderPolicy::Blind(o)),
+        Built::ClairvoyantOrder(o) => Ok(OrderPolicy::Clairvoyant(o)),
+        _ => unreachable!("registry kind mismatch for {}", spec.name),
+    }
+}
+
+/// Builds a `Control` policy from a spec.
+pub fn build_control(spec: &PolicySpec) -> Result<Box<dyn Control>, SpecError> {
+    match build(Kind::Control, spec)?.0 {
+        Built::Control(c) => Ok(c),
+        _ => unreachable!("registry kind mismatch for {}", spec.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_round_trip() {
+        for s in ["fifo", "age-boost[after=600]", "x[a=1,b=2.5,c=zipf:1]"] {
+            let p: PolicySpec = s.parse().unwrap();
+            assert_eq!(p.to_string(), s);
+            assert_eq!(p.to_string().parse::<PolicySpec>().unwrap(), p);
+        }
+        let p: PolicySpec = " age-boost[ after = 10m , by=2 ] ".parse().unwrap();
+        assert_eq!(p.to_string(), "age-boost[after=10m,by=2]");
+    }
+
+    #[test]
+    fn bad_specs_are_errors() {
+        for s in ["", "fifo[", "fifo[a]", "fifo[a=1,a=2]", "fi fo", "a[b=[c]]", "a[=1]"] {
+            assert!(s.parse::<PolicySpec>().is_err(), "{s:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn every_registered_policy_builds_with_defaults_and_round_trips() {
+        for e in REGISTRY {
+            let spec = PolicySpec {
+                name: e.name.to_string(),
+                params: e.params.iter().map(|p| (p.name.to_string(), p.default.to_string())).collect(),
+            };
+            let again: PolicySpec = spec.to_string().parse().unwrap();
+            assert_eq!(again, spec);
+            build(e.kind, &spec).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+            assert!(!e.doc.is_empty() && e.params.iter().all(|p| !p.doc.is_empty()));
+        }
+        let mut names: Vec<_> = REGISTRY.iter().map(|e| (e.kind.name(), e.name)).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), REGISTRY.len(), "duplicate registry names");
+    }
+
+    #[test]
+    fn unknown_names_and_params_are_reported() {
+        let e = build(Kind::Order, &"nope".parse().unwrap()).err().unwrap();
+        assert!(e.to_string().contains("fifo"), "{e}");
+        let e = build(Kind::Control, &"age-boost[afterr=5]".parse().unwrap()).err().unwrap();
+        assert!(e.to_string().contains("after"), "{e}");
+        let e = build(Kind::Control, &"age-boost[after=soon]".parse().unwrap()).err().unwrap();
+        assert!(e.to_string().contains("soon"), "{e}");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("600"), Some(Time::from_secs(600)));
+        assert_eq!(parse_duration("10m"), Some(Time::from_secs(600)));
+        assert_eq!(parse_duration("1.5h"), Some(Time::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Some(Time(250)));
+        assert_eq!(parse_duration("-1"), None);
+        assert_eq!(parse_duration("x"), None);
+    }
+}

@@ -1,0 +1,339 @@
+//! Platform state and the read-only views policies receive.
+//!
+//! The views are the non-clairvoyance boundary: they expose what a real
+//! platform can observe (submit and start times, elapsed times, counts,
+//! priorities, user estimates, phase timings) and nothing else. No true
+//! runtime is stored here at all; it lives in the driver, behind
+//! [`crate::RuntimeOracle`].
+
+use crate::ids::{MachineId, OrgId, SlotId, TaskId};
+use crate::model::{Phase, TaskSpec};
+use crate::time::Time;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// The initial platform: machines, each a list of slot owners.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Platform {
+    /// `machines[i][j]` is the organization owning slot `j` of machine `i`.
+    pub machines: Vec<Vec<OrgId>>,
+    /// Number of organizations (owners and submitters are `0..orgs`).
+    pub orgs: u32,
+}
+
+impl Platform {
+    /// One machine of `n` slots owned by organization 0.
+    pub fn pool(n: u32) -> Platform {
+        Platform { machines: vec![vec![OrgId(0); n as usize]], orgs: 1 }
+    }
+    /// Machines of the given sizes, every slot owned by organization 0.
+    pub fn machines(sizes: &[u32]) -> Platform {
+        Platform { machines: sizes.iter().map(|&n| vec![OrgId(0); n as usize]).collect(), orgs: 1 }
+    }
+    /// One machine whose slots are split among organizations:
+    /// `per_org[o]` slots owned by `o`, in organization order.
+    pub fn owned_pool(per_org: &[u32]) -> Platform {
+        let slots =
+            per_org.iter().enumerate().flat_map(|(o, &n)| std::iter::repeat_n(OrgId(o as u32), n as usize));
+        Platform { machines: vec![slots.collect()], orgs: per_org.len().max(1) as u32 }
+    }
+    pub fn total_slots(&self) -> u32 {
+        self.machines.iter().map(|m| m.len() as u32).sum()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Status {
+    Waiting,
+    Running { start: Time, slots: Vec<SlotId> },
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PhaseLog {
+    pub current: Option<(Phase, Time)>,
+    pub done: [Option<Time>; 4],
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct TaskState {
+    pub spec: TaskSpec,
+    pub seq: u64,
+    pub submit: Time,
+    pub machine: MachineId,
+    pub status: Status,
+    pub attempts: u32,
+    pub last_start: Option<Time>,
+    pub phases: PhaseLog,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MachineState {
+    /// Present slots (joined and not left).
+    pub capacity: u32,
+    /// Free present slots; a stack, so the choice is deterministic.
+    pub free: Vec<SlotId>,
+    pub waiting: u32,
+    pub waiting_slots: u64,
+    pub running: u32,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct SlotState {
+    pub machine: MachineId,
+    pub owner: OrgId,
+    pub task: Option<TaskId>,
+    pub present: bool,
+    /// Position in its machine's free list, if free.
+    pub free_pos: Option<u32>,
+}
+
+/// Everything the core tracks. Memory is O(live tasks + slots + orgs).
+#[derive(Clone, Debug)]
+pub struct State {
+    pub(crate) now: Time,
+    pub(crate) tasks: FxHashMap<TaskId, TaskState>,
+    pub(crate) machines: Vec<MachineState>,
+    pub(crate) slots: Vec<SlotState>,
+    /// Present slots owned by each organization.
+    pub(crate) org_slots: Vec<u32>,
+    pub(crate) next_seq: u64,
+    pub(crate) waiting: u64,
+    pub(crate) busy_slots: u64,
+}
+
+impl State {
+    pub fn new(platform: &Platform) -> State {
+        let mut s = State {
+            now: Time::ZERO,
+            tasks: FxHashMap::default(),
+            machines: Vec::with_capacity(platform.machines.len()),
+            slots: Vec::new(),
+            org_slots: vec![0; platform.orgs as usize],
+            next_seq: 0,
+            waiting: 0,
+            busy_slots: 0,
+        };
+        for (m, owners) in platform.machines.iter().enumerate() {
+            s.machines.push(MachineState::default());
+            // Push in reverse so the free stack hands out low slot ids first.
+            let first = s.slots.len() as u32;
+            for &o in owners {
+                s.add_slot(MachineId(m as u32), o);
+            }
+            let n = owners.len() as u32;
+            s.machines[m].free.clear();
+            for id in (first..first + n).rev() {
+                s.push_free(SlotId(id));
+            }
+        }
+        s
+    }
+
+    pub(crate) fn add_slot(&mut self, machine: MachineId, owner: OrgId) -> SlotId {
+        let id = SlotId(self.slots.len() as u32);
+        self.slots.push(SlotState { machine, owner, task: None, present: true, free_pos: None });
+        if owner.index() >= self.org_slots.len() {
+            self.org_slots.resize(owner.index() + 1, 0);
+        }
+        self.org_slots[owner.index()] += 1;
+        self.machines[machine.index()].capacity += 1;
+        self.push_free(id);
+        id
+    }
+
+    pub(crate) fn push_free(&mut self, slot: SlotId) {
+        let s = &mut self.slots[slot.index()];
+        let m = &mut self.machines[s.machine.index()];
+        s.free_pos = Some(m.free.len() as u32);
+        m.free.push(slot);
+    }
+
+    /// Take a specific free slot out of its machine's free list in O(1).
+    pub(crate) fn take_free(&mut self, slot: SlotId) -> bool {
+        let Some(pos) = self.slots.get(slot.index()).and_then(|s| s.free_pos) else {
+            return false;
+        };
+        let machine = self.slots[slot.index()].machine;
+        let free = &mut self.machines[machine.index()].free;
+        free.swap_remove(pos as usize);
+        if let Some(&moved) = free.get(pos as usize) {
+            self.slots[moved.index()].free_pos = Some(pos);
+        }
+        self.slots[slot.index()].free_pos = None;
+        true
+    }
+
+    /// Take the free slot the core hands out next (top of the stack).
+    pub(crate) fn pop_free(&mut self, machine: MachineId) -> Option<SlotId> {
+        let slot = self.machines[machine.index()].free.pop()?;
+        self.slots[slot.index()].free_pos = None;
+        Some(slot)
+    }
+
+    pub fn view(&self) -> View<'_> {
+        View { s: self }
+    }
+}
+
+/// Read-only view of the platform handed to policies.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    s: &'a State,
+}
+
+impl<'a> View<'a> {
+    pub fn now(&self) -> Time {
+        self.s.now
+    }
+    pub fn machine_count(&self) -> usize {
+        self.s.machines.len()
+    }
+    pub fn machines(&self) -> impl Iterator<Item = MachineView<'a>> + 'a {
+        let s = self.s;
+        (0..s.machines.len()).map(move |i| MachineView { s, id: MachineId(i as u32) })
+    }
+    pub fn machine(&self, id: MachineId) -> MachineView<'a> {
+        MachineView { s: self.s, id }
+    }
+    /// Organizations known to the platform (owners and submitters).
+    pub fn org_count(&self) -> usize {
+        self.s.org_slots.len()
+    }
+    /// Present slots owned by `org`.
+    pub fn org_slots(&self, org: OrgId) -> u32 {
+        self.s.org_slots.get(org.index()).copied().unwrap_or(0)
+    }
+    pub fn total_slots(&self) -> u32 {
+        self.s.machines.iter().map(|m| m.capacity).sum()
+    }
+    pub fn busy_slots(&self) -> u64 {
+        self.s.busy_slots
+    }
+    pub fn waiting_tasks(&self) -> u64 {
+        self.s.waiting
+    }
+    pub fn slot_owner(&self, slot: SlotId) -> Option<OrgId> {
+        self.s.slots.get(slot.index()).map(|s| s.owner)
+    }
+    /// The task on `slot`, if it is busy.
+    pub fn slot_task(&self, slot: SlotId) -> Option<TaskId> {
+        self.s.slots.get(slot.index()).and_then(|s| s.task)
+    }
+    pub fn slot_machine(&self, slot: SlotId) -> Option<MachineId> {
+        self.s.slots.get(slot.index()).map(|s| s.machine)
+    }
+    pub fn task(&self, id: TaskId) -> Option<TaskView<'a>> {
+        let now = self.s.now;
+        self.s.tasks.get(&id).map(|t| TaskView { t, now })
+    }
+}
+
+/// A machine as policies see it.
+#[derive(Clone, Copy)]
+pub struct MachineView<'a> {
+    s: &'a State,
+    id: MachineId,
+}
+
+impl<'a> MachineView<'a> {
+    fn m(&self) -> &'a MachineState {
+        &self.s.machines[self.id.index()]
+    }
+    pub fn id(&self) -> MachineId {
+        self.id
+    }
+    /// Present slots.
+    pub fn capacity(&self) -> u32 {
+        self.m().capacity
+    }
+    pub fn free(&self) -> u32 {
+        self.m().free.len() as u32
+    }
+    /// Free slots, in the order the core would hand them out.
+    pub fn free_slots(&self) -> impl Iterator<Item = SlotId> + 'a {
+        self.m().free.iter().rev().copied()
+    }
+    pub fn waiting(&self) -> u32 {
+        self.m().waiting
+    }
+    /// Slots demanded by the waiting tasks.
+    pub fn waiting_slots(&self) -> u64 {
+        self.m().waiting_slots
+    }
+    pub fn running(&self) -> u32 {
+        self.m().running
+    }
+    pub fn busy(&self) -> u32 {
+        self.m().capacity - self.m().free.len() as u32
+    }
+}
+
+/// A task as policies see it: no true runtime, by construction.
+#[derive(Clone, Copy)]
+pub struct TaskView<'a> {
+    t: &'a TaskState,
+    now: Time,
+}
+
+impl<'a> TaskView<'a> {
+    pub fn spec(&self) -> &'a TaskSpec {
+        &self.t.spec
+    }
+    pub fn id(&self) -> TaskId {
+        self.t.spec.id
+    }
+    pub fn org(&self) -> OrgId {
+        self.t.spec.org
+    }
+    pub fn slots(&self) -> u32 {
+        self.t.spec.slots
+    }
+    pub fn priority(&self) -> i64 {
+        self.t.spec.priority
+    }
+    /// Submission order (unique, increasing): the FIFO key.
+    pub fn seq(&self) -> u64 {
+        self.t.seq
+    }
+    pub fn submit(&self) -> Time {
+        self.t.submit
+    }
+    pub fn machine(&self) -> MachineId {
+        self.t.machine
+    }
+    pub fn is_running(&self) -> bool {
+        matches!(self.t.status, Status::Running { .. })
+    }
+    pub fn start(&self) -> Option<Time> {
+        match &self.t.status {
+            Status::Running { start, .. } => Some(*start),
+            Status::Waiting => None,
+        }
+    }
+    /// Time since the current start (zero while waiting).
+    pub fn elapsed(&self) -> Time {
+        self.start().map_or(Time::ZERO, |s| self.now - s)
+    }
+    /// Time since submission.
+    pub fn age(&self) -> Time {
+        self.now - self.t.submit
+    }
+    /// Slots held while running.
+    pub fn held_slots(&self) -> &'a [SlotId] {
+        match &self.t.status {
+            Status::Running { slots, .. } => slots,
+            Status::Waiting => &[],
+        }
+    }
+    pub fn attempts(&self) -> u32 {
+        self.t.attempts
+    }
+    /// The phase the task is in and since when.
+    pub fn phase(&self) -> Option<(Phase, Time)> {
+        self.t.phases.current
+    }
+    /// Measured duration of a finished phase.
+    pub fn phase_duration(&self, p: Phase) -> Option<Time> {
+        self.t.phases.done[p as usize]
+    }
+}

@@ -1,0 +1,382 @@
+//! Hot path: one job line (a byte slice) to an [`SwfJob`], without allocating.
+//!
+//! The fast path handles what real logs contain (`-?digits` and, in float fields,
+//! `-?digits.digits`); anything else (a `+` sign, `12.0` in an integer field, an exponent,
+//! more than 18 digits, garbage) falls to a slow path that either accepts it with exact
+//! semantics or explains why not.
+
+use crate::record::SwfJob;
+
+/// Field separators: space, tab, and the other ASCII whitespace (`\r` makes CRLF harmless).
+#[inline(always)]
+pub(crate) fn is_ws(b: u8) -> bool {
+    b == b' ' || b.wrapping_sub(b'\t') < 5
+}
+
+/// Why a job line was rejected (positions are relative to the slice given to [`parse_job_line`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum LineError {
+    /// Not exactly 18 fields.
+    Count(usize),
+    /// Field `index` (0-based) at `start..end` is invalid.
+    Field { index: usize, start: usize, end: usize, reason: &'static str },
+}
+
+const POW10: [u64; 19] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+    10_000_000_000,
+    100_000_000_000,
+    1_000_000_000_000,
+    10_000_000_000_000,
+    100_000_000_000_000,
+    1_000_000_000_000_000,
+    10_000_000_000_000_000,
+    100_000_000_000_000_000,
+    1_000_000_000_000_000_000,
+];
+
+/// Exact powers of ten as `f64` (10^0..=10^22 are all exactly representable).
+const POW10_F64: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+    1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Largest integer mantissa for which `m as f64 / 10^k` is correctly rounded (2^53).
+const EXACT_MANTISSA: u64 = 1 << 53;
+
+struct Cursor<'a> {
+    s: &'a [u8],
+    i: usize,
+    field: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Skips separators; errors with the field count if the line ends first.
+    #[inline(always)]
+    fn start_token(&mut self) -> Result<usize, LineError> {
+        let s = self.s;
+        let mut i = self.i;
+        while i < s.len() && is_ws(s[i]) {
+            i += 1;
+        }
+        if i == s.len() {
+            return Err(LineError::Count(self.field));
+        }
+        Ok(i)
+    }
+
+    #[inline(always)]
+    fn token_end(&self, mut i: usize) -> usize {
+        while i < self.s.len() && !is_ws(self.s[i]) {
+            i += 1;
+        }
+        i
+    }
+
+    /// Reads `digits` starting at `i`: returns (value, end). Wrapping: callers bound the count.
+    #[inline(always)]
+    fn digits(&self, mut i: usize) -> (u64, usize) {
+        let s = self.s;
+        let mut v: u64 = 0;
+        while i < s.len() {
+            let d = s[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+            i += 1;
+        }
+        (v, i)
+    }
+
+    #[inline(always)]
+    fn at_separator(&self, i: usize) -> bool {
+        i == self.s.len() || is_ws(self.s[i])
+    }
+
+    #[inline(always)]
+    fn int(&mut self) -> Result<i64, LineError> {
+        let start = self.start_token()?;
+        let neg = self.s[start] == b'-';
+        let ds = start + usize::from(neg);
+        let (v, i) = self.digits(ds);
+        let nd = i - ds;
+        if nd == 0 || nd > 18 || !self.at_separator(i) {
+            return self.slow(start, Kind::Int).map(|n| n.int);
+        }
+        self.i = i;
+        self.field += 1;
+        // nd <= 18 so v < 10^18 < i64::MAX
+        let v = v as i64;
+        Ok(if neg { -v } else { v })
+    }
+
+    #[inline(always)]
+    fn float(&mut self) -> Result<f64, LineError> {
+        let start = self.start_token()?;
+        let neg = self.s[start] == b'-';
+        let ds = start + usize::from(neg);
+        let (mut v, mut i) = self.digits(ds);
+        let mut nd = i - ds;
+        let mut frac = 0;
+        if i < self.s.len() && self.s[i] == b'.' {
+            let (f, j) = self.digits(i + 1);
+            frac = j - (i + 1);
+            if frac <= 18 && nd <= 18 {
+                v = v.wrapping_mul(POW10[frac]).wrapping_add(f);
+            }
+            nd += frac;
+            i = j;
+        }
+        if nd == 0 || nd > 15 || !self.at_separator(i) {
+            return self.slow(start, Kind::Float).map(|n| n.float);
+        }
+        debug_assert!(v < EXACT_MANTISSA && frac <= 22);
+        self.i = i;
+        self.field += 1;
+        // Clinger's fast path: both operands exact, one correctly rounded division.
+        let x = v as f64 / POW10_F64[frac];
+        Ok(if neg { -x } else { x })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn slow(&mut self, start: usize, kind: Kind) -> Result<Num, LineError> {
+        let end = self.token_end(start);
+        let tok = &self.s[start..end];
+        let parsed = match kind {
+            Kind::Int => parse_int_slow(tok).map(|int| Num { int, float: 0.0 }),
+            Kind::Float => parse_float_slow(tok).map(|float| Num { int: 0, float }),
+        };
+        match parsed {
+            Ok(n) => {
+                self.i = end;
+                self.field += 1;
+                Ok(n)
+            }
+            Err(reason) => Err(LineError::Field { index: self.field, start, end, reason }),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Int,
+    Float,
+}
+
+struct Num {
+    int: i64,
+    float: f64,
+}
+
+const NOT_A_NUMBER: &str = "is not a number";
+const NOT_AN_INTEGER: &str = "is not an integer";
+const OUT_OF_RANGE: &str = "is out of range";
+
+/// Integer field, slow path: `[+-]digits[.zeros]`, or any finite integer-valued float
+/// (`1e3`). Rejects fractions, overflow and non-numbers with a reason.
+fn parse_int_slow(tok: &[u8]) -> Result<i64, &'static str> {
+    let text = std::str::from_utf8(tok).map_err(|_| NOT_A_NUMBER)?;
+    let (neg, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (int_part, frac_part) = match body.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (body, None),
+    };
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let plain = all_digits(int_part)
+        && frac_part.is_none_or(all_digits)
+        && !(int_part.is_empty() && frac_part.is_none_or(str::is_empty));
+    if plain {
+        if frac_part.is_some_and(|f| f.bytes().any(|b| b != b'0')) {
+            return Err(NOT_AN_INTEGER);
+        }
+        if int_part.is_empty() {
+            return Ok(0);
+        }
+        // Accumulate negatively so that i64::MIN is representable.
+        let mut v: i64 = 0;
+        for b in int_part.bytes() {
+            let d = i64::from(b - b'0');
+            v = v.checked_mul(10).and_then(|v| v.checked_sub(d)).ok_or(OUT_OF_RANGE)?;
+        }
+        return if neg { Ok(v) } else { v.checked_neg().ok_or(OUT_OF_RANGE) };
+    }
+    // Exponent notation and other float spellings.
+    let x: f64 = text.parse().map_err(|_| NOT_A_NUMBER)?;
+    if !x.is_finite() {
+        return Err(NOT_A_NUMBER);
+    }
+    if x.fract() != 0.0 {
+        return Err(NOT_AN_INTEGER);
+    }
+    // 2^63 is exactly representable; every integer-valued f64 below it converts exactly.
+    if !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) {
+        return Err(OUT_OF_RANGE);
+    }
+    Ok(x as i64)
+}
+
+/// Float field, slow path: anything Rust's `f64` parser accepts, if finite.
+fn parse_float_slow(tok: &[u8]) -> Result<f64, &'static str> {
+    let text = std::str::from_utf8(tok).map_err(|_| NOT_A_NUMBER)?;
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(NOT_A_NUMBER),
+    }
+}
+
+/// Parses one job line (no comment, not blank) into its 18 fields.
+#[inline]
+pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
+    let mut c = Cursor { s: line, i: 0, field: 0 };
+    let job = SwfJob {
+        job_number: c.int()?,
+        submit_time: c.int()?,
+        wait_time: c.int()?,
+        run_time: c.int()?,
+        allocated_procs: c.int()?,
+        avg_cpu_time: c.float()?,
+        used_memory: c.float()?,
+        requested_procs: c.int()?,
+        requested_time: c.int()?,
+        requested_memory: c.float()?,
+        status: c.int()?,
+        user_id: c.int()?,
+        group_id: c.int()?,
+        executable: c.int()?,
+        queue: c.int()?,
+        partition: c.int()?,
+        preceding_job: c.int()?,
+        think_time: c.int()?,
+    };
+    if line[c.i..].iter().all(|&b| is_ws(b)) {
+        Ok(job)
+    } else {
+        Err(LineError::Count(count_fields(line)))
+    }
+}
+
+/// Number of whitespace-separated fields on a line.
+pub(crate) fn count_fields(line: &[u8]) -> usize {
+    line.split(|&b| is_ws(b)).filter(|t| !t.is_empty()).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(fields: &[&str]) -> Vec<u8> {
+        fields.join(" ").into_bytes()
+    }
+
+    fn base() -> Vec<&'static str> {
+        vec!["1", "0", "5", "100", "4", "90.5", "-1", "4", "200", "-1", "1", "7", "2", "-1", "1", "-1", "-1", "-1"]
+    }
+
+    #[test]
+    fn parses_a_typical_line() {
+        let j = parse_job_line(&line(&base())).unwrap();
+        assert_eq!(j.job_number, 1);
+        assert_eq!(j.run_time, 100);
+        assert_eq!(j.avg_cpu_time, 90.5);
+        assert_eq!(j.used_memory, -1.0);
+        assert_eq!(j.user_id, 7);
+        assert_eq!(j.think_time, -1);
+    }
+
+    #[test]
+    fn decimals_are_exact() {
+        for text in ["552.21", "0.1", "142.00", "969.56", "123456789.012345", "-0.5", "5.", ".25"] {
+            let mut f = base();
+            f[5] = text;
+            let j = parse_job_line(&line(&f)).unwrap();
+            assert_eq!(j.avg_cpu_time, text.parse::<f64>().unwrap(), "{text}");
+        }
+        let mut f = base();
+        f[6] = "1.2345678901234567890123";
+        let j = parse_job_line(&line(&f)).unwrap();
+        assert_eq!(j.used_memory, 1.2345678901234567890123);
+        f[9] = "2.5e3";
+        assert_eq!(parse_job_line(&line(&f)).unwrap().requested_memory, 2500.0);
+    }
+
+    #[test]
+    fn integer_valued_decimals_accepted_in_integer_fields() {
+        for (text, want) in [("12.0", 12), ("12.", 12), ("+7", 7), ("-3.000", -3), ("1e3", 1000)] {
+            let mut f = base();
+            f[3] = text;
+            assert_eq!(parse_job_line(&line(&f)).unwrap().run_time, want, "{text}");
+        }
+        let mut f = base();
+        f[1] = "-9223372036854775808";
+        assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, i64::MIN);
+        f[1] = "9223372036854775807";
+        assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, i64::MAX);
+    }
+
+    #[test]
+    fn rejects_with_reasons() {
+        let cases = [
+            (3, "abc", NOT_A_NUMBER),
+            (3, "12.5", NOT_AN_INTEGER),
+            (3, "1x", NOT_A_NUMBER),
+            (3, "-", NOT_A_NUMBER),
+            (3, ".", NOT_A_NUMBER),
+            (1, "9223372036854775808", OUT_OF_RANGE),
+            (5, "nan", NOT_A_NUMBER),
+            (5, "inf", NOT_A_NUMBER),
+            (9, "1.2.3", NOT_A_NUMBER),
+            (10, "1e400", OUT_OF_RANGE),
+        ];
+        for (idx, text, reason) in cases {
+            let mut f = base();
+            f[idx] = text;
+            let l = line(&f);
+            match parse_job_line(&l) {
+                Err(LineError::Field { index, start, end, reason: r }) => {
+                    assert_eq!(index, idx, "{text}");
+                    assert_eq!(&l[start..end], text.as_bytes());
+                    if text == "1e400" {
+                        // 1e400 overflows f64 and parses as infinity
+                        assert_eq!(r, NOT_A_NUMBER);
+                    } else {
+                        assert_eq!(r, reason, "{text}");
+                    }
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn field_counts() {
+        let mut f = base();
+        f.pop();
+        assert_eq!(parse_job_line(&line(&f)), Err(LineError::Count(17)));
+        let mut f = base();
+        f.push("9");
+        f.push("9");
+        assert_eq!(parse_job_line(&line(&f)), Err(LineError::Count(20)));
+        assert_eq!(parse_job_line(b"1 2 3\t\t"), Err(LineError::Count(3)));
+    }
+
+    #[test]
+    fn tabs_and_cr() {
+        let text = base().join("\t  ") + " \r";
+        assert!(parse_job_line(text.as_bytes()).is_ok());
+    }
+}

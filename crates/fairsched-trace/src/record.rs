@@ -1,0 +1,103 @@
+//! [`SwfJob`]: one raw job line of a Standard Workload Format log, all 18 fields.
+
+use serde::{Deserialize, Serialize};
+
+/// Names of the 18 SWF fields, in file order (index 0 is field 1).
+///
+/// These are the names used in [`crate::TraceError::Parse`] messages.
+pub const FIELD_NAMES: [&str; 18] = [
+    "job_number",
+    "submit_time",
+    "wait_time",
+    "run_time",
+    "allocated_procs",
+    "avg_cpu_time",
+    "used_memory",
+    "requested_procs",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user_id",
+    "group_id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+];
+
+/// One job record of an SWF log, exactly as written (no cleaning).
+///
+/// `-1` means "unknown" in every field and is kept as `-1` (`-1.0` for the float fields).
+/// Fields 6, 7 and 10 are `f64` because some logs write decimals there; every other field is
+/// an integer (an integer-valued decimal such as `12.0` is accepted on input).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SwfJob {
+    /// 1. Job number (a counter starting at 1 in most logs).
+    pub job_number: i64,
+    /// 2. Submit time, seconds since the log's start (`UnixStartTime`).
+    pub submit_time: i64,
+    /// 3. Wait time in the queue, seconds.
+    pub wait_time: i64,
+    /// 4. Run time (wall clock), seconds.
+    pub run_time: i64,
+    /// 5. Number of allocated processors.
+    pub allocated_procs: i64,
+    /// 6. Average CPU time used per processor, seconds.
+    pub avg_cpu_time: f64,
+    /// 7. Used memory per processor, kilobytes.
+    pub used_memory: f64,
+    /// 8. Requested number of processors.
+    pub requested_procs: i64,
+    /// 9. Requested time (the user's runtime estimate), seconds.
+    pub requested_time: i64,
+    /// 10. Requested memory per processor, kilobytes.
+    pub requested_memory: f64,
+    /// 11. Status: 1 completed, 0 failed, 5 cancelled (and 2/3/4 for checkpoint records).
+    pub status: i64,
+    /// 12. User id.
+    pub user_id: i64,
+    /// 13. Group id.
+    pub group_id: i64,
+    /// 14. Executable (application) number.
+    pub executable: i64,
+    /// 15. Queue number.
+    pub queue: i64,
+    /// 16. Partition number.
+    pub partition: i64,
+    /// 17. Preceding job number (dependency), or -1.
+    pub preceding_job: i64,
+    /// 18. Think time from the preceding job, seconds.
+    pub think_time: i64,
+}
+
+impl SwfJob {
+    /// A record with every field unknown (`-1`).
+    pub const UNKNOWN: SwfJob = SwfJob {
+        job_number: -1,
+        submit_time: -1,
+        wait_time: -1,
+        run_time: -1,
+        allocated_procs: -1,
+        avg_cpu_time: -1.0,
+        used_memory: -1.0,
+        requested_procs: -1,
+        requested_time: -1,
+        requested_memory: -1.0,
+        status: -1,
+        user_id: -1,
+        group_id: -1,
+        executable: -1,
+        queue: -1,
+        partition: -1,
+        preceding_job: -1,
+        think_time: -1,
+    };
+}
+
+impl Default for SwfJob {
+    /// Same as [`SwfJob::UNKNOWN`].
+    fn default() -> Self {
+        SwfJob::UNKNOWN
+    }
+}
