@@ -34,6 +34,7 @@ pub mod point;
 pub mod policy;
 pub mod registry;
 pub mod scheduler;
+pub mod sink;
 pub mod state;
 pub mod time;
 
@@ -45,8 +46,10 @@ pub use ids::{MachineId, OrgId, SlotId, TaskId, UserId, WorkflowId};
 pub use model::{Outcome, Phase, TaskSpec, WorkflowRef};
 pub use point::{
     Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Order, Pick, RuntimeOracle, SimRng,
+    derive_seed,
 };
 pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
+pub use sink::{Observer, Sample};
 pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
 pub use state::{MachineView, Platform, State, TaskView, View};
 pub use time::Time;

@@ -103,3 +103,13 @@ pub struct ControlOut {
 pub trait Control: Send {
     fn react(&mut self, view: &View, notices: &[Notice], timers: &[u64], out: &mut ControlOut);
 }
+
+/// Derives an independent seed for one use (`stream`) of a master seed
+/// (SplitMix64 finalizer), so a run's user→organization mapping, its
+/// scheduler and its replicates never share a random stream.
+pub fn derive_seed(master: u64, stream: u64) -> u64 {
+    let mut z = master ^ stream.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

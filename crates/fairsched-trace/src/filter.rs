@@ -70,15 +70,39 @@ impl FilterCounts {
         [
             ("records", self.records, "parsed job lines"),
             ("runtime_unknown", self.runtime_unknown, "run time -1: dropped"),
-            ("runtime_nonpositive", self.runtime_nonpositive, "run time <= 0 (not -1): dropped"),
-            ("procs_from_requested", self.procs_from_requested, "allocated unknown, requested used: kept"),
+            (
+                "runtime_nonpositive",
+                self.runtime_nonpositive,
+                "run time <= 0 (not -1): dropped",
+            ),
+            (
+                "procs_from_requested",
+                self.procs_from_requested,
+                "allocated unknown, requested used: kept",
+            ),
             ("procs_unknown", self.procs_unknown, "no processor count: dropped"),
             ("status_failed", self.status_failed, "status 0 (failed): seen"),
-            ("status_cancelled", self.status_cancelled, "status 5 (cancelled): seen"),
+            (
+                "status_cancelled",
+                self.status_cancelled,
+                "status 5 (cancelled): seen",
+            ),
             ("dropped_failed", self.dropped_failed, "failed, dropped by option"),
-            ("dropped_cancelled", self.dropped_cancelled, "cancelled, dropped by option"),
-            ("bad_lines_skipped", self.bad_lines_skipped, "malformed lines skipped (lenient)"),
-            ("non_monotone_submits", self.non_monotone_submits, "kept jobs submitted out of order"),
+            (
+                "dropped_cancelled",
+                self.dropped_cancelled,
+                "cancelled, dropped by option",
+            ),
+            (
+                "bad_lines_skipped",
+                self.bad_lines_skipped,
+                "malformed lines skipped (lenient)",
+            ),
+            (
+                "non_monotone_submits",
+                self.non_monotone_submits,
+                "kept jobs submitted out of order",
+            ),
             ("kept", self.kept, "jobs kept"),
         ]
     }
@@ -163,7 +187,10 @@ mod tests {
 
     #[test]
     fn each_stage() {
-        let opts = FilterOptions { drop_failed: true, drop_cancelled: true };
+        let opts = FilterOptions {
+            drop_failed: true,
+            drop_cancelled: true,
+        };
         let mut c = FilterCounts::default();
         assert!(clean(&rec(-1, 1, 1, 1), opts, &mut c).is_none());
         assert!(clean(&rec(0, 1, 1, 1), opts, &mut c).is_none());

@@ -75,7 +75,10 @@ impl SwfHeader {
 
     /// Looks a key up (ASCII case-insensitive) among typed fields and `other`; first match.
     pub fn get(&self, key: &str) -> Option<String> {
-        self.pairs().into_iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v)
+        self.pairs()
+            .into_iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
     }
 
     /// Absorbs one comment line (the text after `;`). Not `Key: value` → ignored.

@@ -19,7 +19,12 @@ pub(crate) enum LineError {
     /// Not exactly 18 fields.
     Count(usize),
     /// Field `index` (0-based) at `start..end` is invalid.
-    Field { index: usize, start: usize, end: usize, reason: &'static str },
+    Field {
+        index: usize,
+        start: usize,
+        end: usize,
+        reason: &'static str,
+    },
 }
 
 const POW10: [u64; 19] = [
@@ -46,8 +51,8 @@ const POW10: [u64; 19] = [
 
 /// Exact powers of ten as `f64` (10^0..=10^22 are all exactly representable).
 const POW10_F64: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
-    1e18, 1e19, 1e20, 1e21, 1e22,
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    1e19, 1e20, 1e21, 1e22,
 ];
 
 /// Largest integer mantissa for which `m as f64 / 10^k` is correctly rounded (2^53).
@@ -163,7 +168,12 @@ impl<'a> Cursor<'a> {
                 self.field += 1;
                 Ok(n)
             }
-            Err(reason) => Err(LineError::Field { index: self.field, start, end, reason }),
+            Err(reason) => Err(LineError::Field {
+                index: self.field,
+                start,
+                end,
+                reason,
+            }),
         }
     }
 }
@@ -211,9 +221,16 @@ fn parse_int_slow(tok: &[u8]) -> Result<i64, &'static str> {
         let mut v: i64 = 0;
         for b in int_part.bytes() {
             let d = i64::from(b - b'0');
-            v = v.checked_mul(10).and_then(|v| v.checked_sub(d)).ok_or(OUT_OF_RANGE)?;
+            v = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_sub(d))
+                .ok_or(OUT_OF_RANGE)?;
         }
-        return if neg { Ok(v) } else { v.checked_neg().ok_or(OUT_OF_RANGE) };
+        return if neg {
+            Ok(v)
+        } else {
+            v.checked_neg().ok_or(OUT_OF_RANGE)
+        };
     }
     // Exponent notation and other float spellings.
     let x: f64 = text.parse().map_err(|_| NOT_A_NUMBER)?;
@@ -242,7 +259,11 @@ fn parse_float_slow(tok: &[u8]) -> Result<f64, &'static str> {
 /// Parses one job line (no comment, not blank) into its 18 fields.
 #[inline]
 pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
-    let mut c = Cursor { s: line, i: 0, field: 0 };
+    let mut c = Cursor {
+        s: line,
+        i: 0,
+        field: 0,
+    };
     let job = SwfJob {
         job_number: c.int()?,
         submit_time: c.int()?,
@@ -284,7 +305,10 @@ mod tests {
     }
 
     fn base() -> Vec<&'static str> {
-        vec!["1", "0", "5", "100", "4", "90.5", "-1", "4", "200", "-1", "1", "7", "2", "-1", "1", "-1", "-1", "-1"]
+        vec![
+            "1", "0", "5", "100", "4", "90.5", "-1", "4", "200", "-1", "1", "7", "2", "-1", "1", "-1", "-1",
+            "-1",
+        ]
     }
 
     #[test]
@@ -300,7 +324,16 @@ mod tests {
 
     #[test]
     fn decimals_are_exact() {
-        for text in ["552.21", "0.1", "142.00", "969.56", "123456789.012345", "-0.5", "5.", ".25"] {
+        for text in [
+            "552.21",
+            "0.1",
+            "142.00",
+            "969.56",
+            "123456789.012345",
+            "-0.5",
+            "5.",
+            ".25",
+        ] {
             let mut f = base();
             f[5] = text;
             let j = parse_job_line(&line(&f)).unwrap();
@@ -316,7 +349,13 @@ mod tests {
 
     #[test]
     fn integer_valued_decimals_accepted_in_integer_fields() {
-        for (text, want) in [("12.0", 12), ("12.", 12), ("+7", 7), ("-3.000", -3), ("1e3", 1000)] {
+        for (text, want) in [
+            ("12.0", 12),
+            ("12.", 12),
+            ("+7", 7),
+            ("-3.000", -3),
+            ("1e3", 1000),
+        ] {
             let mut f = base();
             f[3] = text;
             assert_eq!(parse_job_line(&line(&f)).unwrap().run_time, want, "{text}");
@@ -347,7 +386,12 @@ mod tests {
             f[idx] = text;
             let l = line(&f);
             match parse_job_line(&l) {
-                Err(LineError::Field { index, start, end, reason: r }) => {
+                Err(LineError::Field {
+                    index,
+                    start,
+                    end,
+                    reason: r,
+                }) => {
                     assert_eq!(index, idx, "{text}");
                     assert_eq!(&l[start..end], text.as_bytes());
                     if text == "1e400" {

@@ -79,7 +79,10 @@ impl SwfReader<FileSource> {
     /// Opens a file with options.
     pub fn open_with(path: impl AsRef<Path>, options: ReadOptions) -> Result<Self> {
         let path = path.as_ref();
-        let io_err = |source| TraceError::Io { path: path.to_path_buf(), source };
+        let io_err = |source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = File::open(path).map_err(io_err)?;
         let mut buffered = BufReader::with_capacity(CHUNK, file);
         let head = buffered.fill_buf().map_err(io_err)?;
@@ -202,10 +205,17 @@ impl<R: Read> SwfReader<R> {
     #[cold]
     fn line_error(&self, e: LineError, line: &[u8]) -> TraceError {
         match e {
-            LineError::Count(found) => {
-                TraceError::FieldCount { path: self.path.clone(), line: self.lines, found }
-            }
-            LineError::Field { index, start, end, reason } => {
+            LineError::Count(found) => TraceError::FieldCount {
+                path: self.path.clone(),
+                line: self.lines,
+                found,
+            },
+            LineError::Field {
+                index,
+                start,
+                end,
+                reason,
+            } => {
                 let mut value = String::from_utf8_lossy(&line[start..end]).into_owned();
                 if value.chars().count() > 80 {
                     value = value.chars().take(79).chain(['…']).collect();
@@ -268,9 +278,17 @@ impl<R: Read> SwfReader<R> {
                 Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    return Err(TraceError::Truncated { path: self.path.clone(), line: self.lines });
+                    return Err(TraceError::Truncated {
+                        path: self.path.clone(),
+                        line: self.lines,
+                    });
                 }
-                Err(source) => return Err(TraceError::Io { path: self.path.clone(), source }),
+                Err(source) => {
+                    return Err(TraceError::Io {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
             }
             return Ok(());
         }

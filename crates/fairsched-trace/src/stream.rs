@@ -23,7 +23,12 @@ pub struct StreamOptions {
 
 enum Inner {
     /// The file is already in order: parse as we go (memory independent of trace length).
-    Streaming { reader: Box<SwfReader<FileSource>>, filter: FilterOptions, last: Option<i64>, done: bool },
+    Streaming {
+        reader: Box<SwfReader<FileSource>>,
+        filter: FilterOptions,
+        last: Option<i64>,
+        done: bool,
+    },
     /// Cleaned jobs sorted in memory.
     Sorted(std::vec::IntoIter<Job>),
 }
@@ -57,7 +62,12 @@ impl JobStream {
     /// [`TraceError::Unsorted`] error.
     pub fn open_with_scan(path: impl AsRef<Path>, options: StreamOptions, scan: &TraceScan) -> Result<Self> {
         let path = path.as_ref();
-        let reader = SwfReader::open_with(path, ReadOptions { lenient: options.lenient })?;
+        let reader = SwfReader::open_with(
+            path,
+            ReadOptions {
+                lenient: options.lenient,
+            },
+        )?;
         if scan.monotone {
             Ok(JobStream {
                 inner: Inner::Streaming {
@@ -80,7 +90,16 @@ impl JobStream {
     /// Reads plain SWF text from any reader. The cleaned jobs are loaded in memory (the
     /// reader cannot be read twice) and sorted if needed.
     pub fn from_reader(name: impl Into<PathBuf>, reader: impl Read, options: StreamOptions) -> Result<Self> {
-        Self::materialize(SwfReader::with_options(name, reader, ReadOptions { lenient: options.lenient }), options.filter)
+        Self::materialize(
+            SwfReader::with_options(
+                name,
+                reader,
+                ReadOptions {
+                    lenient: options.lenient,
+                },
+            ),
+            options.filter,
+        )
     }
 
     fn materialize<R: Read>(mut reader: SwfReader<R>, filter: FilterOptions) -> Result<Self> {
@@ -153,7 +172,12 @@ impl Iterator for JobStream {
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
             Inner::Sorted(jobs) => jobs.next().map(Ok),
-            Inner::Streaming { reader, filter, last, done } => {
+            Inner::Streaming {
+                reader,
+                filter,
+                last,
+                done,
+            } => {
                 if *done {
                     return None;
                 }

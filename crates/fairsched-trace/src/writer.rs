@@ -57,11 +57,17 @@ impl SwfWriter<BufWriter<File>> {
     /// Creates (truncates) `path`; gzip-compressed if the name ends in `.gz`.
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let file = File::create(path)
-            .map_err(|source| TraceError::Io { path: path.to_path_buf(), source })?;
+        let file = File::create(path).map_err(|source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let w = BufWriter::with_capacity(256 * 1024, file);
         let gz = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
-        Ok(if gz { SwfWriter::gzip(path, w) } else { SwfWriter::plain(path, w) })
+        Ok(if gz {
+            SwfWriter::gzip(path, w)
+        } else {
+            SwfWriter::plain(path, w)
+        })
     }
 }
 
@@ -77,11 +83,19 @@ impl<W: Write> SwfWriter<W> {
     }
 
     fn build(path: PathBuf, out: Out<W>) -> Self {
-        SwfWriter { out, path, line: String::with_capacity(256), jobs: 0 }
+        SwfWriter {
+            out,
+            path,
+            line: String::with_capacity(256),
+            jobs: 0,
+        }
     }
 
     fn io(&self, source: io::Error) -> TraceError {
-        TraceError::Io { path: self.path.clone(), source }
+        TraceError::Io {
+            path: self.path.clone(),
+            source,
+        }
     }
 
     /// Writes every header pair as `; Key: value` (see [`SwfHeader::pairs`] for the order).
@@ -96,7 +110,11 @@ impl<W: Write> SwfWriter<W> {
     /// Writes one free-text comment line (`; text`).
     pub fn write_comment(&mut self, text: &str) -> Result<()> {
         let text = one_line(text);
-        let line = if text.is_empty() { ";\n".to_string() } else { format!("; {text}\n") };
+        let line = if text.is_empty() {
+            ";\n".to_string()
+        } else {
+            format!("; {text}\n")
+        };
         self.out.write_all(line.as_bytes()).map_err(|e| self.io(e))
     }
 
@@ -152,7 +170,10 @@ impl<W: Write> SwfWriter<W> {
     /// Completes the gzip stream (if any), flushes, and returns the underlying writer.
     pub fn finish(self) -> Result<W> {
         let path = self.path;
-        let io = |source| TraceError::Io { path: path.clone(), source };
+        let io = |source| TraceError::Io {
+            path: path.clone(),
+            source,
+        };
         let mut w = match self.out {
             Out::Plain(w) => w,
             Out::Gzip(g) => g.finish().map_err(io)?,

@@ -22,7 +22,9 @@ impl UserOrgMap {
     /// `k` organizations (≥ 1).
     pub fn new(k: u32, seed: u64) -> Result<Self> {
         if k == 0 {
-            return Err(TraceError::Config("user→organization map needs at least 1 organization".into()));
+            return Err(TraceError::Config(
+                "user→organization map needs at least 1 organization".into(),
+            ));
         }
         Ok(UserOrgMap { k, seed })
     }
@@ -117,7 +119,9 @@ mod tests {
     #[test]
     fn windows_agree() {
         let map = UserOrgMap::new(3, 99).unwrap();
-        let jobs: Vec<Job> = (0..50).map(|i| test_job(i, i as i64, 1, (i % 7) as i64)).collect();
+        let jobs: Vec<Job> = (0..50)
+            .map(|i| test_job(i, i as i64, 1, (i % 7) as i64))
+            .collect();
         let all: Vec<Job> = jobs.clone().into_iter().map_orgs(map).collect();
         let late: Vec<Job> = jobs.into_iter().window(25, 100).map_orgs(map).collect();
         for j in &late {

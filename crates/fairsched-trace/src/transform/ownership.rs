@@ -18,7 +18,9 @@ pub fn ownership_uniform(total: u32, k: u32) -> Result<Vec<u32>> {
 pub fn ownership_zipf(total: u32, k: u32, s: f64) -> Result<Vec<u32>> {
     check(total, k)?;
     if !s.is_finite() || s < 0.0 {
-        return Err(TraceError::Config(format!("Zipf exponent must be finite and >= 0, got {s}")));
+        return Err(TraceError::Config(format!(
+            "Zipf exponent must be finite and >= 0, got {s}"
+        )));
     }
     let weights: Vec<f64> = (1..=k).map(|i| f64::from(i).powf(-s)).collect();
     let sum: f64 = weights.iter().sum();
@@ -67,7 +69,9 @@ pub fn ownership_zipf(total: u32, k: u32, s: f64) -> Result<Vec<u32>> {
 
 fn check(total: u32, k: u32) -> Result<()> {
     if k == 0 {
-        return Err(TraceError::Config("ownership needs at least 1 organization".into()));
+        return Err(TraceError::Config(
+            "ownership needs at least 1 organization".into(),
+        ));
     }
     if total < k {
         return Err(TraceError::Config(format!(

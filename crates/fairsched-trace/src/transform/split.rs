@@ -13,7 +13,11 @@ pub struct SplitParallel<I> {
 
 impl<I> SplitParallel<I> {
     pub(super) fn new(inner: I) -> Self {
-        SplitParallel { inner, current: None, next_part: 0 }
+        SplitParallel {
+            inner,
+            current: None,
+            next_part: 0,
+        }
     }
 }
 
@@ -31,7 +35,11 @@ where
             if self.next_part >= job.procs {
                 self.current = None;
             }
-            return Some(I::Item::from_job(Job { procs: 1, part, ..job }));
+            return Some(I::Item::from_job(Job {
+                procs: 1,
+                part,
+                ..job
+            }));
         }
         let mut item = self.inner.next()?;
         if let Some(job) = item.job_mut()
@@ -58,8 +66,21 @@ mod tests {
     #[test]
     fn splits_into_parts() {
         let jobs = vec![test_job(1, 0, 3, 1), test_job(2, 4, 1, 1), test_job(3, 5, 2, 1)];
-        let out: Vec<(u64, u32, u32, i64)> =
-            jobs.into_iter().split_parallel().map(|j| (j.id, j.part, j.procs, j.submit)).collect();
-        assert_eq!(out, [(1, 0, 1, 0), (1, 1, 1, 0), (1, 2, 1, 0), (2, 0, 1, 4), (3, 0, 1, 5), (3, 1, 1, 5)]);
+        let out: Vec<(u64, u32, u32, i64)> = jobs
+            .into_iter()
+            .split_parallel()
+            .map(|j| (j.id, j.part, j.procs, j.submit))
+            .collect();
+        assert_eq!(
+            out,
+            [
+                (1, 0, 1, 0),
+                (1, 1, 1, 0),
+                (1, 2, 1, 0),
+                (2, 0, 1, 4),
+                (3, 0, 1, 5),
+                (3, 1, 1, 5)
+            ]
+        );
     }
 }

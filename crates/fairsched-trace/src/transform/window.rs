@@ -14,7 +14,12 @@ pub struct Window<I> {
 impl<I> Window<I> {
     pub(super) fn new(inner: I, start: i64, len: i64) -> Self {
         let end = start.saturating_add(len.max(0));
-        Window { inner, start, end, done: len <= 0 }
+        Window {
+            inner,
+            start,
+            end,
+            done: len <= 0,
+        }
     }
 }
 
@@ -55,8 +60,15 @@ mod tests {
 
     #[test]
     fn keeps_half_open_interval_and_rebases() {
-        let jobs: Vec<Job> = [5, 10, 10, 15, 19, 20, 25].iter().map(|&s| test_job(s as u64, s, 1, 1)).collect();
-        let out: Vec<(u64, i64)> = jobs.into_iter().window(10, 10).map(|j| (j.id, j.submit)).collect();
+        let jobs: Vec<Job> = [5, 10, 10, 15, 19, 20, 25]
+            .iter()
+            .map(|&s| test_job(s as u64, s, 1, 1))
+            .collect();
+        let out: Vec<(u64, i64)> = jobs
+            .into_iter()
+            .window(10, 10)
+            .map(|j| (j.id, j.submit))
+            .collect();
         assert_eq!(out, [(10, 0), (10, 0), (15, 5), (19, 9)]);
     }
 
@@ -74,8 +86,11 @@ mod tests {
     #[test]
     fn empty_and_errors() {
         assert_eq!([test_job(1, 0, 1, 1)].into_iter().window(0, 0).count(), 0);
-        let items: Vec<Result<Job, TraceError>> =
-            vec![Ok(test_job(1, 0, 1, 1)), Err(TraceError::Config("x".into())), Ok(test_job(2, 50, 1, 1))];
+        let items: Vec<Result<Job, TraceError>> = vec![
+            Ok(test_job(1, 0, 1, 1)),
+            Err(TraceError::Config("x".into())),
+            Ok(test_job(2, 50, 1, 1)),
+        ];
         let out: Vec<_> = items.into_iter().window(0, 10).collect();
         assert_eq!(out.len(), 2);
         assert!(out[1].is_err());

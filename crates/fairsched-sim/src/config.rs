@@ -1,0 +1,220 @@
+//! One trace-driven run, fully described: which log, which platform, which
+//! policies, which seed. The CLI, the tests and the benchmarks all build a
+//! [`RunConfig`] and call [`RunConfig::run`].
+
+use crate::engine::{RunStats, Simulation};
+use crate::errors::SimError;
+use crate::workload::arrivals;
+use fairsched_core::registry::{build_allocate, build_control, build_order};
+use fairsched_core::{Observer, OrgId, Platform, PolicySpec, Scheduler, derive_seed};
+use fairsched_trace::{
+    FilterCounts, Job, JobIteratorExt, JobStream, StreamOptions, TraceError, TraceScan, UserOrgMap,
+    ownership_uniform, ownership_zipf, scan, scan_reader,
+};
+use serde::Serialize;
+use std::fmt;
+use std::io::Read;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Seed streams derived from the master seed.
+const SEED_ORGS: u64 = 1;
+const SEED_CORE: u64 = 2;
+
+/// Where the log comes from.
+#[derive(Clone, Debug)]
+pub enum TraceInput {
+    Path(PathBuf),
+    /// A log embedded in the binary (plain or gzip).
+    Bytes { name: String, data: &'static [u8] },
+}
+
+impl TraceInput {
+    pub fn name(&self) -> String {
+        match self {
+            TraceInput::Path(p) => p.display().to_string(),
+            TraceInput::Bytes { name, .. } => name.clone(),
+        }
+    }
+    fn reader(data: &'static [u8]) -> Box<dyn Read + Send> {
+        if data.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::read::MultiGzDecoder::new(data))
+        } else {
+            Box::new(data)
+        }
+    }
+    /// One pass over the log: header, counts, monotonicity.
+    pub fn scan(&self, lenient: bool) -> Result<TraceScan, TraceError> {
+        match self {
+            TraceInput::Path(p) => scan(p, lenient),
+            TraceInput::Bytes { name, data } => scan_reader(name.as_str(), Self::reader(data), lenient),
+        }
+    }
+    /// The cleaned jobs in submit order.
+    pub fn jobs(&self, opts: StreamOptions, scan: &TraceScan) -> Result<JobStream, TraceError> {
+        match self {
+            TraceInput::Path(p) => JobStream::open_with_scan(p, opts, scan),
+            TraceInput::Bytes { name, data } => JobStream::from_reader(name.as_str(), Self::reader(data), opts),
+        }
+    }
+}
+
+/// How processors are split among organizations.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Ownership {
+    Uniform,
+    /// Zipf law with exponent `s` (organization i gets ∝ 1/i^s).
+    Zipf(f64),
+}
+
+impl FromStr for Ownership {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "uniform" => Ok(Ownership::Uniform),
+            "zipf" => Ok(Ownership::Zipf(1.0)),
+            _ => s
+                .strip_prefix("zipf:")
+                .and_then(|x| x.parse::<f64>().ok())
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(Ownership::Zipf)
+                .ok_or_else(|| format!("ownership {s:?}: expected uniform, zipf or zipf:S with S ≥ 0")),
+        }
+    }
+}
+
+impl fmt::Display for Ownership {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ownership::Uniform => f.write_str("uniform"),
+            Ownership::Zipf(s) => write!(f, "zipf:{s}"),
+        }
+    }
+}
+
+/// Everything that defines a run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub trace: TraceInput,
+    /// Total processors; default: the header's `MaxProcs`, else the widest job.
+    pub procs: Option<u32>,
+    /// Machine sizes (several machines, each with its own queue).
+    pub machines: Option<Vec<u32>>,
+    pub orgs: u32,
+    pub ownership: Ownership,
+    /// `(start, len)` in seconds of the log's submit times.
+    pub window: Option<(i64, i64)>,
+    pub split_parallel: bool,
+    pub seed: u64,
+    pub allocate: PolicySpec,
+    pub order: PolicySpec,
+    pub control: Option<PolicySpec>,
+    pub stream: StreamOptions,
+}
+
+impl RunConfig {
+    /// Replays `trace` with `order` on one pool, one organization, seed 0.
+    pub fn new(trace: TraceInput, order: PolicySpec) -> RunConfig {
+        RunConfig {
+            trace,
+            procs: None,
+            machines: None,
+            orgs: 1,
+            ownership: Ownership::Uniform,
+            window: None,
+            split_parallel: false,
+            seed: 0,
+            allocate: "single-pool".parse().expect("valid"),
+            order,
+            control: None,
+            stream: StreamOptions::default(),
+        }
+    }
+}
+
+/// The platform a run uses, and where its size came from.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlatformInfo {
+    pub machines: Vec<u32>,
+    pub total: u32,
+    /// `--procs`, `--machines`, `header MaxProcs` or `widest job`.
+    pub source: &'static str,
+    /// Slots owned by each organization.
+    pub per_org: Vec<u32>,
+}
+
+/// What a run reports besides the observers' records.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub stats: RunStats,
+    pub filters: FilterCounts,
+    /// The log's submits were out of order and were sorted in memory.
+    pub sorted: bool,
+    pub platform: PlatformInfo,
+}
+
+impl RunConfig {
+    /// Sizes the platform from the flags, the header or the jobs, and
+    /// splits slots among organizations.
+    pub fn platform(&self, scan: &TraceScan) -> Result<(Platform, PlatformInfo), SimError> {
+        let cfg = |m: String| SimError::Config(m);
+        let (machines, source) = match (&self.machines, self.procs) {
+            (Some(_), Some(_)) => return Err(cfg("give --procs or --machines, not both".into())),
+            (Some(m), None) => (m.clone(), "--machines"),
+            (None, Some(p)) => (vec![p], "--procs"),
+            (None, None) => match (scan.header.max_procs, scan.max_job_procs) {
+                (Some(p), _) if p > 0 => (vec![p], "header MaxProcs"),
+                (_, Some(p)) => (vec![p], "widest job"),
+                _ => return Err(cfg(format!("{}: no processor count in the header and no job; pass --procs", self.trace.name()))),
+            },
+        };
+        if machines.is_empty() || machines.contains(&0) {
+            return Err(cfg("every machine needs at least one processor".into()));
+        }
+        let total: u32 = machines.iter().sum();
+        if self.orgs == 0 {
+            return Err(cfg("--orgs must be at least 1".into()));
+        }
+        let per_org = match self.ownership {
+            Ownership::Uniform => ownership_uniform(total, self.orgs)?,
+            Ownership::Zipf(s) => ownership_zipf(total, self.orgs, s)?,
+        };
+        let mut owners = per_org.iter().enumerate().flat_map(|(o, &n)| std::iter::repeat_n(OrgId(o as u32), n as usize));
+        let platform = Platform {
+            machines: machines.iter().map(|&n| owners.by_ref().take(n as usize).collect()).collect(),
+            orgs: self.orgs,
+        };
+        Ok((platform, PlatformInfo { machines, total, source, per_org }))
+    }
+
+    /// Builds the scheduler for this run.
+    pub fn scheduler(&self, platform: &Platform) -> Result<Scheduler, SimError> {
+        let allocate = build_allocate(&self.allocate)?;
+        let order = build_order(&self.order)?;
+        let control = self.control.as_ref().map(build_control).transpose()?;
+        Ok(Scheduler::new(platform, derive_seed(self.seed, SEED_CORE), allocate, order, control))
+    }
+
+    /// Runs to the end, pushing every record into `obs`. `scan` comes from
+    /// [`TraceInput::scan`] (the caller may show it, or size a progress bar).
+    pub fn run(&self, scan: &TraceScan, obs: &mut dyn Observer) -> Result<RunReport, SimError> {
+        let (platform, info) = self.platform(scan)?;
+        let core = self.scheduler(&platform)?;
+        let mut stream = self.trace.jobs(self.stream, scan)?;
+        let sorted = stream.sorted();
+        let stats = {
+            let mut jobs: Box<dyn Iterator<Item = Result<Job, TraceError>> + '_> = Box::new(stream.by_ref());
+            if let Some((start, len)) = self.window {
+                jobs = Box::new(jobs.window(start, len));
+            }
+            if self.split_parallel {
+                jobs = Box::new(jobs.split_parallel());
+            }
+            if self.orgs > 1 {
+                jobs = Box::new(jobs.map_orgs(UserOrgMap::new(self.orgs, derive_seed(self.seed, SEED_ORGS))?));
+            }
+            Simulation::new(core).run(arrivals(jobs), obs)?
+        };
+        Ok(RunReport { stats, filters: stream.counts(), sorted, platform: info })
+    }
+}
