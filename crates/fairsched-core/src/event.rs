@@ -81,8 +81,9 @@ pub enum Notice {
     Started { task: TaskId, machine: MachineId },
     /// A running task was stopped and put back in the queue.
     Requeued { task: TaskId, machine: MachineId },
-    /// The task left. `machine` is `None` for a rejected task;
-    /// `was_running` tells whether it held slots. The view still shows it.
+    /// The task left; `was_running` tells whether it held slots. The view
+    /// still shows it as it was. (A rejected task never entered a queue:
+    /// it gets no notice, only [`Action::Ended`].)
     Left { task: TaskId, machine: Option<MachineId>, outcome: Outcome, was_running: bool },
     /// The task's priority changed (it may be waiting or running).
     PriorityChanged { task: TaskId, old: i64, new: i64 },

@@ -72,6 +72,11 @@ pub enum Pick {
 pub trait Order: Send {
     fn notify(&mut self, view: &View, notice: &Notice);
     fn pick(&mut self, view: &View, machine: MachineId, rng: &mut SimRng) -> Option<Pick>;
+    /// True for policies that may stop a running task for a waiting one
+    /// ([`Pick::Requeue`]): the core then also asks while no slot is free.
+    fn preempts(&self) -> bool {
+        false
+    }
 }
 
 /// Clairvoyant variant of [`Order`] (REF/RAND sub-coalition schedules).
@@ -84,6 +89,10 @@ pub trait ClairvoyantOrder: Send {
         oracle: &dyn RuntimeOracle,
         rng: &mut SimRng,
     ) -> Option<Pick>;
+    /// See [`Order::preempts`].
+    fn preempts(&self) -> bool {
+        false
+    }
 }
 
 /// Priority changes and timer requests produced by a [`Control`] policy.
@@ -96,11 +105,15 @@ pub struct ControlOut {
 
 /// After events (and timers), which priorities change.
 ///
-/// Called once per [`crate::Scheduler::step`], after the step's events were
-/// applied and before tasks are dispatched, with every notice since the
-/// previous call (so starts made by the previous dispatch are seen here)
-/// and the tokens of the timers that fired.
+/// [`Control::notify`] receives every notice synchronously, with the view
+/// as of that change (a task that leaves is still visible). [`Control::react`]
+/// is called once per [`crate::Scheduler::step`] that had notices or fired
+/// timers, after the step's events were applied and before tasks are
+/// dispatched, with every notice since the previous call (so starts made by
+/// the previous dispatch are seen here) and the tokens of the timers that
+/// fired.
 pub trait Control: Send {
+    fn notify(&mut self, _view: &View, _notice: &Notice) {}
     fn react(&mut self, view: &View, notices: &[Notice], timers: &[u64], out: &mut ControlOut);
 }
 

@@ -44,6 +44,12 @@ impl OrderPolicy {
     pub fn is_clairvoyant(&self) -> bool {
         matches!(self, OrderPolicy::Clairvoyant(_))
     }
+    fn preempts(&self) -> bool {
+        match self {
+            OrderPolicy::Blind(p) => p.preempts(),
+            OrderPolicy::Clairvoyant(p) => p.preempts(),
+        }
+    }
 }
 
 /// Errors are policy bugs or a missing oracle, never bad driver input
@@ -90,7 +96,7 @@ pub struct Scheduler {
 struct Policies<'a> {
     allocate: &'a mut AllocatePolicy,
     order: &'a mut OrderPolicy,
-    buffer: Option<&'a mut Vec<Notice>>,
+    control: Option<(&'a mut Box<dyn Control>, &'a mut Vec<Notice>)>,
 }
 
 impl Policies<'_> {
@@ -98,8 +104,9 @@ impl Policies<'_> {
         let view = state.view();
         self.allocate.notify(&view, &n);
         self.order.notify(&view, &n);
-        if let Some(b) = self.buffer.as_deref_mut() {
-            b.push(n);
+        if let Some((c, buffer)) = self.control.as_mut() {
+            c.notify(&view, &n);
+            buffer.push(n);
         }
     }
 }
@@ -169,8 +176,8 @@ impl Scheduler {
     }
 
     fn policies(&mut self) -> (&mut State, Policies<'_>) {
-        let buffer = if self.control.is_some() { Some(&mut self.control_notices) } else { None };
-        (&mut self.state, Policies { allocate: &mut self.allocate, order: &mut self.order, buffer })
+        let control = self.control.as_mut().map(|c| (c, &mut self.control_notices));
+        (&mut self.state, Policies { allocate: &mut self.allocate, order: &mut self.order, control })
     }
 
     fn mark(&mut self, m: MachineId) {
@@ -459,9 +466,10 @@ impl Scheduler {
     fn fill(&mut self, m: MachineId, oracle: Option<&dyn RuntimeOracle>, out: &mut Vec<Action>) -> Result<(), CoreError> {
         let cap = self.state.machines[m.index()].capacity as u64;
         let mut budget = 3 * cap + 8;
+        let preempts = self.order.preempts();
         loop {
             let ms = &self.state.machines[m.index()];
-            if ms.free.is_empty() || ms.waiting == 0 {
+            if ms.waiting == 0 || (ms.free.is_empty() && !(preempts && ms.running > 0)) {
                 return Ok(());
             }
             let view = self.state.view();

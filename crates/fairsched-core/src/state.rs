@@ -310,6 +310,10 @@ impl<'a> TaskView<'a> {
             Status::Waiting => None,
         }
     }
+    /// The start of the latest attempt, even if the task was requeued since.
+    pub fn last_start(&self) -> Option<Time> {
+        self.t.last_start
+    }
     /// Time since the current start (zero while waiting).
     pub fn elapsed(&self) -> Time {
         self.start().map_or(Time::ZERO, |s| self.now - s)

@@ -150,6 +150,9 @@ pub struct RunReport {
     pub filters: FilterCounts,
     /// The log's submits were out of order and were sorted in memory.
     pub sorted: bool,
+    /// Jobs dropped because they need more processors than the largest
+    /// machine has (after splitting, if asked).
+    pub too_wide: u64,
     pub platform: PlatformInfo,
 }
 
@@ -202,6 +205,7 @@ impl RunConfig {
         let core = self.scheduler(&platform)?;
         let mut stream = self.trace.jobs(self.stream, scan)?;
         let sorted = stream.sorted();
+        let mut too_wide = 0u64;
         let stats = {
             let mut jobs: Box<dyn Iterator<Item = Result<Job, TraceError>> + '_> = Box::new(stream.by_ref());
             if let Some((start, len)) = self.window {
@@ -213,8 +217,17 @@ impl RunConfig {
             if self.orgs > 1 {
                 jobs = Box::new(jobs.map_orgs(UserOrgMap::new(self.orgs, derive_seed(self.seed, SEED_ORGS))?));
             }
+            let widest = info.machines.iter().copied().max().unwrap_or(0);
+            let too_wide = &mut too_wide;
+            let jobs = jobs.filter(move |j| match j {
+                Ok(j) if j.procs > widest => {
+                    *too_wide += 1;
+                    false
+                }
+                _ => true,
+            });
             Simulation::new(core).run(arrivals(jobs), obs)?
         };
-        Ok(RunReport { stats, filters: stream.counts(), sorted, platform: info })
+        Ok(RunReport { stats, filters: stream.counts(), sorted, too_wide, platform: info })
     }
 }

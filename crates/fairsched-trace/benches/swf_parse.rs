@@ -12,14 +12,18 @@ use flate2::Compression;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
-const TRACE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/traces/swf/HPC2N-2002-2.2-cln.swf.gz");
+const TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/data/traces/swf/HPC2N-2002-2.2-cln.swf.gz"
+);
 
 /// (gzip bytes, text bytes): the real log if present, else 200k synthetic lines.
 fn inputs() -> (Vec<u8>, Vec<u8>) {
     if let Ok(gz) = std::fs::read(Path::new(TRACE)) {
         let mut text = Vec::new();
-        MultiGzDecoder::new(&gz[..]).read_to_end(&mut text).expect("valid gzip");
+        MultiGzDecoder::new(&gz[..])
+            .read_to_end(&mut text)
+            .expect("valid gzip");
         return (gz, text);
     }
     eprintln!("{TRACE} not found: benchmarking 200k synthetic lines");
@@ -66,7 +70,12 @@ fn bench(c: &mut Criterion) {
     });
     // Throughput is still per byte of *decompressed* text, so the two are comparable.
     group.bench_function("gzip_in_memory", |b| {
-        b.iter(|| count_jobs(SwfReader::from_reader("bench.swf.gz", MultiGzDecoder::new(black_box(&gz[..])))))
+        b.iter(|| {
+            count_jobs(SwfReader::from_reader(
+                "bench.swf.gz",
+                MultiGzDecoder::new(black_box(&gz[..])),
+            ))
+        })
     });
     group.finish();
 }

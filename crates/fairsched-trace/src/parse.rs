@@ -240,8 +240,9 @@ fn parse_int_slow(tok: &[u8]) -> Result<i64, &'static str> {
     if x.fract() != 0.0 {
         return Err(NOT_AN_INTEGER);
     }
-    // 2^63 is exactly representable; every integer-valued f64 below it converts exactly.
-    if !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) {
+    // ±2^63 are exactly representable; every integer-valued f64 in [-2^63, 2^63) converts exactly.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if !(-TWO_63..TWO_63).contains(&x) {
         return Err(OUT_OF_RANGE);
     }
     Ok(x as i64)
@@ -257,8 +258,22 @@ fn parse_float_slow(tok: &[u8]) -> Result<f64, &'static str> {
 }
 
 /// Parses one job line (no comment, not blank) into its 18 fields.
+///
+/// A line with the wrong number of fields is reported as such even if one of its fields is
+/// also not a number (the structure is the bigger problem).
 #[inline]
 pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
+    parse_fields(line).map_err(|e| match e {
+        LineError::Field { .. } => match count_fields(line) {
+            18 => e,
+            n => LineError::Count(n),
+        },
+        count => count,
+    })
+}
+
+#[inline(always)]
+fn parse_fields(line: &[u8]) -> Result<SwfJob, LineError> {
     let mut c = Cursor {
         s: line,
         i: 0,
@@ -342,7 +357,7 @@ mod tests {
         let mut f = base();
         f[6] = "1.2345678901234567890123";
         let j = parse_job_line(&line(&f)).unwrap();
-        assert_eq!(j.used_memory, 1.2345678901234567890123);
+        assert_eq!(j.used_memory, "1.2345678901234567890123".parse::<f64>().unwrap());
         f[9] = "2.5e3";
         assert_eq!(parse_job_line(&line(&f)).unwrap().requested_memory, 2500.0);
     }
@@ -410,6 +425,8 @@ mod tests {
     fn field_counts() {
         let mut f = base();
         f.pop();
+        assert_eq!(parse_job_line(&line(&f)), Err(LineError::Count(17)));
+        f[3] = "abc";
         assert_eq!(parse_job_line(&line(&f)), Err(LineError::Count(17)));
         let mut f = base();
         f.push("9");

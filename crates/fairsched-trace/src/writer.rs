@@ -13,7 +13,7 @@ use crate::record::SwfJob;
 
 enum Out<W: Write> {
     Plain(W),
-    Gzip(GzEncoder<W>),
+    Gzip(Box<GzEncoder<W>>),
 }
 
 impl<W: Write> Write for Out<W> {
@@ -79,7 +79,10 @@ impl<W: Write> SwfWriter<W> {
 
     /// Gzip-compressed text into `w`.
     pub fn gzip(name: impl Into<PathBuf>, w: W) -> Self {
-        Self::build(name.into(), Out::Gzip(GzEncoder::new(w, Compression::default())))
+        Self::build(
+            name.into(),
+            Out::Gzip(Box::new(GzEncoder::new(w, Compression::default()))),
+        )
     }
 
     fn build(path: PathBuf, out: Out<W>) -> Self {

@@ -1,1 +1,54 @@
-fn main() {}
+//! `fairsched`: the one binary. Thin: parses flags, calls the libraries,
+//! prints and writes results.
+
+mod cmd_policies;
+mod cmd_simulate;
+mod cmd_trace;
+mod output;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// A fair, online, non-clairvoyant scheduler and the trace-driven simulator that evaluates it.
+#[derive(Parser)]
+#[command(name = "fairsched", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay a workload log under one or more policies (no arguments: a
+    /// comparison of the baselines on the bundled KTH-SP2 log).
+    Simulate(cmd_simulate::Args),
+    /// Inspect workload logs.
+    #[command(subcommand)]
+    Trace(cmd_trace::TraceCommand),
+    /// List every policy with its parameters and documentation.
+    Policies(cmd_policies::Args),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FAIRSCHED_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(a) => cmd_simulate::run(a),
+        Command::Trace(t) => cmd_trace::run(t),
+        Command::Policies(a) => cmd_policies::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

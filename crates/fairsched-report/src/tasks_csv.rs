@@ -1,0 +1,66 @@
+//! `tasks.csv`: one line per task, written as tasks end.
+
+use fairsched_core::metrics::TaskMetrics;
+use fairsched_core::{EndRecord, Observer, Time};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+/// Column names of `tasks.csv`. Times are seconds (decimals only when the
+/// clock ticked finer than a second).
+pub const TASK_COLUMNS: &str =
+    "task,job,user,org,machine,slot,slots,submit,start,end,wait,response,bsld,outcome,attempts";
+
+/// Writes one CSV line per ended task. The first write error is kept and
+/// returned by [`TasksCsv::finish`]; nothing after it is written.
+pub struct TasksCsv<W: Write> {
+    out: W,
+    line: String,
+    error: Option<io::Error>,
+    pub rows: u64,
+}
+
+impl<W: Write> TasksCsv<W> {
+    pub fn new(mut out: W) -> TasksCsv<W> {
+        let error = writeln!(out, "{TASK_COLUMNS}").err();
+        TasksCsv { out, line: String::with_capacity(128), error, rows: 0 }
+    }
+    pub fn finish(mut self) -> io::Result<W> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+fn opt<T: std::fmt::Display>(s: &mut String, v: Option<T>) {
+    if let Some(v) = v {
+        let _ = write!(s, "{v}");
+    }
+}
+
+impl<W: Write> Observer for TasksCsv<W> {
+    fn on_task(&mut self, r: &EndRecord, _runtime: Option<Time>) {
+        if self.error.is_some() {
+            return;
+        }
+        let m = TaskMetrics::of(r);
+        let s = &mut self.line;
+        s.clear();
+        let _ = write!(s, "{},{},{},{},", r.spec.id, r.spec.job, r.spec.user, r.spec.org);
+        opt(s, r.machine);
+        s.push(',');
+        opt(s, r.slot);
+        let _ = write!(s, ",{},{},", r.spec.slots, r.submit);
+        opt(s, r.start);
+        let _ = write!(s, ",{},", r.end);
+        opt(s, m.wait);
+        let _ = write!(s, ",{},", m.response);
+        opt(s, m.bsld.map(|b| crate::table::fixed(b, 4)));
+        let _ = writeln!(s, ",{},{}", r.outcome, r.attempts);
+        if let Err(e) = self.out.write_all(s.as_bytes()) {
+            self.error = Some(e);
+        }
+        self.rows += 1;
+    }
+}
