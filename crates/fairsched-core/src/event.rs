@@ -40,7 +40,11 @@ pub enum Event {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Action {
     /// Run `task` on these slots of `machine`, starting now.
-    Start { task: TaskId, machine: MachineId, slots: Vec<SlotId> },
+    Start {
+        task: TaskId,
+        machine: MachineId,
+        slots: Vec<SlotId>,
+    },
     /// Stop a running task now. With `requeued`, it went back to its
     /// machine's queue (its work is lost) and may start again later.
     Stop { task: TaskId, requeued: bool },
@@ -76,19 +80,46 @@ pub struct EndRecord {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Notice {
     /// The task entered `machine`'s queue (on submit or requeue).
-    Queued { task: TaskId, machine: MachineId },
+    Queued {
+        task: TaskId,
+        machine: MachineId,
+    },
     /// The task started on `machine`.
-    Started { task: TaskId, machine: MachineId },
+    Started {
+        task: TaskId,
+        machine: MachineId,
+    },
     /// A running task was stopped and put back in the queue.
-    Requeued { task: TaskId, machine: MachineId },
+    Requeued {
+        task: TaskId,
+        machine: MachineId,
+    },
     /// The task left; `was_running` tells whether it held slots. The view
     /// still shows it as it was. (A rejected task never entered a queue:
     /// it gets no notice, only [`Action::Ended`].)
-    Left { task: TaskId, machine: Option<MachineId>, outcome: Outcome, was_running: bool },
+    Left {
+        task: TaskId,
+        machine: Option<MachineId>,
+        outcome: Outcome,
+        was_running: bool,
+    },
     /// The task's priority changed (it may be waiting or running).
-    PriorityChanged { task: TaskId, old: i64, new: i64 },
+    PriorityChanged {
+        task: TaskId,
+        old: i64,
+        new: i64,
+    },
     /// A phase began.
-    PhaseStarted { task: TaskId, phase: Phase },
-    SlotJoined { slot: SlotId, machine: MachineId },
-    SlotLeft { slot: SlotId, machine: MachineId },
+    PhaseStarted {
+        task: TaskId,
+        phase: Phase,
+    },
+    SlotJoined {
+        slot: SlotId,
+        machine: MachineId,
+    },
+    SlotLeft {
+        slot: SlotId,
+        machine: MachineId,
+    },
 }

@@ -49,8 +49,8 @@ pub use point::{
     derive_seed,
 };
 pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
-pub use sink::{Observer, Sample};
 pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
+pub use sink::{Observer, Sample};
 pub use state::{MachineView, Platform, State, TaskView, View};
 pub use time::Time;
 

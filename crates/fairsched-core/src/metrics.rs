@@ -38,7 +38,12 @@ impl TaskMetrics {
             }
             _ => None,
         };
-        TaskMetrics { wait, response, run, bsld }
+        TaskMetrics {
+            wait,
+            response,
+            run,
+            bsld,
+        }
     }
 }
 
@@ -139,7 +144,9 @@ impl Metrics {
     }
     /// Occupied slot-time / available slot-time over [first submit, last end].
     pub fn utilization(&self) -> f64 {
-        let (Some(from), Some(to)) = (self.first_submit, self.last_end) else { return 0.0 };
+        let (Some(from), Some(to)) = (self.first_submit, self.last_end) else {
+            return 0.0;
+        };
         let mut avail: i128 = 0;
         for (i, &(t, slots)) in self.capacity.iter().enumerate() {
             let next = self.capacity.get(i + 1).map_or(to, |&(n, _)| n);
@@ -148,7 +155,11 @@ impl Metrics {
                 avail += (b - a).millis() as i128 * slots as i128;
             }
         }
-        if avail == 0 { 0.0 } else { self.busy_ms as f64 / avail as f64 }
+        if avail == 0 {
+            0.0
+        } else {
+            self.busy_ms as f64 / avail as f64
+        }
     }
 }
 
@@ -180,8 +191,14 @@ mod tests {
         let m = TaskMetrics::of(&rec(0, Some(0), 100, 1, Outcome::Completed));
         assert_eq!(m.bsld, Some(1.0));
         // 2 s run, no wait: max(1, 2/10) = 1.
-        assert_eq!(TaskMetrics::of(&rec(0, Some(0), 2, 1, Outcome::Completed)).bsld, Some(1.0));
-        assert_eq!(TaskMetrics::of(&rec(0, Some(0), 2, 1, Outcome::Killed)).bsld, None);
+        assert_eq!(
+            TaskMetrics::of(&rec(0, Some(0), 2, 1, Outcome::Completed)).bsld,
+            Some(1.0)
+        );
+        assert_eq!(
+            TaskMetrics::of(&rec(0, Some(0), 2, 1, Outcome::Killed)).bsld,
+            None
+        );
     }
 
     #[test]

@@ -29,21 +29,39 @@ pub enum SpecError {
     #[error("malformed policy spec {spec:?}: {reason}")]
     Syntax { spec: String, reason: String },
     #[error("unknown {kind} policy {name:?}; known: {known}")]
-    Unknown { kind: &'static str, name: String, known: String },
+    Unknown {
+        kind: &'static str,
+        name: String,
+        known: String,
+    },
     #[error("policy {policy}: unknown parameter {key:?}; it takes: {allowed}")]
-    UnknownParam { policy: String, key: String, allowed: String },
+    UnknownParam {
+        policy: String,
+        key: String,
+        allowed: String,
+    },
     #[error("policy {policy}: parameter {key}={value:?}: {reason}")]
-    BadValue { policy: String, key: String, value: String, reason: String },
+    BadValue {
+        policy: String,
+        key: String,
+        value: String,
+        reason: String,
+    },
 }
 
 fn is_token(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
 }
 
 impl FromStr for PolicySpec {
     type Err = SpecError;
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let syntax = |reason: &str| SpecError::Syntax { spec: s.to_string(), reason: reason.to_string() };
+        let syntax = |reason: &str| SpecError::Syntax {
+            spec: s.to_string(),
+            reason: reason.to_string(),
+        };
         let s_trim = s.trim();
         let (name, rest) = match s_trim.find('[') {
             Some(i) => (&s_trim[..i], Some(&s_trim[i + 1..])),
@@ -54,15 +72,21 @@ impl FromStr for PolicySpec {
         }
         let mut params = Vec::new();
         if let Some(rest) = rest {
-            let inner = rest.strip_suffix(']').ok_or_else(|| syntax("missing closing ']'"))?;
+            let inner = rest
+                .strip_suffix(']')
+                .ok_or_else(|| syntax("missing closing ']'"))?;
             if inner.contains(['[', ']']) {
                 return Err(syntax("nested brackets"));
             }
             for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                let (k, v) = part.split_once('=').ok_or_else(|| syntax("parameters are key=value"))?;
+                let (k, v) = part
+                    .split_once('=')
+                    .ok_or_else(|| syntax("parameters are key=value"))?;
                 let (k, v) = (k.trim(), v.trim());
                 if !is_token(k) || !is_token(v) {
-                    return Err(syntax("keys and values are plain tokens (no spaces, '=', ',' or brackets)"));
+                    return Err(syntax(
+                        "keys and values are plain tokens (no spaces, '=', ',' or brackets)",
+                    ));
                 }
                 if params.iter().any(|(pk, _)| pk == k) {
                     return Err(syntax(&format!("parameter {k} given twice")));
@@ -70,7 +94,10 @@ impl FromStr for PolicySpec {
                 params.push((k.to_string(), v.to_string()));
             }
         }
-        Ok(PolicySpec { name: name.to_string(), params })
+        Ok(PolicySpec {
+            name: name.to_string(),
+            params,
+        })
     }
 }
 
@@ -163,8 +190,15 @@ pub struct Params<'a> {
 
 impl Params<'_> {
     fn raw(&self, key: &str) -> &str {
-        let doc = self.docs.iter().find(|d| d.name == key).expect("constructor reads a documented parameter");
-        self.values.iter().find(|(k, _)| k == key).map_or(doc.default, |(_, v)| v.as_str())
+        let doc = self
+            .docs
+            .iter()
+            .find(|d| d.name == key)
+            .expect("constructor reads a documented parameter");
+        self.values
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(doc.default, |(_, v)| v.as_str())
     }
     fn bad(&self, key: &str, value: &str, reason: &str) -> SpecError {
         SpecError::BadValue {
@@ -176,7 +210,10 @@ impl Params<'_> {
     }
     pub fn f64(&self, key: &str) -> Result<f64, SpecError> {
         let v = self.raw(key);
-        v.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| self.bad(key, v, "expected a number"))
+        v.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| self.bad(key, v, "expected a number"))
     }
     pub fn i64(&self, key: &str) -> Result<i64, SpecError> {
         let v = self.raw(key);
@@ -184,12 +221,14 @@ impl Params<'_> {
     }
     pub fn u64(&self, key: &str) -> Result<u64, SpecError> {
         let v = self.raw(key);
-        v.parse().map_err(|_| self.bad(key, v, "expected a non-negative integer"))
+        v.parse()
+            .map_err(|_| self.bad(key, v, "expected a non-negative integer"))
     }
     /// A duration: seconds, with an optional unit suffix `ms`, `s`, `m`, `h`.
     pub fn duration(&self, key: &str) -> Result<Time, SpecError> {
         let v = self.raw(key);
-        parse_duration(v).ok_or_else(|| self.bad(key, v, "expected a duration like 600, 600s, 10m, 1.5h or 250ms"))
+        parse_duration(v)
+            .ok_or_else(|| self.bad(key, v, "expected a duration like 600, 600s, 10m, 1.5h or 250ms"))
     }
     pub fn choice(&self, key: &str, options: &[&'static str]) -> Result<&'static str, SpecError> {
         let v = self.raw(key);
@@ -232,11 +271,19 @@ pub const REGISTRY: &[Entry] = &[
 ];
 
 pub fn entry(kind: Kind, name: &str) -> Result<&'static Entry, SpecError> {
-    REGISTRY.iter().find(|e| e.kind == kind && e.name == name).ok_or_else(|| SpecError::Unknown {
-        kind: kind.name(),
-        name: name.to_string(),
-        known: REGISTRY.iter().filter(|e| e.kind == kind).map(|e| e.name).collect::<Vec<_>>().join(", "),
-    })
+    REGISTRY
+        .iter()
+        .find(|e| e.kind == kind && e.name == name)
+        .ok_or_else(|| SpecError::Unknown {
+            kind: kind.name(),
+            name: name.to_string(),
+            known: REGISTRY
+                .iter()
+                .filter(|e| e.kind == kind)
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 /// Looks `spec` up as a policy of `kind`, validates its parameters and
@@ -249,11 +296,19 @@ pub fn build(kind: Kind, spec: &PolicySpec) -> Result<(Built, &'static Entry), S
             return Err(SpecError::UnknownParam {
                 policy: spec.name.clone(),
                 key: k.clone(),
-                allowed: if allowed.is_empty() { "no parameters".into() } else { allowed.join(", ") },
+                allowed: if allowed.is_empty() {
+                    "no parameters".into()
+                } else {
+                    allowed.join(", ")
+                },
             });
         }
     }
-    let params = Params { policy: e.name, values: &spec.params, docs: e.params };
+    let params = Params {
+        policy: e.name,
+        values: &spec.params,
+        docs: e.params,
+    };
     Ok(((e.build)(&params)?, e))
 }
 
@@ -300,7 +355,15 @@ mod tests {
 
     #[test]
     fn bad_specs_are_errors() {
-        for s in ["", "fifo[", "fifo[a]", "fifo[a=1,a=2]", "fi fo", "a[b=[c]]", "a[=1]"] {
+        for s in [
+            "",
+            "fifo[",
+            "fifo[a]",
+            "fifo[a=1,a=2]",
+            "fi fo",
+            "a[b=[c]]",
+            "a[=1]",
+        ] {
             assert!(s.parse::<PolicySpec>().is_err(), "{s:?} should not parse");
         }
     }
@@ -310,7 +373,11 @@ mod tests {
         for e in REGISTRY {
             let spec = PolicySpec {
                 name: e.name.to_string(),
-                params: e.params.iter().map(|p| (p.name.to_string(), p.default.to_string())).collect(),
+                params: e
+                    .params
+                    .iter()
+                    .map(|p| (p.name.to_string(), p.default.to_string()))
+                    .collect(),
             };
             let again: PolicySpec = spec.to_string().parse().unwrap();
             assert_eq!(again, spec);
@@ -327,9 +394,13 @@ mod tests {
     fn unknown_names_and_params_are_reported() {
         let e = build(Kind::Order, &"nope".parse().unwrap()).err().unwrap();
         assert!(e.to_string().contains("fifo"), "{e}");
-        let e = build(Kind::Control, &"age-boost[afterr=5]".parse().unwrap()).err().unwrap();
+        let e = build(Kind::Control, &"age-boost[afterr=5]".parse().unwrap())
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("after"), "{e}");
-        let e = build(Kind::Control, &"age-boost[after=soon]".parse().unwrap()).err().unwrap();
+        let e = build(Kind::Control, &"age-boost[after=soon]".parse().unwrap())
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("soon"), "{e}");
     }
 

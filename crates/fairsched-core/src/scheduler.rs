@@ -177,7 +177,14 @@ impl Scheduler {
 
     fn policies(&mut self) -> (&mut State, Policies<'_>) {
         let control = self.control.as_mut().map(|c| (c, &mut self.control_notices));
-        (&mut self.state, Policies { allocate: &mut self.allocate, order: &mut self.order, control })
+        (
+            &mut self.state,
+            Policies {
+                allocate: &mut self.allocate,
+                order: &mut self.order,
+                control,
+            },
+        )
     }
 
     fn mark(&mut self, m: MachineId) {
@@ -305,7 +312,10 @@ impl Scheduler {
         match self.state.tasks.get(&task) {
             Some(t) if matches!(t.status, Status::Running { .. }) => {
                 if outcome == Outcome::Killed {
-                    out.push(Action::Stop { task, requeued: false });
+                    out.push(Action::Stop {
+                        task,
+                        requeued: false,
+                    });
                 }
                 self.end(task, outcome, out)
             }
@@ -336,15 +346,28 @@ impl Scheduler {
 
     /// The task leaves the platform with `outcome`.
     fn end(&mut self, task: TaskId, outcome: Outcome, out: &mut Vec<Action>) {
-        let Some(t) = self.state.tasks.get(&task) else { return };
+        let Some(t) = self.state.tasks.get(&task) else {
+            return;
+        };
         let was_running = matches!(t.status, Status::Running { .. });
         let machine = t.machine;
         if was_running && outcome == Outcome::Cancelled {
-            out.push(Action::Stop { task, requeued: false });
+            out.push(Action::Stop {
+                task,
+                requeued: false,
+            });
         }
         {
             let (state, mut p) = self.policies();
-            p.tell(state, Notice::Left { task, machine: Some(machine), outcome, was_running });
+            p.tell(
+                state,
+                Notice::Left {
+                    task,
+                    machine: Some(machine),
+                    outcome,
+                    was_running,
+                },
+            );
         }
         let now = self.state.now;
         let (start, slot) = if was_running {
@@ -376,7 +399,9 @@ impl Scheduler {
     }
 
     fn set_priority(&mut self, task: TaskId, priority: i64) -> bool {
-        let Some(t) = self.state.tasks.get_mut(&task) else { return false };
+        let Some(t) = self.state.tasks.get_mut(&task) else {
+            return false;
+        };
         let old = t.spec.priority;
         if old == priority {
             return true;
@@ -389,7 +414,14 @@ impl Scheduler {
             self.mark(machine);
         }
         let (state, mut p) = self.policies();
-        p.tell(state, Notice::PriorityChanged { task, old, new: priority });
+        p.tell(
+            state,
+            Notice::PriorityChanged {
+                task,
+                old,
+                new: priority,
+            },
+        );
         true
     }
 
@@ -405,7 +437,10 @@ impl Scheduler {
         let machine = s.machine;
         let owner = s.owner;
         if let Some(task) = s.task {
-            out.push(Action::Stop { task, requeued: false });
+            out.push(Action::Stop {
+                task,
+                requeued: false,
+            });
             self.end(task, Outcome::Killed, out);
         }
         self.state.take_free(slot);
@@ -418,7 +453,9 @@ impl Scheduler {
     }
 
     fn run_control(&mut self, out: &mut Vec<Action>) {
-        let Some(control) = self.control.as_mut() else { return };
+        let Some(control) = self.control.as_mut() else {
+            return;
+        };
         if self.control_notices.is_empty() && self.fired.is_empty() {
             return;
         }
@@ -427,7 +464,12 @@ impl Scheduler {
         self.control_notices.clear();
         self.fired.clear();
         for (task, priority) in co.priorities {
-            if self.state.tasks.get(&task).is_some_and(|t| t.spec.priority != priority) {
+            if self
+                .state
+                .tasks
+                .get(&task)
+                .is_some_and(|t| t.spec.priority != priority)
+            {
                 self.set_priority(task, priority);
                 out.push(Action::Priority { task, priority });
             }
@@ -439,7 +481,11 @@ impl Scheduler {
         }
     }
 
-    fn dispatch(&mut self, oracle: Option<&dyn RuntimeOracle>, out: &mut Vec<Action>) -> Result<(), CoreError> {
+    fn dispatch(
+        &mut self,
+        oracle: Option<&dyn RuntimeOracle>,
+        out: &mut Vec<Action>,
+    ) -> Result<(), CoreError> {
         if self.dirty_list.is_empty() {
             return Ok(());
         }
@@ -463,7 +509,12 @@ impl Scheduler {
         result
     }
 
-    fn fill(&mut self, m: MachineId, oracle: Option<&dyn RuntimeOracle>, out: &mut Vec<Action>) -> Result<(), CoreError> {
+    fn fill(
+        &mut self,
+        m: MachineId,
+        oracle: Option<&dyn RuntimeOracle>,
+        out: &mut Vec<Action>,
+    ) -> Result<(), CoreError> {
         let cap = self.state.machines[m.index()].capacity as u64;
         let mut budget = 3 * cap + 8;
         let preempts = self.order.preempts();
@@ -498,7 +549,11 @@ impl Scheduler {
         out: &mut Vec<Action>,
     ) -> Result<(), CoreError> {
         let bad = |reason: String| CoreError::BadPick { machine: m, reason };
-        let t = self.state.tasks.get(&task).ok_or_else(|| bad(format!("task {task} is not live")))?;
+        let t = self
+            .state
+            .tasks
+            .get(&task)
+            .ok_or_else(|| bad(format!("task {task} is not live")))?;
         if t.machine != m || !matches!(t.status, Status::Waiting) {
             return Err(bad(format!("task {task} is not waiting on this machine")));
         }
@@ -508,7 +563,9 @@ impl Scheduler {
             return Err(bad(format!("task {task} needs {q} slots, {free} free")));
         }
         let slots = match chosen {
-            None => (0..q).map(|_| self.state.pop_free(m).expect("counted free slots")).collect(),
+            None => (0..q)
+                .map(|_| self.state.pop_free(m).expect("counted free slots"))
+                .collect(),
             Some(slots) => {
                 if slots.len() != q as usize {
                     return Err(bad(format!("task {task} needs {q} slots, {} given", slots.len())));
@@ -530,7 +587,10 @@ impl Scheduler {
             self.state.slots[s.index()].task = Some(task);
         }
         let t = self.state.tasks.get_mut(&task).expect("checked");
-        t.status = Status::Running { start: now, slots: slots.clone() };
+        t.status = Status::Running {
+            start: now,
+            slots: slots.clone(),
+        };
         t.attempts += 1;
         t.last_start = Some(now);
         t.phases = PhaseLog::default();
@@ -541,7 +601,11 @@ impl Scheduler {
         self.state.waiting -= 1;
         self.state.busy_slots += q as u64;
         self.stats.starts += 1;
-        out.push(Action::Start { task, machine: m, slots });
+        out.push(Action::Start {
+            task,
+            machine: m,
+            slots,
+        });
         let (state, mut p) = self.policies();
         p.tell(state, Notice::Started { task, machine: m });
         Ok(())
@@ -554,7 +618,10 @@ impl Scheduler {
             .get(&task)
             .is_some_and(|t| t.machine == m && matches!(t.status, Status::Running { .. }));
         if !running_here {
-            return Err(CoreError::BadPick { machine: m, reason: format!("task {task} is not running here") });
+            return Err(CoreError::BadPick {
+                machine: m,
+                reason: format!("task {task} is not running here"),
+            });
         }
         self.release(task);
         let t = self.state.tasks.get_mut(&task).expect("checked");

@@ -24,18 +24,29 @@ pub struct Platform {
 impl Platform {
     /// One machine of `n` slots owned by organization 0.
     pub fn pool(n: u32) -> Platform {
-        Platform { machines: vec![vec![OrgId(0); n as usize]], orgs: 1 }
+        Platform {
+            machines: vec![vec![OrgId(0); n as usize]],
+            orgs: 1,
+        }
     }
     /// Machines of the given sizes, every slot owned by organization 0.
     pub fn machines(sizes: &[u32]) -> Platform {
-        Platform { machines: sizes.iter().map(|&n| vec![OrgId(0); n as usize]).collect(), orgs: 1 }
+        Platform {
+            machines: sizes.iter().map(|&n| vec![OrgId(0); n as usize]).collect(),
+            orgs: 1,
+        }
     }
     /// One machine whose slots are split among organizations:
     /// `per_org[o]` slots owned by `o`, in organization order.
     pub fn owned_pool(per_org: &[u32]) -> Platform {
-        let slots =
-            per_org.iter().enumerate().flat_map(|(o, &n)| std::iter::repeat_n(OrgId(o as u32), n as usize));
-        Platform { machines: vec![slots.collect()], orgs: per_org.len().max(1) as u32 }
+        let slots = per_org
+            .iter()
+            .enumerate()
+            .flat_map(|(o, &n)| std::iter::repeat_n(OrgId(o as u32), n as usize));
+        Platform {
+            machines: vec![slots.collect()],
+            orgs: per_org.len().max(1) as u32,
+        }
     }
     pub fn total_slots(&self) -> u32 {
         self.machines.iter().map(|m| m.len() as u32).sum()
@@ -131,7 +142,13 @@ impl State {
 
     pub(crate) fn add_slot(&mut self, machine: MachineId, owner: OrgId) -> SlotId {
         let id = SlotId(self.slots.len() as u32);
-        self.slots.push(SlotState { machine, owner, task: None, present: true, free_pos: None });
+        self.slots.push(SlotState {
+            machine,
+            owner,
+            task: None,
+            present: true,
+            free_pos: None,
+        });
         if owner.index() >= self.org_slots.len() {
             self.org_slots.resize(owner.index() + 1, 0);
         }
@@ -190,7 +207,10 @@ impl<'a> View<'a> {
     }
     pub fn machines(&self) -> impl Iterator<Item = MachineView<'a>> + 'a {
         let s = self.s;
-        (0..s.machines.len()).map(move |i| MachineView { s, id: MachineId(i as u32) })
+        (0..s.machines.len()).map(move |i| MachineView {
+            s,
+            id: MachineId(i as u32),
+        })
     }
     pub fn machine(&self, id: MachineId) -> MachineView<'a> {
         MachineView { s: self.s, id }

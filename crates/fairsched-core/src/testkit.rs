@@ -85,7 +85,13 @@ impl Harness {
         self.spec(submit, runtime, TaskSpec::new(id, 0, 0).slots(slots))
     }
     pub fn job_est(self, id: u64, submit: i64, runtime: i64, slots: u32, est: i64) -> Harness {
-        self.spec(submit, runtime, TaskSpec::new(id, 0, 0).slots(slots).estimate(Time::from_secs(est)))
+        self.spec(
+            submit,
+            runtime,
+            TaskSpec::new(id, 0, 0)
+                .slots(slots)
+                .estimate(Time::from_secs(est)),
+        )
     }
     pub fn org_task(self, id: u64, submit: i64, runtime: i64, org: u32) -> Harness {
         self.spec(submit, runtime, TaskSpec::new(id, org as i64, org))
@@ -94,7 +100,13 @@ impl Harness {
         self.spec(submit, runtime, TaskSpec::new(id, org as i64, org).slots(slots))
     }
     pub fn set_priority(mut self, at: i64, task: u64, priority: i64) -> Harness {
-        self.events.push((Time::from_secs(at), Event::SetPriority { task: TaskId(task), priority }));
+        self.events.push((
+            Time::from_secs(at),
+            Event::SetPriority {
+                task: TaskId(task),
+                priority,
+            },
+        ));
         self
     }
     #[allow(dead_code)]
@@ -108,7 +120,10 @@ impl Harness {
     pub fn run(self) -> Run {
         let alloc = build_allocate(&self.allocate.parse::<PolicySpec>().unwrap()).unwrap();
         let order = build_order(&self.order.parse::<PolicySpec>().unwrap()).unwrap();
-        let control = self.control.as_ref().map(|c| build_control(&c.parse().unwrap()).unwrap());
+        let control = self
+            .control
+            .as_ref()
+            .map(|c| build_control(&c.parse().unwrap()).unwrap());
         let mut core = Scheduler::new(&self.platform, 7, alloc, order, control);
         let mut heap: BinaryHeap<Reverse<(Time, u8, usize)>> = BinaryHeap::new();
         let mut store: Vec<Option<Event>> = Vec::new();
@@ -122,7 +137,11 @@ impl Harness {
         }
         let mut epoch: FxHashMap<TaskId, usize> = FxHashMap::default();
         let mut pending_complete: FxHashMap<usize, TaskId> = FxHashMap::default();
-        let mut run = Run { started: vec![], ended: vec![], priority_actions: 0 };
+        let mut run = Run {
+            started: vec![],
+            ended: vec![],
+            priority_actions: 0,
+        };
         let mut out = Vec::new();
         while let Some(&Reverse((now, _, _))) = heap.peek() {
             let mut batch = Vec::new();
@@ -138,7 +157,8 @@ impl Harness {
                 }
                 batch.push(store[i].take().unwrap());
             }
-            core.step(now, batch, Some(&Oracle(&self.runtimes)), &mut out).unwrap();
+            core.step(now, batch, Some(&Oracle(&self.runtimes)), &mut out)
+                .unwrap();
             for a in out.drain(..) {
                 match a {
                     Action::Start { task, .. } => {
@@ -146,7 +166,13 @@ impl Harness {
                         let i = store.len();
                         epoch.insert(task, i);
                         pending_complete.insert(i, task);
-                        push(&mut heap, &mut store, now + self.runtimes[&task], 0, Event::Complete { task });
+                        push(
+                            &mut heap,
+                            &mut store,
+                            now + self.runtimes[&task],
+                            0,
+                            Event::Complete { task },
+                        );
                     }
                     Action::Stop { task, .. } => {
                         epoch.remove(&task);

@@ -26,7 +26,10 @@ const SEED_CORE: u64 = 2;
 pub enum TraceInput {
     Path(PathBuf),
     /// A log embedded in the binary (plain or gzip).
-    Bytes { name: String, data: &'static [u8] },
+    Bytes {
+        name: String,
+        data: &'static [u8],
+    },
 }
 
 impl TraceInput {
@@ -54,7 +57,9 @@ impl TraceInput {
     pub fn jobs(&self, opts: StreamOptions, scan: &TraceScan) -> Result<JobStream, TraceError> {
         match self {
             TraceInput::Path(p) => JobStream::open_with_scan(p, opts, scan),
-            TraceInput::Bytes { name, data } => JobStream::from_reader(name.as_str(), Self::reader(data), opts),
+            TraceInput::Bytes { name, data } => {
+                JobStream::from_reader(name.as_str(), Self::reader(data), opts)
+            }
         }
     }
 }
@@ -168,7 +173,12 @@ impl RunConfig {
             (None, None) => match (scan.header.max_procs, scan.max_job_procs) {
                 (Some(p), _) if p > 0 => (vec![p], "header MaxProcs"),
                 (_, Some(p)) => (vec![p], "widest job"),
-                _ => return Err(cfg(format!("{}: no processor count in the header and no job; pass --procs", self.trace.name()))),
+                _ => {
+                    return Err(cfg(format!(
+                        "{}: no processor count in the header and no job; pass --procs",
+                        self.trace.name()
+                    )));
+                }
             },
         };
         if machines.is_empty() || machines.contains(&0) {
@@ -182,12 +192,26 @@ impl RunConfig {
             Ownership::Uniform => ownership_uniform(total, self.orgs)?,
             Ownership::Zipf(s) => ownership_zipf(total, self.orgs, s)?,
         };
-        let mut owners = per_org.iter().enumerate().flat_map(|(o, &n)| std::iter::repeat_n(OrgId(o as u32), n as usize));
+        let mut owners = per_org
+            .iter()
+            .enumerate()
+            .flat_map(|(o, &n)| std::iter::repeat_n(OrgId(o as u32), n as usize));
         let platform = Platform {
-            machines: machines.iter().map(|&n| owners.by_ref().take(n as usize).collect()).collect(),
+            machines: machines
+                .iter()
+                .map(|&n| owners.by_ref().take(n as usize).collect())
+                .collect(),
             orgs: self.orgs,
         };
-        Ok((platform, PlatformInfo { machines, total, source, per_org }))
+        Ok((
+            platform,
+            PlatformInfo {
+                machines,
+                total,
+                source,
+                per_org,
+            },
+        ))
     }
 
     /// Builds the scheduler for this run.
@@ -195,7 +219,13 @@ impl RunConfig {
         let allocate = build_allocate(&self.allocate)?;
         let order = build_order(&self.order)?;
         let control = self.control.as_ref().map(build_control).transpose()?;
-        Ok(Scheduler::new(platform, derive_seed(self.seed, SEED_CORE), allocate, order, control))
+        Ok(Scheduler::new(
+            platform,
+            derive_seed(self.seed, SEED_CORE),
+            allocate,
+            order,
+            control,
+        ))
     }
 
     /// Runs to the end, pushing every record into `obs`. `scan` comes from
@@ -215,7 +245,8 @@ impl RunConfig {
                 jobs = Box::new(jobs.split_parallel());
             }
             if self.orgs > 1 {
-                jobs = Box::new(jobs.map_orgs(UserOrgMap::new(self.orgs, derive_seed(self.seed, SEED_ORGS))?));
+                jobs =
+                    Box::new(jobs.map_orgs(UserOrgMap::new(self.orgs, derive_seed(self.seed, SEED_ORGS))?));
             }
             let widest = info.machines.iter().copied().max().unwrap_or(0);
             let too_wide = &mut too_wide;
@@ -228,6 +259,12 @@ impl RunConfig {
             });
             Simulation::new(core).run(arrivals(jobs), obs)?
         };
-        Ok(RunReport { stats, filters: stream.counts(), sorted, too_wide, platform: info })
+        Ok(RunReport {
+            stats,
+            filters: stream.counts(),
+            sorted,
+            too_wide,
+            platform: info,
+        })
     }
 }

@@ -3,7 +3,9 @@
 //! that it hides from the core.
 
 use crate::errors::SimError;
-use fairsched_core::{Action, Event, Observer, Phase, RuntimeOracle, Sample, Scheduler, TaskId, TaskSpec, Time};
+use fairsched_core::{
+    Action, Event, Observer, Phase, RuntimeOracle, Sample, Scheduler, TaskId, TaskSpec, Time,
+};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cmp::{Ordering, Reverse};
@@ -22,12 +24,22 @@ pub struct Arrival {
 
 impl Arrival {
     pub fn new(spec: TaskSpec, submit: Time, runtime: Time) -> Arrival {
-        Arrival { spec, submit, runtime, phases: None }
+        Arrival {
+            spec,
+            submit,
+            runtime,
+            phases: None,
+        }
     }
     /// A workflow-style task whose runtime is the sum of its phases.
     pub fn with_phases(spec: TaskSpec, submit: Time, phases: [Time; 4]) -> Arrival {
         let runtime = phases.iter().fold(Time::ZERO, |a, &p| a + p);
-        Arrival { spec, submit, runtime, phases: Some(phases) }
+        Arrival {
+            spec,
+            submit,
+            runtime,
+            phases: Some(phases),
+        }
     }
 }
 
@@ -42,8 +54,15 @@ enum Class {
 
 #[derive(Debug)]
 enum Payload {
-    Complete { task: TaskId, attempt: u32 },
-    Phase { task: TaskId, attempt: u32, phase: Phase },
+    Complete {
+        task: TaskId,
+        attempt: u32,
+    },
+    Phase {
+        task: TaskId,
+        attempt: u32,
+        phase: Phase,
+    },
     Outside(Event),
 }
 
@@ -145,7 +164,12 @@ impl Simulation {
 
     fn push(&mut self, time: Time, class: Class, payload: Payload) {
         self.seq += 1;
-        self.heap.push(Reverse(Entry { time, class, seq: self.seq, payload }));
+        self.heap.push(Reverse(Entry {
+            time,
+            class,
+            seq: self.seq,
+            payload,
+        }));
     }
 
     /// Replays `arrivals` (in non-decreasing submit order) to the end,
@@ -174,11 +198,19 @@ impl Simulation {
                     Some(Ok(a)) => a.spec.id,
                     _ => TaskId(0),
                 };
-                return Err(SimError::Unsorted { task, submit: t, now: self.now });
+                return Err(SimError::Unsorted {
+                    task,
+                    submit: t,
+                    now: self.now,
+                });
             }
             self.now = t;
             // Completions and phase changes at t.
-            while self.heap.peek().is_some_and(|e| e.0.time == t && e.0.class == Class::Running) {
+            while self
+                .heap
+                .peek()
+                .is_some_and(|e| e.0.time == t && e.0.class == Class::Running)
+            {
                 let Reverse(e) = self.heap.pop().expect("peeked");
                 self.take_running(e.payload);
             }
@@ -187,9 +219,18 @@ impl Simulation {
                 if a.submit != t {
                     break;
                 }
-                let Some(Ok(a)) = arrivals.next() else { unreachable!() };
+                let Some(Ok(a)) = arrivals.next() else {
+                    unreachable!()
+                };
                 self.stats.submitted += 1;
-                self.live.insert(a.spec.id, Live { runtime: a.runtime, phases: a.phases, attempt: 0 });
+                self.live.insert(
+                    a.spec.id,
+                    Live {
+                        runtime: a.runtime,
+                        phases: a.phases,
+                        attempt: 0,
+                    },
+                );
                 self.batch.push(Event::Submit(a.spec));
             }
             // Outside events and timers at t.
@@ -206,7 +247,8 @@ impl Simulation {
         if self.core.live_tasks() > 0 {
             let ids = self.core.live_task_ids();
             self.stats.stranded = ids.len() as u64;
-            self.batch.extend(ids.into_iter().map(|task| Event::Cancel { task }));
+            self.batch
+                .extend(ids.into_iter().map(|task| Event::Cancel { task }));
             self.step(obs)?;
         }
         obs.on_progress(self.now, self.stats.submitted);
@@ -236,18 +278,33 @@ impl Simulation {
     fn step<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<(), SimError> {
         let now = self.now;
         self.stats.steps += 1;
-        self.core.step(now, self.batch.drain(..), Some(&Oracle(&self.live)), &mut self.actions)?;
+        self.core.step(
+            now,
+            self.batch.drain(..),
+            Some(&Oracle(&self.live)),
+            &mut self.actions,
+        )?;
         let mut actions = std::mem::take(&mut self.actions);
         for a in actions.drain(..) {
             match a {
                 Action::Start { task, .. } => {
-                    let Some(l) = self.live.get_mut(&task) else { continue };
+                    let Some(l) = self.live.get_mut(&task) else {
+                        continue;
+                    };
                     l.attempt += 1;
                     let (attempt, runtime, phases) = (l.attempt, l.runtime, l.phases);
                     if let Some(ph) = phases {
                         let mut at = now;
                         for (i, d) in ph.iter().enumerate() {
-                            self.push(at, Class::Running, Payload::Phase { task, attempt, phase: Phase::ALL[i] });
+                            self.push(
+                                at,
+                                Class::Running,
+                                Payload::Phase {
+                                    task,
+                                    attempt,
+                                    phase: Phase::ALL[i],
+                                },
+                            );
                             at += *d;
                         }
                     }
@@ -262,7 +319,11 @@ impl Simulation {
                     let runtime = self.live.remove(&rec.spec.id).map(|l| l.runtime);
                     obs.on_task(&rec, runtime);
                 }
-                Action::Timer { at, token } => self.push(at.max(now), Class::Outside, Payload::Outside(Event::Timer { token })),
+                Action::Timer { at, token } => self.push(
+                    at.max(now),
+                    Class::Outside,
+                    Payload::Outside(Event::Timer { token }),
+                ),
                 Action::Priority { .. } => {}
             }
         }
@@ -275,12 +336,14 @@ impl Simulation {
             waiting_tasks: v.waiting_tasks(),
             running_tasks: (self.core.live_tasks() as u64).saturating_sub(v.waiting_tasks()),
         };
-        let changed = self.last_sample.is_none_or(|l| Sample { time: now, ..l } != sample);
+        let changed = self
+            .last_sample
+            .is_none_or(|l| Sample { time: now, ..l } != sample);
         if changed {
             obs.on_sample(&sample);
             self.last_sample = Some(sample);
         }
-        if self.stats.steps % PROGRESS_EVERY == 0 {
+        if self.stats.steps.is_multiple_of(PROGRESS_EVERY) {
             obs.on_progress(now, self.stats.submitted);
         }
         Ok(())

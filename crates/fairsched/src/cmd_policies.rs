@@ -33,7 +33,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
         t.row([e.name.to_string(), e.kind.name().to_string(), doc]);
         for p in e.params {
-            t.row([format!("  {}={}", p.name, p.default), String::new(), p.doc.to_string()]);
+            t.row([
+                format!("  {}={}", p.name, p.default),
+                String::new(),
+                p.doc.to_string(),
+            ]);
         }
     }
     t.note("Write a policy as name or name[key=value,...]; e.g. --control 'age-boost[after=10m,by=2]'.");

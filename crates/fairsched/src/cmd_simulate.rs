@@ -82,8 +82,14 @@ pub struct Args {
 
 fn parse_window(s: &str) -> Result<(i64, i64), String> {
     let (a, b) = s.split_once(',').ok_or("expected START,LEN in seconds")?;
-    let a: i64 = a.trim().parse().map_err(|_| format!("window start {a:?} is not an integer"))?;
-    let b: i64 = b.trim().parse().map_err(|_| format!("window length {b:?} is not an integer"))?;
+    let a: i64 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("window start {a:?} is not an integer"))?;
+    let b: i64 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("window length {b:?} is not an integer"))?;
     if a < 0 || b <= 0 {
         return Err("window start must be ≥ 0 and length > 0".into());
     }
@@ -124,10 +130,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let demo = a.policies.is_empty();
     let (trace, trace_name) = match &a.trace {
         Some(p) => (TraceInput::Path(p.clone()), p.display().to_string()),
-        None => (TraceInput::Bytes { name: DEMO_NAME.into(), data: DEMO_LOG }, DEMO_NAME.to_string()),
+        None => (
+            TraceInput::Bytes {
+                name: DEMO_NAME.into(),
+                data: DEMO_LOG,
+            },
+            DEMO_NAME.to_string(),
+        ),
     };
     let policies: Vec<PolicySpec> = if demo {
-        DEMO_POLICIES.iter().map(|p| p.parse().expect("valid demo policy")).collect()
+        DEMO_POLICIES
+            .iter()
+            .map(|p| p.parse().expect("valid demo policy"))
+            .collect()
     } else {
         a.policies.clone()
     };
@@ -137,7 +152,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let several = a.machines.as_ref().is_some_and(|m| m.len() > 1);
     let allocate = a.allocate.clone().unwrap_or_else(|| {
-        (if several { "least-loaded" } else { "single-pool" }).parse().expect("valid")
+        (if several { "least-loaded" } else { "single-pool" })
+            .parse()
+            .expect("valid")
     });
     registry::build_allocate(&allocate).with_context(|| format!("--allocate {allocate}"))?;
     if let Some(c) = &a.control {
@@ -145,12 +162,17 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let orgs = a.orgs.unwrap_or(if demo { DEMO_ORGS } else { 1 });
     let stream = StreamOptions {
-        filter: FilterOptions { drop_failed: a.drop_failed, drop_cancelled: a.drop_cancelled },
+        filter: FilterOptions {
+            drop_failed: a.drop_failed,
+            drop_cancelled: a.drop_cancelled,
+        },
         lenient: a.lenient,
     };
 
     let t0 = Instant::now();
-    let scan = trace.scan(a.lenient).with_context(|| format!("reading {trace_name}"))?;
+    let scan = trace
+        .scan(a.lenient)
+        .with_context(|| format!("reading {trace_name}"))?;
     print_trace_line(&scan, &trace_name);
 
     let base = RunConfig {
@@ -172,9 +194,17 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         "platform: {} processors ({}){}, {} organization(s){}, seed {}",
         platform.total,
         platform.source,
-        if platform.machines.len() > 1 { format!(" as machines {:?}", platform.machines) } else { String::new() },
+        if platform.machines.len() > 1 {
+            format!(" as machines {:?}", platform.machines)
+        } else {
+            String::new()
+        },
         orgs,
-        if orgs > 1 { format!(" owning {:?} ({})", platform.per_org, a.ownership) } else { String::new() },
+        if orgs > 1 {
+            format!(" owning {:?} ({})", platform.per_org, a.ownership)
+        } else {
+            String::new()
+        },
         a.seed
     );
     if demo {
@@ -187,8 +217,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let results: Vec<anyhow::Result<Summary>> = policies
         .par_iter()
         .map(|p| {
-            let dir = if policies.len() == 1 { a.out.clone() } else { a.out.join(slug(&p.to_string())) };
-            let cfg = RunConfig { order: p.clone(), ..base.clone() };
+            let dir = if policies.len() == 1 {
+                a.out.clone()
+            } else {
+                a.out.join(slug(&p.to_string()))
+            };
+            let cfg = RunConfig {
+                order: p.clone(),
+                ..base.clone()
+            };
             let bar = bars.bar(&p.to_string(), total);
             let r = run_one(&cfg, &scan, &dir, &trace_name, bar);
             r.with_context(|| format!("policy {p}"))
@@ -199,7 +236,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         summaries.push(r?);
     }
 
-    let mut t = Table::new(["policy", "tasks", "makespan_s", "mean_wait_s", "mean_bsld", "utilization", "wall_s"]);
+    let mut t = Table::new([
+        "policy",
+        "tasks",
+        "makespan_s",
+        "mean_wait_s",
+        "mean_bsld",
+        "utilization",
+        "wall_s",
+    ]);
     for s in &summaries {
         t.row([
             s.policy.clone(),
@@ -213,14 +258,33 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     if let Some(s) = summaries.first() {
         if s.too_wide > 0 {
-            t.note(format!("{} job(s) dropped: wider than the largest machine", s.too_wide));
+            t.note(format!(
+                "{} job(s) dropped: wider than the largest machine",
+                s.too_wide
+            ));
         }
         if s.sorted_submits {
-            t.note(format!("submit times were out of order ({} jobs): sorted (stable)", s.filters.non_monotone_submits));
+            t.note(format!(
+                "submit times were out of order ({} jobs): sorted (stable)",
+                s.filters.non_monotone_submits
+            ));
         }
     }
+    if let (Some((start, len)), Some(s)) = (a.window, summaries.first())
+        && s.jobs == 0
+    {
+        t.note(format!(
+            "warning: no job in the window [{start}, {}) s; this log's submits span {} .. {} s",
+            start + len,
+            scan.first_submit.unwrap_or(0),
+            scan.last_submit.unwrap_or(0)
+        ));
+    }
     for s in &summaries {
-        for (what, n) in [("rejected", s.outcomes.get("rejected").copied().unwrap_or(0)), ("stranded", s.stranded)] {
+        for (what, n) in [
+            ("rejected", s.outcomes.get("rejected").copied().unwrap_or(0)),
+            ("stranded", s.stranded),
+        ] {
             if n > 0 {
                 t.note(format!("{}: {n} task(s) {what}", s.policy));
             }
@@ -235,12 +299,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     print!("{}", t.to_text());
     if summaries.len() > 1 {
         write_atomic(&a.out.join("comparison.csv"), t.to_csv().as_bytes())?;
-        write_atomic(&a.out.join("comparison.json"), serde_json::to_string_pretty(&t.to_json())?.as_bytes())?;
+        write_atomic(
+            &a.out.join("comparison.json"),
+            serde_json::to_string_pretty(&t.to_json())?.as_bytes(),
+        )?;
     }
     println!(
         "\nwrote {}/{} ({:.2} s)",
         a.out.display(),
-        if summaries.len() > 1 { "comparison.csv and one folder per policy" } else { "summary.json and tasks.csv" },
+        if summaries.len() > 1 {
+            "comparison.csv and one folder per policy"
+        } else {
+            "summary.json and tasks.csv"
+        },
         t0.elapsed().as_secs_f64()
     );
     Ok(())
@@ -295,17 +366,29 @@ fn run_one(
     let report = cfg.run(scan, &mut Fanout(vec![&mut metrics, &mut csv, &mut bar]))?;
     let wall = started.elapsed().as_secs_f64();
     bar.finish();
-    let file = csv.finish().with_context(|| format!("writing {}", tasks_path.display()))?;
+    let file = csv
+        .finish()
+        .with_context(|| format!("writing {}", tasks_path.display()))?;
     file.into_inner()
         .map_err(|e| e.into_error())
         .and_then(|f| f.sync_all())
         .with_context(|| format!("writing {}", tasks_path.display()))?;
     commit(&tasks_path)?;
     if metrics.all.tasks != report.stats.submitted {
-        bail!("internal: {} tasks submitted but {} ended", report.stats.submitted, metrics.all.tasks);
+        bail!(
+            "internal: {} tasks submitted but {} ended",
+            report.stats.submitted,
+            metrics.all.tasks
+        );
     }
-    write_atomic(&dir.join("orgs.csv"), aggregates::by_org(&metrics).to_csv().as_bytes())?;
-    write_atomic(&dir.join("users.csv"), aggregates::by_user(&metrics).to_csv().as_bytes())?;
+    write_atomic(
+        &dir.join("orgs.csv"),
+        aggregates::by_org(&metrics).to_csv().as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join("users.csv"),
+        aggregates::by_user(&metrics).to_csv().as_bytes(),
+    )?;
     let s = Summary {
         policy: cfg.order.to_string(),
         allocate: cfg.allocate.to_string(),

@@ -22,7 +22,7 @@ struct Cli {
 enum Command {
     /// Replay a workload log under one or more policies (no arguments: a
     /// comparison of the baselines on the bundled KTH-SP2 log).
-    Simulate(cmd_simulate::Args),
+    Simulate(Box<cmd_simulate::Args>),
     /// Inspect workload logs.
     #[command(subcommand)]
     Trace(cmd_trace::TraceCommand),
@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Simulate(a) => cmd_simulate::run(a),
+        Command::Simulate(a) => cmd_simulate::run(*a),
         Command::Trace(t) => cmd_trace::run(t),
         Command::Policies(a) => cmd_policies::run(a),
     };

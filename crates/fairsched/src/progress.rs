@@ -13,8 +13,15 @@ pub struct Bars {
 impl Bars {
     pub fn new(enabled: bool) -> Bars {
         let enabled = enabled && std::io::stderr().is_terminal();
-        let target = if enabled { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
-        Bars { multi: MultiProgress::with_draw_target(target), enabled }
+        let target = if enabled {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        Bars {
+            multi: MultiProgress::with_draw_target(target),
+            enabled,
+        }
     }
     pub fn bar(&self, label: &str, total: u64) -> Progress {
         if !self.enabled {
@@ -22,9 +29,11 @@ impl Bars {
         }
         let pb = self.multi.add(ProgressBar::new(total));
         pb.set_style(
-            ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} tasks, sim t={msg} ({elapsed})")
-                .expect("valid template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix:>14} [{bar:30}] {pos}/{len} tasks, sim t={msg} ({elapsed})",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
         );
         pb.set_prefix(label.to_string());
         Progress(Some(pb))

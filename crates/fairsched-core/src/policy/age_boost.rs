@@ -18,8 +18,16 @@ pub const ENTRY: Entry = Entry {
     kind: Kind::Control,
     doc: "raise a waiting task's priority by `by` every `after` it keeps waiting (timer-driven aging)",
     params: &[
-        ParamDoc { name: "after", default: "600", doc: "waiting time before each boost (s; or 10m, 1h, 250ms)" },
-        ParamDoc { name: "by", default: "1", doc: "priority added at each boost" },
+        ParamDoc {
+            name: "after",
+            default: "600",
+            doc: "waiting time before each boost (s; or 10m, 1h, 250ms)",
+        },
+        ParamDoc {
+            name: "by",
+            default: "1",
+            doc: "priority added at each boost",
+        },
     ],
     clairvoyant: false,
     parallel: true,
@@ -36,7 +44,11 @@ fn from_params(p: &Params) -> Result<Built, SpecError> {
             reason: "must be positive".into(),
         });
     }
-    Ok(Built::Control(Box::new(AgeBoost { after, by: p.i64("by")?, due: FxHashMap::default() })))
+    Ok(Built::Control(Box::new(AgeBoost {
+        after,
+        by: p.i64("by")?,
+        due: FxHashMap::default(),
+    })))
 }
 
 /// See the module docs.

@@ -58,7 +58,11 @@ pub struct Easy {
 
 impl Default for Easy {
     fn default() -> Self {
-        Easy { queues: KeyedQueues::new(key), running: PerMachine::default(), running_key: FxHashMap::default() }
+        Easy {
+            queues: KeyedQueues::new(key),
+            running: PerMachine::default(),
+            running_key: FxHashMap::default(),
+        }
     }
 }
 
@@ -90,7 +94,12 @@ impl Order for Easy {
                     self.running_key.insert(task, (machine, end));
                 }
             }
-            Notice::Left { task, was_running: true, .. } | Notice::Requeued { task, .. } => {
+            Notice::Left {
+                task,
+                was_running: true,
+                ..
+            }
+            | Notice::Requeued { task, .. } => {
                 if let Some((m, end)) = self.running_key.remove(&task) {
                     self.running.get(m).remove(&(end, task));
                 }

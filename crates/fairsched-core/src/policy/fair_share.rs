@@ -89,7 +89,12 @@ impl Order for FairShare {
                     self.starts.insert(task, (t.org(), q, now));
                 }
             }
-            Notice::Left { task, was_running: true, .. } | Notice::Requeued { task, .. } => self.stop(task, now),
+            Notice::Left {
+                task,
+                was_running: true,
+                ..
+            }
+            | Notice::Requeued { task, .. } => self.stop(task, now),
             _ => {}
         }
     }

@@ -37,7 +37,9 @@ pub struct Fcfs {
 
 impl Default for Fcfs {
     fn default() -> Self {
-        Fcfs { queues: KeyedQueues::new(key) }
+        Fcfs {
+            queues: KeyedQueues::new(key),
+        }
     }
 }
 
@@ -58,7 +60,11 @@ mod tests {
 
     #[test]
     fn a_wide_head_blocks_everyone_behind_it() {
-        let r = Harness::pool(4, "fcfs").job(1, 0, 10, 3).job(2, 1, 10, 4).job(3, 2, 10, 1).run();
+        let r = Harness::pool(4, "fcfs")
+            .job(1, 0, 10, 3)
+            .job(2, 1, 10, 4)
+            .job(3, 2, 10, 1)
+            .run();
         assert_eq!(r.starts(), vec![(1, 0), (2, 10), (3, 20)]);
     }
 }

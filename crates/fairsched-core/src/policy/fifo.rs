@@ -38,7 +38,9 @@ pub struct Fifo {
 
 impl Default for Fifo {
     fn default() -> Self {
-        Fifo { queues: KeyedQueues::new(key) }
+        Fifo {
+            queues: KeyedQueues::new(key),
+        }
     }
 }
 
@@ -58,14 +60,22 @@ mod tests {
 
     #[test]
     fn sequential_tasks_start_in_submission_order() {
-        let r = Harness::pool(1, "fifo").task(1, 0, 10).task(2, 1, 5).task(3, 2, 5).run();
+        let r = Harness::pool(1, "fifo")
+            .task(1, 0, 10)
+            .task(2, 1, 5)
+            .task(3, 2, 5)
+            .run();
         assert_eq!(r.starts(), vec![(1, 0), (2, 10), (3, 15)]);
     }
 
     #[test]
     fn a_wide_head_does_not_block_narrow_tasks() {
         // 4 slots; task 1 takes 3; task 2 needs 4 (waits); task 3 needs 1 and fits.
-        let r = Harness::pool(4, "fifo").job(1, 0, 10, 3).job(2, 1, 10, 4).job(3, 2, 10, 1).run();
+        let r = Harness::pool(4, "fifo")
+            .job(1, 0, 10, 3)
+            .job(2, 1, 10, 4)
+            .job(3, 2, 10, 1)
+            .run();
         assert_eq!(r.starts(), vec![(1, 0), (3, 2), (2, 12)]);
     }
 }

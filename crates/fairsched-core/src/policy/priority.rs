@@ -41,7 +41,9 @@ pub struct PriorityOrder {
 
 impl Default for PriorityOrder {
     fn default() -> Self {
-        PriorityOrder { queues: KeyedQueues::new(key) }
+        PriorityOrder {
+            queues: KeyedQueues::new(key),
+        }
     }
 }
 
@@ -72,7 +74,12 @@ mod tests {
 
     #[test]
     fn an_outside_priority_change_reorders_the_queue() {
-        let r = Harness::pool(1, "priority").task(1, 0, 10).task(2, 1, 5).task(3, 2, 5).set_priority(5, 3, 9).run();
+        let r = Harness::pool(1, "priority")
+            .task(1, 0, 10)
+            .task(2, 1, 5)
+            .task(3, 2, 5)
+            .set_priority(5, 3, 9)
+            .run();
         assert_eq!(r.starts(), vec![(1, 0), (3, 10), (2, 15)]);
     }
 }

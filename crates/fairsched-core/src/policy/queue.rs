@@ -17,7 +17,11 @@ pub struct Waiting<K: Ord + Copy> {
 
 impl<K: Ord + Copy> Default for Waiting<K> {
     fn default() -> Self {
-        Waiting { by_key: BTreeMap::new(), keys: FxHashMap::default(), widths: BTreeMap::new() }
+        Waiting {
+            by_key: BTreeMap::new(),
+            keys: FxHashMap::default(),
+            widths: BTreeMap::new(),
+        }
     }
 }
 
@@ -31,7 +35,9 @@ impl<K: Ord + Copy> Waiting<K> {
         self.by_key.insert(key, (task, slots));
     }
     pub fn remove(&mut self, task: TaskId) -> bool {
-        let Some(k) = self.keys.remove(&task) else { return false };
+        let Some(k) = self.keys.remove(&task) else {
+            return false;
+        };
         if let Some((_, q)) = self.by_key.remove(&k)
             && let std::collections::btree_map::Entry::Occupied(mut e) = self.widths.entry(q)
         {
@@ -116,7 +122,12 @@ impl OrgQueues {
                 orgs[o].insert(task, t.seq(), t.slots());
             }
             Notice::Started { task, machine }
-            | Notice::Left { task, machine: Some(machine), was_running: false, .. } => {
+            | Notice::Left {
+                task,
+                machine: Some(machine),
+                was_running: false,
+                ..
+            } => {
                 if let Some(t) = view.task(task) {
                     let orgs = self.machines.get(machine);
                     if let Some(q) = orgs.get_mut(t.org().index()) {
@@ -130,9 +141,15 @@ impl OrgQueues {
     /// Organizations with a waiting head task that fits in `free` slots, in
     /// index order, with that head.
     pub fn eligible(&mut self, machine: MachineId, free: u32) -> impl Iterator<Item = (OrgId, TaskId)> + '_ {
-        self.machines.get(machine).iter().enumerate().filter_map(move |(o, q)| {
-            q.head().filter(|&(_, w)| w <= free).map(|(t, _)| (OrgId(o as u32), t))
-        })
+        self.machines
+            .get(machine)
+            .iter()
+            .enumerate()
+            .filter_map(move |(o, q)| {
+                q.head()
+                    .filter(|&(_, w)| w <= free)
+                    .map(|(t, _)| (OrgId(o as u32), t))
+            })
     }
     /// Number of organization slots in use on `machine` (for cycling).
     pub fn orgs(&mut self, machine: MachineId) -> usize {
@@ -154,7 +171,10 @@ pub struct KeyedQueues<K: Ord + Copy> {
 
 impl<K: Ord + Copy> KeyedQueues<K> {
     pub fn new(key: fn(&crate::state::TaskView) -> K) -> Self {
-        KeyedQueues { machines: PerMachine::default(), key }
+        KeyedQueues {
+            machines: PerMachine::default(),
+            key,
+        }
     }
     pub fn notify(&mut self, view: &View, n: &Notice) {
         match *n {
@@ -164,7 +184,12 @@ impl<K: Ord + Copy> KeyedQueues<K> {
                 }
             }
             Notice::Started { task, machine }
-            | Notice::Left { task, machine: Some(machine), was_running: false, .. } => {
+            | Notice::Left {
+                task,
+                machine: Some(machine),
+                was_running: false,
+                ..
+            } => {
                 self.machines.get(machine).remove(task);
             }
             Notice::PriorityChanged { task, .. } => {

@@ -1,0 +1,437 @@
+//! End-to-end tests of the `fairsched` binary: real processes, real files,
+//! the bundled real log, and `../shared/data` when it is present.
+
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fairsched"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "fairsched {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shared_swf() -> Option<PathBuf> {
+    let d = repo().join("../shared/data/traces/swf");
+    if d.is_dir() {
+        Some(d)
+    } else {
+        eprintln!("skipping: ../shared/data not found");
+        None
+    }
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap()
+}
+
+/// summary.json without its wall-time field (the only part that may vary).
+fn stable_summary(path: &Path) -> Value {
+    let mut v = json(path);
+    v.as_object_mut()
+        .unwrap()
+        .remove("wall_time_s")
+        .expect("has wall_time_s");
+    v
+}
+
+#[test]
+fn the_bundled_log_is_the_shared_one() {
+    let bundled = fs::read(repo().join("data/KTH-SP2-1996-2.1-cln.swf.gz")).unwrap();
+    if let Some(d) = shared_swf() {
+        assert_eq!(bundled, fs::read(d.join("KTH-SP2-1996-2.1-cln.swf.gz")).unwrap());
+    }
+    let sums = fs::read_to_string(repo().join("data/PROVENANCE.md")).unwrap();
+    assert!(sums.contains("3e152f201fd2e96808a735bced6ea6eb0bb07fdc447689cafb0750d87b264c0b"));
+}
+
+#[test]
+fn demo_runs_with_no_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let stdout = ok(&["simulate", "--out", out, "--no-progress"]);
+    for p in ["fcfs", "easy", "fifo", "round-robin", "fair-share"] {
+        assert!(stdout.contains(p), "{stdout}");
+        let s = json(&dir.path().join(p).join("summary.json"));
+        assert_eq!(s["jobs"], 28467, "{p}");
+        assert_eq!(s["outcomes"]["completed"], 28467, "{p}");
+        assert_eq!(s["platform"]["total"], 100);
+    }
+    let csv = fs::read_to_string(dir.path().join("comparison.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 6);
+    // Backfilling beats strict FCFS on mean wait on this log.
+    let wait = |p: &str| {
+        json(&dir.path().join(p).join("summary.json"))["mean_wait_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        wait("easy") < wait("fcfs") / 10.0,
+        "easy {} fcfs {}",
+        wait("easy"),
+        wait("fcfs")
+    );
+}
+
+#[test]
+fn one_policy_writes_summary_and_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    ok(&[
+        "simulate",
+        "--policy",
+        "fcfs",
+        "--window",
+        "600000,200000",
+        "--out",
+        out,
+        "--no-progress",
+    ]);
+    let s = json(&dir.path().join("summary.json"));
+    for k in [
+        "policy",
+        "trace",
+        "jobs",
+        "makespan_s",
+        "mean_wait_s",
+        "mean_bounded_slowdown",
+        "utilization",
+        "filters",
+        "seed",
+        "wall_time_s",
+    ] {
+        assert!(s.get(k).is_some(), "summary.json lacks {k}: {s}");
+    }
+    let jobs = s["jobs"].as_u64().unwrap();
+    assert!(jobs > 100);
+    let tasks = fs::read_to_string(dir.path().join("tasks.csv")).unwrap();
+    assert_eq!(tasks.lines().count() as u64, jobs + 1);
+    assert!(tasks.starts_with(fairsched_report::TASK_COLUMNS));
+    assert!(!dir.path().join("tasks.csv.partial").exists());
+    let orgs = fs::read_to_string(dir.path().join("orgs.csv")).unwrap();
+    assert_eq!(orgs.lines().count(), 2, "one organization: {orgs}");
+}
+
+#[test]
+fn snapshot_of_a_short_real_trace_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    ok(&[
+        "simulate",
+        "--policy",
+        "easy",
+        "--window",
+        "600000,100000",
+        "--orgs",
+        "3",
+        "--seed",
+        "11",
+        "--out",
+        out,
+        "--no-progress",
+    ]);
+    let summary = serde_json::to_string_pretty(&stable_summary(&dir.path().join("summary.json"))).unwrap();
+    let tasks = fs::read_to_string(dir.path().join("tasks.csv")).unwrap();
+    let head: Vec<&str> = tasks.lines().take(16).collect();
+    let orgs = fs::read_to_string(dir.path().join("orgs.csv")).unwrap();
+    insta::assert_snapshot!(format!("{summary}\n\n{}\n\n{orgs}", head.join("\n")));
+}
+
+#[test]
+fn same_seed_same_bytes_whatever_the_thread_count() {
+    let runs: Vec<tempfile::TempDir> = ["1", "2", "2"]
+        .iter()
+        .map(|threads| {
+            let dir = tempfile::tempdir().unwrap();
+            let o = bin()
+                .env("RAYON_NUM_THREADS", threads)
+                .args([
+                    "simulate",
+                    "--policy",
+                    "fair-share",
+                    "--policy",
+                    "round-robin",
+                    "--policy",
+                    "easy",
+                    "--split-parallel",
+                    "--orgs",
+                    "4",
+                    "--window",
+                    "600000,400000",
+                    "--seed",
+                    "7",
+                    "--no-progress",
+                    "--out",
+                ])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            dir
+        })
+        .collect();
+    for p in ["fair-share", "round-robin", "easy"] {
+        let bytes = |d: &tempfile::TempDir, f: &str| fs::read(d.path().join(p).join(f)).unwrap();
+        for f in ["tasks.csv", "orgs.csv", "users.csv"] {
+            assert!(
+                bytes(&runs[0], f) == bytes(&runs[1], f),
+                "{p}/{f} differs between 1 and 2 threads"
+            );
+            assert!(
+                bytes(&runs[1], f) == bytes(&runs[2], f),
+                "{p}/{f} differs between two runs"
+            );
+        }
+        let s = |d: &tempfile::TempDir| stable_summary(&d.path().join(p).join("summary.json"));
+        assert_eq!(s(&runs[0]), s(&runs[1]));
+    }
+}
+
+#[test]
+fn the_seed_changes_the_user_to_organization_mapping() {
+    let orgs = |seed: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().to_str().unwrap();
+        ok(&[
+            "simulate",
+            "--policy",
+            "fair-share",
+            "--orgs",
+            "4",
+            "--window",
+            "600000,200000",
+            "--seed",
+            seed,
+            "--out",
+            out,
+            "--no-progress",
+        ]);
+        fs::read_to_string(dir.path().join("orgs.csv")).unwrap()
+    };
+    assert_ne!(orgs("1"), orgs("2"));
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // A missing file.
+    let missing = dir.path().join("nope.swf");
+    let o = run(&[
+        "simulate",
+        "--trace",
+        missing.to_str().unwrap(),
+        "--policy",
+        "fcfs",
+        "--no-progress",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("nope.swf"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    // A non-numeric run time on line 3: file, line and field are named.
+    let bad = dir.path().join("bad.swf");
+    fs::write(
+        &bad,
+        "; MaxProcs: 4\n1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n2 5 0 abc 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let out = dir.path().join("o");
+    let o = run(&[
+        "simulate",
+        "--trace",
+        bad.to_str().unwrap(),
+        "--policy",
+        "fcfs",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.swf:3") && err.contains("run_time") && err.contains("abc"),
+        "{err}"
+    );
+
+    // --lenient skips it, counts it, and the run goes on.
+    let o = ok(&[
+        "simulate",
+        "--trace",
+        bad.to_str().unwrap(),
+        "--policy",
+        "fcfs",
+        "--no-progress",
+        "--lenient",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.contains("bad_lines_skipped 1"), "{o}");
+    assert_eq!(json(&out.join("summary.json"))["jobs"], 1);
+
+    // An unknown policy names the known ones; a bad parameter names itself.
+    let o = run(&["simulate", "--policy", "fastest", "--no-progress"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("fcfs"));
+    let o = run(&[
+        "simulate",
+        "--policy",
+        "priority",
+        "--control",
+        "age-boost[after=soon]",
+        "--no-progress",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("soon"));
+    // A malformed window is refused by the flag parser.
+    let o = run(&["simulate", "--window", "10", "--no-progress"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn too_wide_jobs_are_dropped_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let stdout = ok(&[
+        "simulate",
+        "--policy",
+        "fcfs",
+        "--procs",
+        "8",
+        "--window",
+        "600000,200000",
+        "--out",
+        out,
+        "--no-progress",
+    ]);
+    let s = json(&dir.path().join("summary.json"));
+    let too_wide = s["too_wide"].as_u64().unwrap();
+    assert!(too_wide > 0);
+    assert!(stdout.contains(&format!("{too_wide} job(s) dropped")), "{stdout}");
+}
+
+#[test]
+fn trace_info_reports_header_and_counts() {
+    let kth = repo().join("data/KTH-SP2-1996-2.1-cln.swf.gz");
+    let v: Value = serde_json::from_str(&ok(&["trace", "info", kth.to_str().unwrap(), "--json"])).unwrap();
+    assert_eq!(v["raw_jobs"], 28476);
+    assert_eq!(v["processors"], 100);
+    assert_eq!(v["header"]["time_zone_string"], "Europe/Stockholm");
+    let text = ok(&["trace", "info", kth.to_str().unwrap()]);
+    assert!(text.contains("28476"), "{text}");
+}
+
+#[test]
+fn policies_lists_the_registry() {
+    let text = ok(&["policies"]);
+    for e in fairsched_core::REGISTRY {
+        assert!(text.contains(e.name), "{} missing from:\n{text}", e.name);
+    }
+    assert!(text.contains("after=600"));
+    let v: Value = serde_json::from_str(&ok(&["policies", "--json"])).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), fairsched_core::REGISTRY.len());
+}
+
+#[test]
+fn several_machines_with_least_loaded_and_aging() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    ok(&[
+        "simulate",
+        "--machines",
+        "2,4,8",
+        "--policy",
+        "priority",
+        "--control",
+        "age-boost[after=600]",
+        "--split-parallel",
+        "--window",
+        "600000,100000",
+        "--out",
+        out,
+        "--no-progress",
+    ]);
+    let s = json(&dir.path().join("summary.json"));
+    assert_eq!(s["allocate"], "least-loaded");
+    assert_eq!(s["platform"]["machines"], serde_json::json!([2, 4, 8]));
+    assert!(s["core"]["priority_changes"].as_u64().unwrap() > 0, "{s}");
+    let tasks = fs::read_to_string(dir.path().join("tasks.csv")).unwrap();
+    for m in ["0", "1", "2"] {
+        assert!(
+            tasks.lines().skip(1).any(|l| l.split(',').nth(4) == Some(m)),
+            "no task on machine {m}"
+        );
+    }
+}
+
+/// Every shared log loads and simulates with every baseline order policy
+/// (a 3.5-day window of each log here; bench/all-logs.sh replays them whole).
+#[test]
+fn every_shared_log_simulates_with_every_order_policy() {
+    let Some(d) = shared_swf() else { return };
+    let mut logs: Vec<PathBuf> = fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".swf.gz"))
+        .collect();
+    logs.sort();
+    assert_eq!(logs.len(), 9);
+    for log in logs {
+        let dir = tempfile::tempdir().unwrap();
+        let info: Value =
+            serde_json::from_str(&ok(&["trace", "info", log.to_str().unwrap(), "--json"])).unwrap();
+        let first = info["first_submit"].as_i64().unwrap();
+        let mut args: Vec<String> = vec!["simulate".into(), "--trace".into(), log.display().to_string()];
+        args.extend([
+            "--window".into(),
+            format!("{first},300000"),
+            "--orgs".into(),
+            "3".into(),
+        ]);
+        let orders: Vec<&str> = fairsched_core::REGISTRY
+            .iter()
+            .filter(|e| e.kind == fairsched_core::Kind::Order)
+            .map(|e| e.name)
+            .collect();
+        for p in &orders {
+            args.extend(["--policy".into(), p.to_string()]);
+        }
+        args.extend([
+            "--no-progress".into(),
+            "--out".into(),
+            dir.path().display().to_string(),
+        ]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(&refs);
+        for p in &orders {
+            let s = json(&dir.path().join(p).join("summary.json"));
+            let jobs = s["jobs"].as_u64().unwrap();
+            assert!(jobs > 0, "{}: {p}: no job in the window", log.display());
+            let ended: u64 = s["outcomes"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
+            assert_eq!(ended, jobs, "{}: {p}", log.display());
+        }
+    }
+}
