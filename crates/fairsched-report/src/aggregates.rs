@@ -16,7 +16,15 @@ fn row(t: &mut Table, key: String, a: &Aggregate) {
     ]);
 }
 
-const COLS: [&str; 7] = ["tasks", "completed", "mean_wait_s", "max_wait_s", "mean_response_s", "mean_bsld", "slot_seconds"];
+const COLS: [&str; 7] = [
+    "tasks",
+    "completed",
+    "mean_wait_s",
+    "max_wait_s",
+    "mean_response_s",
+    "mean_bsld",
+    "slot_seconds",
+];
 
 /// One row per organization.
 pub fn by_org(m: &Metrics) -> Table {

@@ -28,7 +28,10 @@ impl Table {
             .enumerate()
             .map(|(i, c)| (c.into(), if i == 0 { Align::Left } else { Align::Right }))
             .collect();
-        Table { columns, ..Table::default() }
+        Table {
+            columns,
+            ..Table::default()
+        }
     }
     pub fn title(mut self, t: impl Into<String>) -> Table {
         self.title = Some(t.into());
@@ -148,7 +151,11 @@ pub fn push_csv_line<'a>(out: &mut String, cells: impl Iterator<Item = &'a str>)
 /// A float with `d` decimals, without a negative zero.
 pub fn fixed(x: f64, d: usize) -> String {
     let s = format!("{x:.d$}");
-    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') { s[1..].to_string() } else { s }
+    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
 }
 
 #[cfg(test)]
@@ -160,7 +167,10 @@ mod tests {
         let mut t = Table::new(["policy", "wait"]).title("T");
         t.row(["fifo", "12.5"]);
         t.row(["a,b", "3"]);
-        assert_eq!(t.to_text(), "T\npolicy  wait\n------  ----\nfifo    12.5\na,b        3\n");
+        assert_eq!(
+            t.to_text(),
+            "T\npolicy  wait\n------  ----\nfifo    12.5\na,b        3\n"
+        );
         assert_eq!(t.to_csv(), "policy,wait\nfifo,12.5\n\"a,b\",3\n");
         assert_eq!(t.to_json()[1]["wait"], Value::from(3));
         assert_eq!(fixed(-0.0001, 2), "0.00");

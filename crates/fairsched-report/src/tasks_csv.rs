@@ -22,7 +22,12 @@ pub struct TasksCsv<W: Write> {
 impl<W: Write> TasksCsv<W> {
     pub fn new(mut out: W) -> TasksCsv<W> {
         let error = writeln!(out, "{TASK_COLUMNS}").err();
-        TasksCsv { out, line: String::with_capacity(128), error, rows: 0 }
+        TasksCsv {
+            out,
+            line: String::with_capacity(128),
+            error,
+            rows: 0,
+        }
     }
     pub fn finish(mut self) -> io::Result<W> {
         if let Some(e) = self.error.take() {
