@@ -70,6 +70,9 @@ pub struct EndRecord {
     pub outcome: Outcome,
     /// How many times it started (requeues start it again).
     pub attempts: u32,
+    /// Time it held its slots over all attempts, including attempts that
+    /// were stopped and requeued (their work was lost, the time was spent).
+    pub busy: Time,
     /// Measured duration of each finished phase.
     pub phases: [Option<Time>; 4],
 }

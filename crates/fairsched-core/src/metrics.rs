@@ -60,7 +60,7 @@ pub struct Aggregate {
     #[serde(skip)]
     sum_bsld: f64,
     pub max_wait: f64,
-    /// Slot-seconds of processing received (all attempts' last runs).
+    /// Slot-seconds held, over all attempts.
     pub slot_seconds: f64,
 }
 
@@ -72,9 +72,7 @@ impl Aggregate {
             self.sum_wait_ms += w.millis() as i128;
             self.max_wait = self.max_wait.max(w.as_secs_f64());
         }
-        if let Some(run) = m.run {
-            self.slot_seconds += run.as_secs_f64() * r.spec.slots as f64;
-        }
+        self.slot_seconds += r.busy.as_secs_f64() * r.spec.slots as f64;
         if let Some(b) = m.bsld {
             self.completed += 1;
             self.sum_response_ms += m.response.millis() as i128;
@@ -123,9 +121,7 @@ impl Metrics {
         *self.outcomes.entry(r.outcome.name()).or_insert(0) += 1;
         self.first_submit = Some(self.first_submit.map_or(r.submit, |f| f.min(r.submit)));
         self.last_end = Some(self.last_end.map_or(r.end, |l| l.max(r.end)));
-        if let Some(run) = m.run {
-            self.busy_ms += run.millis() as i128 * r.spec.slots as i128;
-        }
+        self.busy_ms += r.busy.millis() as i128 * r.spec.slots as i128;
     }
     /// The platform has `slots` present slots from `t` on.
     pub fn capacity(&mut self, t: Time, slots: u64) {
@@ -178,6 +174,7 @@ mod tests {
             slot: None,
             outcome,
             attempts: 1,
+            busy: start.map_or(Time::ZERO, |s| Time::from_secs(end - s)),
             phases: [None; 4],
         }
     }

@@ -237,7 +237,15 @@ impl Scheduler {
                 }
             }
             Event::SlotLeave { slot } => self.slot_leave(slot, out),
-            Event::Timer { token } => self.fired.push(token),
+            Event::Timer { token } => {
+                // Timers are requested by the Control; without one, a
+                // stray timer has no reader.
+                if self.control.is_some() {
+                    self.fired.push(token);
+                } else {
+                    self.stats.ignored_events += 1;
+                }
+            }
         }
         Ok(())
     }
@@ -277,6 +285,7 @@ impl Scheduler {
                 slot: None,
                 outcome: Outcome::Rejected,
                 attempts: 0,
+                busy: Time::ZERO,
                 phases: [None; 4],
             }));
             return Ok(());
@@ -294,6 +303,7 @@ impl Scheduler {
                 machine,
                 status: Status::Waiting,
                 attempts: 0,
+                busy: Time::ZERO,
                 last_start: None,
                 phases: PhaseLog::default(),
             },
@@ -332,6 +342,7 @@ impl Scheduler {
         let machine = t.machine;
         let first = slots.first().copied();
         let q = slots.len() as u64;
+        t.busy += self.state.now - start;
         for &s in slots.iter().rev() {
             self.state.slots[s.index()].task = None;
             if self.state.slots[s.index()].present {
@@ -394,6 +405,7 @@ impl Scheduler {
             slot,
             outcome,
             attempts: t.attempts,
+            busy: t.busy,
             phases: t.phases.done,
         }));
     }

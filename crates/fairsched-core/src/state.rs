@@ -73,6 +73,8 @@ pub(crate) struct TaskState {
     pub machine: MachineId,
     pub status: Status,
     pub attempts: u32,
+    /// Time spent running over all finished attempts.
+    pub busy: Time,
     pub last_start: Option<Time>,
     pub phases: PhaseLog,
 }
@@ -238,6 +240,10 @@ impl<'a> View<'a> {
     /// The task on `slot`, if it is busy.
     pub fn slot_task(&self, slot: SlotId) -> Option<TaskId> {
         self.s.slots.get(slot.index()).and_then(|s| s.task)
+    }
+    /// Whether `slot` is part of the platform (joined and not left).
+    pub fn slot_present(&self, slot: SlotId) -> bool {
+        self.s.slots.get(slot.index()).is_some_and(|s| s.present)
     }
     pub fn slot_machine(&self, slot: SlotId) -> Option<MachineId> {
         self.s.slots.get(slot.index()).map(|s| s.machine)
