@@ -213,7 +213,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let bars = Bars::new(!a.no_progress);
-    let total = scan.counts.kept;
+    // Progress is measured in simulated time: the trace's span, or the window.
+    let (from, span) = match a.window {
+        Some((start, len)) => (start, len as u64),
+        None => (scan.first_submit.unwrap_or(0), scan.span_seconds().max(0) as u64),
+    };
     let results: Vec<anyhow::Result<Summary>> = policies
         .par_iter()
         .map(|p| {
@@ -226,7 +230,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 order: p.clone(),
                 ..base.clone()
             };
-            let bar = bars.bar(&p.to_string(), total);
+            let bar = bars.bar(&p.to_string(), from, span);
             let r = run_one(&cfg, &scan, &dir, &trace_name, bar);
             r.with_context(|| format!("policy {p}"))
         })

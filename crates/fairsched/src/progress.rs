@@ -23,29 +23,36 @@ impl Bars {
             enabled,
         }
     }
-    pub fn bar(&self, label: &str, total: u64) -> Progress {
+
+    /// A bar over simulated time `[from, from + span)` seconds: the same
+    /// measure whether jobs are split into tasks or not.
+    pub fn bar(&self, label: &str, from: i64, span: u64) -> Progress {
         if !self.enabled {
-            return Progress(None);
+            return Progress { bar: None, from };
         }
-        let pb = self.multi.add(ProgressBar::new(total));
+        let pb = self.multi.add(ProgressBar::new(span.max(1)));
         pb.set_style(
             ProgressStyle::with_template(
-                "{prefix:>14} [{bar:30}] {pos}/{len} tasks, sim t={msg} ({elapsed})",
+                "{prefix:>14} [{bar:30}] {percent:>3}% of trace time, {msg} ({elapsed})",
             )
             .expect("valid template")
             .progress_chars("=> "),
         );
         pb.set_prefix(label.to_string());
-        Progress(Some(pb))
+        Progress { bar: Some(pb), from }
     }
 }
 
-/// An observer that moves a bar.
-pub struct Progress(Option<ProgressBar>);
+/// An observer that moves a bar along simulated time.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    from: i64,
+}
 
 impl Progress {
     pub fn finish(&self) {
-        if let Some(pb) = &self.0 {
+        if let Some(pb) = &self.bar {
+            pb.set_position(pb.length().unwrap_or(0));
             pb.finish();
         }
     }
@@ -53,9 +60,9 @@ impl Progress {
 
 impl Observer for Progress {
     fn on_progress(&mut self, now: Time, submitted: u64) {
-        if let Some(pb) = &self.0 {
-            pb.set_position(submitted);
-            pb.set_message(format!("{}s", now.whole_secs()));
+        if let Some(pb) = &self.bar {
+            pb.set_position(now.whole_secs().saturating_sub(self.from).max(0) as u64);
+            pb.set_message(format!("{submitted} tasks submitted"));
         }
     }
 }
