@@ -61,7 +61,8 @@ pub enum Action {
 pub struct EndRecord {
     pub spec: TaskSpec,
     pub submit: Time,
-    /// Last start, if it ever started.
+    /// Start of the run it ended in; `None` if it ended while waiting
+    /// (even after earlier, requeued runs: see `attempts` and `busy`).
     pub start: Option<Time>,
     pub end: Time,
     pub machine: Option<MachineId>,

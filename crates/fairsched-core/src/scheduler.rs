@@ -399,7 +399,10 @@ impl Scheduler {
         out.push(Action::Ended(EndRecord {
             spec: t.spec,
             submit: t.submit,
-            start: start.or(t.last_start),
+            // Only a running task has a start: one that was requeued and
+            // left while waiting shows its earlier runs in `attempts` and
+            // `busy`, not as a start (its wait did not end in a run).
+            start,
             end: now,
             machine: Some(machine),
             slot,

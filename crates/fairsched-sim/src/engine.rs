@@ -107,6 +107,10 @@ impl RuntimeOracle for Oracle<'_> {
     }
 }
 
+fn is_timer(p: &Payload) -> bool {
+    matches!(p, Payload::Outside(Event::Timer { .. }))
+}
+
 /// What a run did, beyond the per-task records.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RunStats {
@@ -135,6 +139,9 @@ pub struct Simulation {
     last_sample: Option<Sample>,
     actions: Vec<Action>,
     batch: Vec<Event>,
+    /// Heap entries other than timers: when none is left, no task runs and
+    /// no arrival remains, timers alone cannot make anything start.
+    non_timers: usize,
 }
 
 impl Simulation {
@@ -149,6 +156,7 @@ impl Simulation {
             last_sample: None,
             actions: Vec::new(),
             batch: Vec::new(),
+            non_timers: 0,
         }
     }
 
@@ -164,6 +172,7 @@ impl Simulation {
 
     fn push(&mut self, time: Time, class: Class, payload: Payload) {
         self.seq += 1;
+        self.non_timers += usize::from(!is_timer(&payload));
         self.heap.push(Reverse(Entry {
             time,
             class,
@@ -181,6 +190,15 @@ impl Simulation {
     {
         let mut arrivals = arrivals.into_iter().peekable();
         loop {
+            // Only timers left, tasks waiting but none running, nothing to
+            // arrive: those tasks can never start, and a timer-driven
+            // Control (aging) would tick over them forever. (Timers with no
+            // task live still fire: a Control may use them for itself.)
+            let v = self.core.view();
+            let stuck = v.busy_slots() == 0 && v.waiting_tasks() > 0;
+            if stuck && self.non_timers == 0 && arrivals.peek().is_none() {
+                break;
+            }
             let next_arrival = match arrivals.peek() {
                 Some(Ok(a)) => Some(a.submit),
                 Some(Err(_)) => return Err(arrivals.next().and_then(Result::err).expect("peeked an error")),
@@ -211,7 +229,7 @@ impl Simulation {
                 .peek()
                 .is_some_and(|e| e.0.time == t && e.0.class == Class::Running)
             {
-                let Reverse(e) = self.heap.pop().expect("peeked");
+                let e = self.pop();
                 self.take_running(e.payload);
             }
             // Arrivals at t.
@@ -235,7 +253,7 @@ impl Simulation {
             }
             // Outside events and timers at t.
             while self.heap.peek().is_some_and(|e| e.0.time == t) {
-                let Reverse(e) = self.heap.pop().expect("peeked");
+                let e = self.pop();
                 match e.payload {
                     Payload::Outside(ev) => self.batch.push(ev),
                     other => self.take_running(other),
@@ -255,6 +273,12 @@ impl Simulation {
         self.stats.end = self.now;
         self.stats.core = self.core.stats().clone();
         Ok(self.stats.clone())
+    }
+
+    fn pop(&mut self) -> Entry {
+        let Reverse(e) = self.heap.pop().expect("peeked");
+        self.non_timers -= usize::from(!is_timer(&e.payload));
+        e
     }
 
     /// Turns a due completion or phase change into a core event, unless it

@@ -10,8 +10,9 @@
 //!
 //! Non-clairvoyant: estimates are what users said, not true runtimes. A job
 //! that overran its estimate is assumed to end now; a job without an
-//! estimate is assumed never to end (so it never delays a reservation by
-//! being backfilled, and never frees slots in the shadow computation).
+//! estimate is assumed never to end: it backfills only into extra slots,
+//! and it frees no slot in the shadow computation; when the head's
+//! reservation depends on such jobs, nothing backfills.
 
 use crate::event::Notice;
 use crate::ids::{MachineId, TaskId};
@@ -72,6 +73,10 @@ impl Easy {
     fn reservation(&mut self, machine: MachineId, now: Time, free: u32, need: u32) -> (Time, u32) {
         let mut avail = free;
         for (&(end, _), &q) in self.running.get(machine).iter() {
+            if end == Time::MAX {
+                // Jobs without an estimate are never assumed to end.
+                break;
+            }
             avail += q;
             if avail >= need {
                 return (end.max(now), avail - need);
@@ -116,6 +121,12 @@ impl Order for Easy {
             return Some(Pick::Start(head));
         }
         let (shadow, extra) = self.reservation(machine, now, free, need);
+        // With no finite reservation (the slots the head needs are held by
+        // jobs without estimates), nothing may backfill: it could delay
+        // the head without bound.
+        if shadow == Time::MAX {
+            return None;
+        }
         self.queues
             .get(machine)
             .iter()

@@ -1,4 +1,8 @@
-//! `single-pool`: the whole platform is one machine; every task goes to it.
+//! `single-pool`: the whole platform is one machine; every task goes to it,
+//! except a task wider than the machine, which is rejected (it could never
+//! start, and under a strict order it would block the queue forever). An
+//! empty machine (no slot joined yet, e.g. pilots still to come) accepts
+//! every task.
 
 use crate::ids::MachineId;
 use crate::model::TaskSpec;
@@ -11,7 +15,7 @@ pub const NAME: &str = "single-pool";
 pub const ENTRY: Entry = Entry {
     name: NAME,
     kind: Kind::Allocate,
-    doc: "every task goes to machine 0 (the platform is one shared pool)",
+    doc: "every task goes to machine 0 (one shared pool); tasks wider than the pool are rejected",
     params: &[],
     clairvoyant: false,
     parallel: true,
@@ -27,7 +31,11 @@ fn from_params(_: &Params) -> Result<Built, SpecError> {
 pub struct SinglePool;
 
 impl Allocate for SinglePool {
-    fn allocate(&mut self, view: &View, _task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
-        (view.machine_count() > 0).then_some(MachineId(0))
+    fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
+        if view.machine_count() == 0 {
+            return None;
+        }
+        let cap = view.machine(MachineId(0)).capacity();
+        (cap == 0 || task.slots <= cap).then_some(MachineId(0))
     }
 }
