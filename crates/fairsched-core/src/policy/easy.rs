@@ -9,10 +9,16 @@
 //! *extra* slots the head will not need at the shadow time.
 //!
 //! Non-clairvoyant: estimates are what users said, not true runtimes. A job
-//! that overran its estimate is assumed to end now; a job without an
-//! estimate is assumed never to end: it backfills only into extra slots,
-//! and it frees no slot in the shadow computation; when the head's
-//! reservation depends on such jobs, nothing backfills.
+//! without an estimate, or still running past its estimate (real logs have
+//! many), has an unknown end: it is never assumed to free its slots. It
+//! backfills only into extra slots, and when the head's reservation
+//! depends on such jobs nothing backfills (the head keeps FCFS priority).
+//!
+//! Cost: the queue entries carry the estimates, and within one instant the
+//! backfill scan resumes after the last job it started (a start never makes
+//! an earlier-rejected job eligible: free slots and extra slots only shrink
+//! and the shadow time does not move), so filling a machine costs one pass
+//! over its queue per instant, not one per started job.
 
 use crate::event::Notice;
 use crate::ids::{MachineId, TaskId};
@@ -51,18 +57,24 @@ fn expected_end(start: Time, estimate: Option<Time>) -> Time {
 
 /// See the module docs.
 pub struct Easy {
-    queues: KeyedQueues<u64>,
+    /// Waiting jobs by submission order, with their estimates.
+    queues: KeyedQueues<u64, Option<Time>>,
     /// Per machine: running jobs by expected end, with their widths.
     running: PerMachine<BTreeMap<(Time, TaskId), u32>>,
     running_key: FxHashMap<TaskId, (MachineId, Time)>,
+    /// `(now, machine, seq)` of the last backfilled job: where the next
+    /// scan of the same instant resumes. Cleared by any change other than
+    /// a start or an arrival.
+    resume: Option<(Time, MachineId, u64)>,
 }
 
 impl Default for Easy {
     fn default() -> Self {
         Easy {
-            queues: KeyedQueues::new(key),
+            queues: KeyedQueues::with_value(key, |t| t.spec().estimate),
             running: PerMachine::default(),
             running_key: FxHashMap::default(),
+            resume: None,
         }
     }
 }
@@ -77,9 +89,14 @@ impl Easy {
                 // Jobs without an estimate are never assumed to end.
                 break;
             }
+            if end <= now {
+                // Running past its estimate (completions at `now` were
+                // applied before this pick): its end is unknown.
+                continue;
+            }
             avail += q;
             if avail >= need {
-                return (end.max(now), avail - need);
+                return (end, avail - need);
             }
         }
         // Not enough slots even when everything ends (slots left the
@@ -91,6 +108,9 @@ impl Easy {
 impl Order for Easy {
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
+        if !matches!(n, Notice::Started { .. } | Notice::Queued { .. }) {
+            self.resume = None;
+        }
         match *n {
             Notice::Started { task, machine } => {
                 if let Some(t) = view.task(task) {
@@ -116,27 +136,34 @@ impl Order for Easy {
     fn pick(&mut self, view: &View, machine: MachineId, _rng: &mut SimRng) -> Option<Pick> {
         let now = view.now();
         let free = view.machine(machine).free();
-        let (head, need) = self.queues.get(machine).head()?;
+        let q = self.queues.get(machine);
+        let (head_seq, head, need, _) = q.first()?;
         if need <= free {
             return Some(Pick::Start(head));
         }
+        if q.narrowest().is_none_or(|w| w > free) {
+            return None;
+        }
         let (shadow, extra) = self.reservation(machine, now, free, need);
         // With no finite reservation (the slots the head needs are held by
-        // jobs without estimates), nothing may backfill: it could delay
-        // the head without bound.
+        // jobs of unknown end), nothing may backfill: it could delay the
+        // head without bound.
         if shadow == Time::MAX {
             return None;
         }
-        self.queues
+        let from = match self.resume {
+            Some((t, m, seq)) if t == now && m == machine => seq,
+            _ => head_seq,
+        };
+        let found = self
+            .queues
             .get(machine)
-            .iter()
-            .skip(1)
-            .filter(|&(_, q)| q <= free)
-            .find(|&(t, q)| {
-                let est = view.task(t).and_then(|t| t.spec().estimate);
-                expected_end(now, est) <= shadow || q <= extra
-            })
-            .map(|(t, _)| Pick::Start(t))
+            .after(from)
+            .find(|&(_, _, q, est)| q <= free && (est.is_some_and(|e| now + e <= shadow) || q <= extra));
+        found.map(|(seq, t, _, _)| {
+            self.resume = Some((now, machine, seq));
+            Pick::Start(t)
+        })
     }
 }
 
@@ -169,5 +196,34 @@ mod tests {
             .job_est(3, 2, 1000, 1, 1000)
             .run();
         assert_eq!(r.starts(), vec![(1, 0), (3, 2), (2, 100)]);
+    }
+
+    #[test]
+    fn a_job_past_its_estimate_does_not_pin_the_shadow_time_to_now() {
+        // 5 slots. A (2 slots, est 10, really 100) and B (2 slots, est 50)
+        // run from 0; head H needs 3 and waits. At t=20, A has overrun: its
+        // end is unknown, so H's reservation is B's end (50), and C (1 slot,
+        // est 20) ends by then and backfills at once. Treating A as ending
+        // "now" would have pinned the shadow to 20 and kept C waiting until
+        // A really ended at 100.
+        let r = Harness::pool(5, "easy")
+            .job_est(1, 0, 100, 2, 10)
+            .job_est(2, 0, 50, 2, 50)
+            .job_est(3, 1, 10, 3, 10)
+            .job_est(4, 20, 20, 1, 20)
+            .run();
+        assert_eq!(r.starts(), vec![(1, 0), (2, 0), (4, 20), (3, 50)]);
+    }
+
+    #[test]
+    fn no_backfill_when_the_reservation_depends_on_unknown_ends() {
+        // 4 slots. Job 1 (2 slots, no estimate) runs; the head needs 4: its
+        // reservation is unknown, so job 3 (1 slot, est 5) does not backfill.
+        let r = Harness::pool(4, "easy")
+            .job(1, 0, 50, 2)
+            .job_est(2, 1, 10, 4, 10)
+            .job_est(3, 2, 5, 1, 5)
+            .run();
+        assert_eq!(r.starts(), vec![(1, 0), (2, 50), (3, 60)]);
     }
 }

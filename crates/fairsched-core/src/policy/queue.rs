@@ -2,20 +2,22 @@
 
 use crate::event::Notice;
 use crate::ids::{MachineId, OrgId, TaskId};
-use crate::state::View;
+use crate::state::{TaskView, View};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
-/// Waiting tasks ordered by a key `K`, with the multiset of their widths
-/// (slots needed) so "nothing waiting can fit" is answered in O(log n).
+/// Waiting tasks ordered by a key `K` (which must be unique: end it with
+/// the task's `seq`), each with its width (slots needed) and a small
+/// payload `V` the policy reads on its hot path, plus the multiset of
+/// widths so "nothing waiting can fit" is answered in O(log n).
 #[derive(Debug)]
-pub struct Waiting<K: Ord + Copy> {
-    by_key: BTreeMap<K, (TaskId, u32)>,
+pub struct Waiting<K: Ord + Copy, V: Copy = ()> {
+    by_key: BTreeMap<K, (TaskId, u32, V)>,
     keys: FxHashMap<TaskId, K>,
     widths: BTreeMap<u32, u32>,
 }
 
-impl<K: Ord + Copy> Default for Waiting<K> {
+impl<K: Ord + Copy, V: Copy> Default for Waiting<K, V> {
     fn default() -> Self {
         Waiting {
             by_key: BTreeMap::new(),
@@ -27,18 +29,24 @@ impl<K: Ord + Copy> Default for Waiting<K> {
 
 impl<K: Ord + Copy> Waiting<K> {
     pub fn insert(&mut self, task: TaskId, key: K, slots: u32) {
+        self.insert_with(task, key, slots, ());
+    }
+}
+
+impl<K: Ord + Copy, V: Copy> Waiting<K, V> {
+    pub fn insert_with(&mut self, task: TaskId, key: K, slots: u32, value: V) {
         if let Some(old) = self.keys.insert(task, key) {
             self.by_key.remove(&old);
         } else {
             *self.widths.entry(slots).or_insert(0) += 1;
         }
-        self.by_key.insert(key, (task, slots));
+        self.by_key.insert(key, (task, slots, value));
     }
     pub fn remove(&mut self, task: TaskId) -> bool {
         let Some(k) = self.keys.remove(&task) else {
             return false;
         };
-        if let Some((_, q)) = self.by_key.remove(&k)
+        if let Some((_, q, _)) = self.by_key.remove(&k)
             && let std::collections::btree_map::Entry::Occupied(mut e) = self.widths.entry(q)
         {
             *e.get_mut() -= 1;
@@ -63,18 +71,32 @@ impl<K: Ord + Copy> Waiting<K> {
     }
     /// The first task in key order with its width.
     pub fn head(&self) -> Option<(TaskId, u32)> {
-        self.by_key.first_key_value().map(|(_, v)| *v)
+        self.by_key.first_key_value().map(|(_, &(t, q, _))| (t, q))
+    }
+    /// The first entry in key order, with its key and payload.
+    pub fn first(&self) -> Option<(K, TaskId, u32, V)> {
+        self.by_key.first_key_value().map(|(&k, &(t, q, v))| (k, t, q, v))
     }
     /// Tasks in key order.
     pub fn iter(&self) -> impl Iterator<Item = (TaskId, u32)> + '_ {
-        self.by_key.values().copied()
+        self.by_key.values().map(|&(t, q, _)| (t, q))
+    }
+    /// Entries with a key greater than `after`, in key order, with payloads.
+    pub fn after(&self, after: K) -> impl Iterator<Item = (K, TaskId, u32, V)> + '_ {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.by_key
+            .range((Excluded(after), Unbounded))
+            .map(|(&k, &(t, q, v))| (k, t, q, v))
+    }
+    /// The fewest slots any waiting task needs.
+    pub fn narrowest(&self) -> Option<u32> {
+        self.widths.first_key_value().map(|(&w, _)| w)
     }
     /// The first task in key order that needs at most `free` slots.
     /// O(log n) when everything waiting is sequential; in the worst case
     /// it scans past wider tasks, never when nothing can fit.
     pub fn first_fit(&self, free: u32) -> Option<TaskId> {
-        let (&narrowest, _) = self.widths.first_key_value()?;
-        if narrowest > free {
+        if self.narrowest()? > free {
             return None;
         }
         self.iter().find(|&(_, q)| q <= free).map(|(t, _)| t)
@@ -160,27 +182,37 @@ impl OrgQueues {
     }
 }
 
-/// Per machine, waiting tasks keyed by `K`, maintained from notices.
-/// `key` computes a task's key from the view (called on queue and
+/// Per machine, waiting tasks keyed by `K` with payload `V`, maintained
+/// from notices. `key` and `value` read them from the view (on queue and
 /// priority changes).
 #[derive(Debug)]
-pub struct KeyedQueues<K: Ord + Copy> {
-    pub machines: PerMachine<Waiting<K>>,
-    key: fn(&crate::state::TaskView) -> K,
+pub struct KeyedQueues<K: Ord + Copy, V: Copy = ()> {
+    pub machines: PerMachine<Waiting<K, V>>,
+    key: fn(&TaskView) -> K,
+    value: fn(&TaskView) -> V,
 }
 
 impl<K: Ord + Copy> KeyedQueues<K> {
-    pub fn new(key: fn(&crate::state::TaskView) -> K) -> Self {
+    pub fn new(key: fn(&TaskView) -> K) -> Self {
+        KeyedQueues::with_value(key, |_| ())
+    }
+}
+
+impl<K: Ord + Copy, V: Copy> KeyedQueues<K, V> {
+    pub fn with_value(key: fn(&TaskView) -> K, value: fn(&TaskView) -> V) -> Self {
         KeyedQueues {
             machines: PerMachine::default(),
             key,
+            value,
         }
     }
     pub fn notify(&mut self, view: &View, n: &Notice) {
         match *n {
             Notice::Queued { task, machine } | Notice::Requeued { task, machine } => {
                 if let Some(t) = view.task(task) {
-                    self.machines.get(machine).insert(task, (self.key)(&t), t.slots());
+                    self.machines
+                        .get(machine)
+                        .insert_with(task, (self.key)(&t), t.slots(), (self.value)(&t));
                 }
             }
             Notice::Started { task, machine }
@@ -201,7 +233,7 @@ impl<K: Ord + Copy> KeyedQueues<K> {
             _ => {}
         }
     }
-    pub fn get(&mut self, m: MachineId) -> &mut Waiting<K> {
+    pub fn get(&mut self, m: MachineId) -> &mut Waiting<K, V> {
         self.machines.get(m)
     }
 }
