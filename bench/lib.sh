@@ -1,0 +1,72 @@
+# Shared by the bench/*.sh scripts (sourced, not run). Puts the shell at the
+# repository root and defines the helpers below.
+
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO_ROOT=$(pwd)
+SWF_DIR=../shared/data/traces/swf
+BIN=target/release/fairsched
+
+die() {
+    echo "error: $*" >&2
+    exit 1
+}
+
+# The logs live next to the repository, in ../shared (not in git).
+need_shared() {
+    [ -d ../shared ] || die "../shared is missing (looked for $(dirname "$REPO_ROOT")/shared): the SWF logs live in ../shared/data/traces/swf/"
+    [ -d "$SWF_DIR" ] || die "$SWF_DIR is missing (expected the SWF logs there)"
+}
+
+# GNU time (for peak RSS); installed with apt-get if missing.
+need_gnu_time() {
+    if [ ! -x /usr/bin/time ]; then
+        echo "/usr/bin/time is missing: installing GNU time (apt-get update && apt-get install -y time)" >&2
+        command -v apt-get > /dev/null || die "/usr/bin/time is missing and apt-get is not available: install GNU time"
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update
+        $sudo apt-get install -y time
+    fi
+    /usr/bin/time -v true 2>&1 | grep -q "Maximum resident set size" \
+        || die "/usr/bin/time is not GNU time (no -v): install the 'time' package"
+}
+
+build_release() {
+    echo "building: cargo build --release -p fairsched" >&2
+    cargo build --release -p fairsched >&2
+    [ -x "$BIN" ] || die "$BIN was not built"
+}
+
+# time_fields FILE: prints "wall_s cpu_s rss_mib" from a `/usr/bin/time -v -o FILE` report
+# (wall clock, user+system CPU, maximum resident set size).
+time_fields() {
+    awk -F': ' '
+        /Elapsed \(wall clock\) time/ {
+            n = split($2, p, ":"); wall = 0
+            for (i = 1; i <= n; i++) wall = wall * 60 + p[i]
+        }
+        /User time \(seconds\)/ { user = $2 }
+        /System time \(seconds\)/ { sys = $2 }
+        /Maximum resident set size \(kbytes\)/ { rss = $2 }
+        END { printf "%.2f %.2f %.1f\n", wall, user + sys, rss / 1024 }
+    ' "$1"
+}
+
+# json_field FILE KEY: one top-level field of a JSON file.
+json_field() {
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# median: the median of the numbers on stdin (one a line).
+median() {
+    sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+machine_line() {
+    local rev
+    rev=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2> /dev/null || echo "?")
+    if ! git -C "$REPO_ROOT" diff --quiet 2> /dev/null; then rev="$rev+uncommitted"; fi
+    echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg); commit: $rev"
+}
