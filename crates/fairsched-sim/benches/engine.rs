@@ -7,6 +7,11 @@
 //!   `round-robin`; the time per task should not grow with the number of processors.
 //!   `fifo-light/8192` is a control: 8192 processors at the load of the 64-processor
 //!   case, so as few tasks run at once as on 64 processors.
+//! - `engine/decision_vs_processors/<policy>/<procs>`: the cost of one scheduling
+//!   decision on a saturated pool of 64 … 8192 slots (RICC's size) with 2,000 tasks
+//!   waiting: each iteration is one core step in which a running task completes, a
+//!   new one arrives, and the Order picks the task that takes the freed slot. The
+//!   queue length is the same at every size, so any growth is due to the processors.
 //! - `engine/rigid_fcfs_easy/<policy>`: 20k rigid jobs (1..64 slots) on 256 slots under
 //!   `fcfs` and `easy`.
 //!
@@ -165,6 +170,66 @@ fn order_cost_vs_processors(c: &mut Criterion) {
     group.finish();
 }
 
+fn decision_vs_processors(c: &mut Criterion) {
+    use fairsched_core::{Action, Event, TaskId};
+    use std::collections::VecDeque;
+    const WAITING: u64 = 2_000;
+    let mut group = c.benchmark_group("engine/decision_vs_processors");
+    group.throughput(Throughput::Elements(1));
+    for order in ["fifo", "priority", "fair-share", "round-robin", "fcfs", "easy"] {
+        for procs in [64u32, 512, 4096, 8192] {
+            let platform = Platform::owned_pool(&ownership_zipf(procs, ORGS, 1.0).expect("zipf shares"));
+            let mut core = Scheduler::new(
+                &platform,
+                1,
+                registry::build_allocate(&"single-pool".parse().expect("spec")).expect("policy"),
+                registry::build_order(&order.parse().expect("spec")).expect("policy"),
+                None,
+            );
+            let mut rng = Pcg64Mcg::seed_from_u64(4);
+            let mut spec = |id: u64| {
+                let org = rng.random_range(0..ORGS);
+                TaskSpec::new(id, i64::from(org), org).priority(rng.random_range(1..=3))
+            };
+            let mut out = Vec::new();
+            let first: Vec<Event> = (1..=u64::from(procs) + WAITING)
+                .map(|id| Event::Submit(spec(id)))
+                .collect();
+            core.step(Time::ZERO, first, None, &mut out).expect("step");
+            let mut running: VecDeque<TaskId> = out
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Start { task, .. } => Some(*task),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(running.len(), procs as usize, "{order}: the pool is saturated");
+            assert_eq!(core.view().waiting_tasks(), WAITING);
+            let mut next = u64::from(procs) + WAITING + 1;
+            let mut now = 0i64;
+            group.bench_function(BenchmarkId::new(order, procs), |b| {
+                b.iter(|| {
+                    now += 1;
+                    out.clear();
+                    let done = running.pop_front().expect("running");
+                    let events = [Event::Complete { task: done }, Event::Submit(spec(next))];
+                    next += 1;
+                    core.step(Time::from_millis(now), events, None, &mut out)
+                        .expect("step");
+                    for a in &out {
+                        if let Action::Start { task, .. } = a {
+                            running.push_back(*task);
+                        }
+                    }
+                    black_box(out.len())
+                })
+            });
+            assert_eq!(core.view().waiting_tasks(), WAITING, "{order}: one in, one out");
+        }
+    }
+    group.finish();
+}
+
 fn rigid_fcfs_easy(c: &mut Criterion) {
     let platform = Platform::pool(256);
     let arrivals = rigid(20_000, 256, 3);
@@ -183,6 +248,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = events_per_second, order_cost_vs_processors, rigid_fcfs_easy
+    targets = events_per_second, order_cost_vs_processors, decision_vs_processors, rigid_fcfs_easy
 }
 criterion_main!(benches);
