@@ -118,6 +118,9 @@ struct Summary {
     window: Option<(i64, i64)>,
     split_parallel: bool,
     filters: FilterCounts,
+    /// What `filters` counted: the whole log, or (with a window, whose
+    /// reading stops at its end) the lines up to the window's end.
+    filters_scope: &'static str,
     sorted_submits: bool,
     /// Jobs dropped for needing more processors than the largest machine.
     too_wide: u64,
@@ -412,6 +415,11 @@ fn run_one(
         window: cfg.window,
         split_parallel: cfg.split_parallel,
         filters: report.filters,
+        filters_scope: if cfg.window.is_some() && !report.sorted {
+            "lines read up to the window's end"
+        } else {
+            "whole log"
+        },
         sorted_submits: report.sorted,
         too_wide: report.too_wide,
         stranded: report.stats.stranded,

@@ -25,6 +25,17 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// Runs `fairsched simulate ARGS --out TMP --no-progress`, which must
+/// succeed; returns the output folder and what it printed.
+fn simulate(args: &[&str]) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all = vec!["simulate"];
+    all.extend_from_slice(args);
+    all.extend(["--out", dir.path().to_str().unwrap(), "--no-progress"]);
+    let stdout = ok(&all);
+    (dir, stdout)
+}
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -66,9 +77,7 @@ fn the_bundled_log_is_the_shared_one() {
 
 #[test]
 fn demo_runs_with_no_arguments() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    let stdout = ok(&["simulate", "--out", out, "--no-progress"]);
+    let (dir, stdout) = simulate(&[]);
     for p in ["fcfs", "easy", "fifo", "round-robin", "fair-share"] {
         assert!(stdout.contains(p), "{stdout}");
         let s = json(&dir.path().join(p).join("summary.json"));
@@ -94,18 +103,7 @@ fn demo_runs_with_no_arguments() {
 
 #[test]
 fn one_policy_writes_summary_and_tasks() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    ok(&[
-        "simulate",
-        "--policy",
-        "fcfs",
-        "--window",
-        "600000,200000",
-        "--out",
-        out,
-        "--no-progress",
-    ]);
+    let (dir, _) = simulate(&["--policy", "fcfs", "--window", "600000,200000"]);
     let s = json(&dir.path().join("summary.json"));
     for k in [
         "policy",
@@ -133,10 +131,7 @@ fn one_policy_writes_summary_and_tasks() {
 
 #[test]
 fn snapshot_of_a_short_real_trace_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    ok(&[
-        "simulate",
+    let (dir, _) = simulate(&[
         "--policy",
         "easy",
         "--window",
@@ -145,9 +140,6 @@ fn snapshot_of_a_short_real_trace_run() {
         "3",
         "--seed",
         "11",
-        "--out",
-        out,
-        "--no-progress",
     ]);
     let summary = serde_json::to_string_pretty(&stable_summary(&dir.path().join("summary.json"))).unwrap();
     let tasks = fs::read_to_string(dir.path().join("tasks.csv")).unwrap();
@@ -209,10 +201,7 @@ fn same_seed_same_bytes_whatever_the_thread_count() {
 #[test]
 fn the_seed_changes_the_user_to_organization_mapping() {
     let orgs = |seed: &str| {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().to_str().unwrap();
-        ok(&[
-            "simulate",
+        let (dir, _) = simulate(&[
             "--policy",
             "fair-share",
             "--orgs",
@@ -221,9 +210,6 @@ fn the_seed_changes_the_user_to_organization_mapping() {
             "600000,200000",
             "--seed",
             seed,
-            "--out",
-            out,
-            "--no-progress",
         ]);
         fs::read_to_string(dir.path().join("orgs.csv")).unwrap()
     };
@@ -308,20 +294,7 @@ fn bad_input_is_a_clear_error() {
 
 #[test]
 fn too_wide_jobs_are_dropped_and_counted() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    let stdout = ok(&[
-        "simulate",
-        "--policy",
-        "fcfs",
-        "--procs",
-        "8",
-        "--window",
-        "600000,200000",
-        "--out",
-        out,
-        "--no-progress",
-    ]);
+    let (dir, stdout) = simulate(&["--policy", "fcfs", "--procs", "8", "--window", "600000,200000"]);
     let s = json(&dir.path().join("summary.json"));
     let too_wide = s["too_wide"].as_u64().unwrap();
     assert!(too_wide > 0);
@@ -352,10 +325,7 @@ fn policies_lists_the_registry() {
 
 #[test]
 fn several_machines_with_least_loaded_and_aging() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    ok(&[
-        "simulate",
+    let (dir, _) = simulate(&[
         "--machines",
         "2,4,8",
         "--policy",
@@ -365,9 +335,6 @@ fn several_machines_with_least_loaded_and_aging() {
         "--split-parallel",
         "--window",
         "600000,100000",
-        "--out",
-        out,
-        "--no-progress",
     ]);
     let s = json(&dir.path().join("summary.json"));
     assert_eq!(s["allocate"], "least-loaded");
@@ -395,32 +362,26 @@ fn every_shared_log_simulates_with_every_order_policy() {
     logs.sort();
     assert_eq!(logs.len(), 9);
     for log in logs {
-        let dir = tempfile::tempdir().unwrap();
         let info: Value =
             serde_json::from_str(&ok(&["trace", "info", log.to_str().unwrap(), "--json"])).unwrap();
-        let first = info["first_submit"].as_i64().unwrap();
-        let mut args: Vec<String> = vec!["simulate".into(), "--trace".into(), log.display().to_string()];
-        args.extend([
-            "--window".into(),
-            format!("{first},300000"),
-            "--orgs".into(),
-            "3".into(),
-        ]);
+        let window = format!("{},300000", info["first_submit"].as_i64().unwrap());
         let orders: Vec<&str> = fairsched_core::REGISTRY
             .iter()
             .filter(|e| e.kind == fairsched_core::Kind::Order)
             .map(|e| e.name)
             .collect();
+        let mut args = vec![
+            "--trace",
+            log.to_str().unwrap(),
+            "--window",
+            &window,
+            "--orgs",
+            "3",
+        ];
         for p in &orders {
-            args.extend(["--policy".into(), p.to_string()]);
+            args.extend(["--policy", p]);
         }
-        args.extend([
-            "--no-progress".into(),
-            "--out".into(),
-            dir.path().display().to_string(),
-        ]);
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        ok(&refs);
+        let (dir, _) = simulate(&args);
         for p in &orders {
             let s = json(&dir.path().join(p).join("summary.json"));
             let jobs = s["jobs"].as_u64().unwrap();
