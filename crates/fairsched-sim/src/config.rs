@@ -155,6 +155,9 @@ pub struct RunReport {
     pub filters: FilterCounts,
     /// The log's submits were out of order and were sorted in memory.
     pub sorted: bool,
+    /// `filters` counted every line of the log (false when a window
+    /// stopped a streamed read at its end).
+    pub filters_complete: bool,
     /// Jobs dropped because they need more processors than the largest
     /// machine has (after splitting, if asked).
     pub too_wide: u64,
@@ -259,9 +262,13 @@ impl RunConfig {
             });
             Simulation::new(core).run(arrivals(jobs), obs)?
         };
+        // A materialized stream (sorted, or from an in-memory log) read
+        // everything; a streamed one read up to where the window stopped.
+        let filters_complete = self.window.is_none() || stream.loaded_jobs() > 0;
         Ok(RunReport {
             stats,
             filters: stream.counts(),
+            filters_complete,
             sorted,
             too_wide,
             platform: info,

@@ -415,10 +415,10 @@ fn run_one(
         window: cfg.window,
         split_parallel: cfg.split_parallel,
         filters: report.filters,
-        filters_scope: if cfg.window.is_some() && !report.sorted {
-            "lines read up to the window's end"
-        } else {
+        filters_scope: if report.filters_complete {
             "whole log"
+        } else {
+            "lines read up to the window's end"
         },
         sorted_submits: report.sorted,
         too_wide: report.too_wide,
