@@ -50,7 +50,7 @@ pub use point::{
 };
 pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
 pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
-pub use sink::{Observer, Sample};
+pub use sink::{Fanout, Observer, Sample};
 pub use state::{MachineView, Platform, State, TaskView, View};
 pub use time::Time;
 

@@ -49,20 +49,23 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
 }
 
-/// Fans out to several observers, in order.
-impl Observer for [&mut dyn Observer] {
+/// Fans out to several observers, in order. A sized value, so it can be
+/// passed wherever a `&mut dyn Observer` is expected.
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
+
+impl Observer for Fanout<'_> {
     fn on_task(&mut self, rec: &EndRecord, runtime: Option<Time>) {
-        for o in self.iter_mut() {
+        for o in &mut self.0 {
             o.on_task(rec, runtime);
         }
     }
     fn on_sample(&mut self, s: &Sample) {
-        for o in self.iter_mut() {
+        for o in &mut self.0 {
             o.on_sample(s);
         }
     }
     fn on_progress(&mut self, now: Time, submitted: u64) {
-        for o in self.iter_mut() {
+        for o in &mut self.0 {
             o.on_progress(now, submitted);
         }
     }

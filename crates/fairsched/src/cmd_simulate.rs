@@ -4,7 +4,7 @@ use crate::output::{commit, partial, slug, write_atomic};
 use crate::progress::Bars;
 use anyhow::{Context, bail};
 use fairsched_core::metrics::Metrics;
-use fairsched_core::{CoreStats, Observer, PolicySpec, registry};
+use fairsched_core::{CoreStats, Fanout, PolicySpec, registry};
 use fairsched_report::{Table, TasksCsv, aggregates, fixed};
 use fairsched_sim::{Ownership, PlatformInfo, RunConfig, TraceInput};
 use fairsched_trace::{FilterCounts, FilterOptions, StreamOptions, TraceInfo, TraceScan};
@@ -339,20 +339,6 @@ fn print_trace_line(scan: &TraceScan, name: &str) {
         .collect();
     if !filters.is_empty() {
         println!("filters: {}", filters.join("; "));
-    }
-}
-
-struct Fanout<'a>(Vec<&'a mut dyn Observer>);
-
-impl Observer for Fanout<'_> {
-    fn on_task(&mut self, rec: &fairsched_core::EndRecord, rt: Option<fairsched_core::Time>) {
-        self.0.as_mut_slice().on_task(rec, rt)
-    }
-    fn on_sample(&mut self, s: &fairsched_core::Sample) {
-        self.0.as_mut_slice().on_sample(s)
-    }
-    fn on_progress(&mut self, now: fairsched_core::Time, n: u64) {
-        self.0.as_mut_slice().on_progress(now, n)
     }
 }
 

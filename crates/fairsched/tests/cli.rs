@@ -221,23 +221,27 @@ fn the_seed_changes_the_user_to_organization_mapping() {
     assert_ne!(orgs("1"), orgs("2"));
 }
 
+/// Runs `fairsched simulate ARGS --no-progress`, which must fail without a
+/// panic; returns its exit code and what it printed on stderr.
+fn simulate_fails(args: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["simulate"];
+    all.extend_from_slice(args);
+    all.push("--no-progress");
+    let o = run(&all);
+    assert!(!o.status.success(), "fairsched {all:?} should fail");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    (o.status.code(), err)
+}
+
 #[test]
 fn bad_input_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     // A missing file.
     let missing = dir.path().join("nope.swf");
-    let o = run(&[
-        "simulate",
-        "--trace",
-        missing.to_str().unwrap(),
-        "--policy",
-        "fcfs",
-        "--no-progress",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let (code, err) = simulate_fails(&["--trace", missing.to_str().unwrap(), "--policy", "fcfs"]);
+    assert_eq!(code, Some(1));
     assert!(err.contains("nope.swf"), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
 
     // A non-numeric run time on line 3: file, line and field are named.
     let bad = dir.path().join("bad.swf");
@@ -246,55 +250,28 @@ fn bad_input_is_a_clear_error() {
         "; MaxProcs: 4\n1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n2 5 0 abc 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n",
     )
     .unwrap();
-    let out = dir.path().join("o");
-    let o = run(&[
-        "simulate",
-        "--trace",
-        bad.to_str().unwrap(),
-        "--policy",
-        "fcfs",
-        "--no-progress",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let bad = bad.to_str().unwrap();
+    let (code, err) = simulate_fails(&["--trace", bad, "--policy", "fcfs"]);
+    assert_eq!(code, Some(1));
     assert!(
         err.contains("bad.swf:3") && err.contains("run_time") && err.contains("abc"),
         "{err}"
     );
 
     // --lenient skips it, counts it, and the run goes on.
-    let o = ok(&[
-        "simulate",
-        "--trace",
-        bad.to_str().unwrap(),
-        "--policy",
-        "fcfs",
-        "--no-progress",
-        "--lenient",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.contains("bad_lines_skipped 1"), "{o}");
-    assert_eq!(json(&out.join("summary.json"))["jobs"], 1);
+    let (out, stdout) = simulate(&["--trace", bad, "--policy", "fcfs", "--lenient"]);
+    assert!(stdout.contains("bad_lines_skipped 1"), "{stdout}");
+    assert_eq!(json(&out.path().join("summary.json"))["jobs"], 1);
 
     // An unknown policy names the known ones; a bad parameter names itself.
-    let o = run(&["simulate", "--policy", "fastest", "--no-progress"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("fcfs"));
-    let o = run(&[
-        "simulate",
-        "--policy",
-        "priority",
-        "--control",
-        "age-boost[after=soon]",
-        "--no-progress",
-    ]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("soon"));
+    let (code, err) = simulate_fails(&["--policy", "fastest"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("fcfs"), "{err}");
+    let (_, err) = simulate_fails(&["--policy", "priority", "--control", "age-boost[after=soon]"]);
+    assert!(err.contains("soon"), "{err}");
     // A malformed window is refused by the flag parser.
-    let o = run(&["simulate", "--window", "10", "--no-progress"]);
-    assert_eq!(o.status.code(), Some(2));
+    let (code, _) = simulate_fails(&["--window", "10"]);
+    assert_eq!(code, Some(2));
 }
 
 #[test]
