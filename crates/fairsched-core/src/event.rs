@@ -3,6 +3,7 @@
 
 use crate::ids::{MachineId, OrgId, SlotId, TaskId};
 use crate::model::{Outcome, Phase, TaskSpec};
+use crate::prelude::*;
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 
@@ -43,11 +44,15 @@ pub enum Action {
     Start {
         task: TaskId,
         machine: MachineId,
-        slots: Vec<SlotId>,
+        slots: SlotList,
     },
-    /// Stop a running task now. With `requeued`, it went back to its
-    /// machine's queue (its work is lost) and may start again later.
-    Stop { task: TaskId, requeued: bool },
+    /// Stop a running task on `machine` now. With `requeued`, it went back
+    /// to the machine's queue (its work is lost) and may start again later.
+    Stop {
+        task: TaskId,
+        machine: MachineId,
+        requeued: bool,
+    },
     /// The task left the platform; every submitted task gets exactly one.
     Ended(EndRecord),
     /// Deliver [`Event::Timer`] with this token at `at`.
@@ -56,26 +61,102 @@ pub enum Action {
     Priority { task: TaskId, priority: i64 },
 }
 
-/// Everything the core knew about a task when it left.
+/// Everything the core knew about a task when it left, every run included
+/// (Diet-ethic counts killed work per server; a Gantt chart shows it).
+/// Each run is plain data; the full list of slots of a run is in its
+/// [`Action::Start`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EndRecord {
     pub spec: TaskSpec,
     pub submit: Time,
-    /// Start of the run it ended in; `None` if it ended while waiting
-    /// (even after earlier, requeued runs: see `attempts` and `busy`).
-    pub start: Option<Time>,
     pub end: Time,
-    pub machine: Option<MachineId>,
-    /// The first slot it ran on in its last attempt.
-    pub slot: Option<SlotId>,
     pub outcome: Outcome,
-    /// How many times it started (requeues start it again).
-    pub attempts: u32,
-    /// Time it held its slots over all attempts, including attempts that
-    /// were stopped and requeued (their work was lost, the time was spent).
-    pub busy: Time,
-    /// Measured duration of each finished phase.
+    /// The machine whose queue held it; `None` if it was rejected.
+    pub machine: Option<MachineId>,
+    /// Runs stopped and requeued before (their work was lost, the time was
+    /// spent); empty for most tasks.
+    pub requeued: Vec<Attempt>,
+    /// The run it ended in, if it ended running.
+    pub last: Option<Attempt>,
+    /// Measured duration of each finished phase of its last run.
     pub phases: [Option<Time>; 4],
+}
+
+/// The slots a run holds: inline up to four (no allocation for sequential
+/// tasks and small jobs).
+pub type SlotList = smallvec::SmallVec<[SlotId; 4]>;
+
+/// One run of a task: where, when, and how it stopped. Plain data: the
+/// run's full list of slots is in its [`Action::Start`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub machine: MachineId,
+    /// The first slot it held.
+    pub slot: SlotId,
+    /// How many slots it held.
+    pub slots: u32,
+    pub start: Time,
+    pub stop: Time,
+    pub end: AttemptEnd,
+}
+
+/// How a run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttemptEnd {
+    Completed,
+    /// Stopped by the Order policy and put back in the queue.
+    Requeued,
+    Killed,
+    Failed,
+    Cancelled,
+}
+
+impl AttemptEnd {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttemptEnd::Completed => "completed",
+            AttemptEnd::Requeued => "requeued",
+            AttemptEnd::Killed => "killed",
+            AttemptEnd::Failed => "failed",
+            AttemptEnd::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl Attempt {
+    /// How long it held its slots.
+    pub fn duration(&self) -> Time {
+        self.stop - self.start
+    }
+}
+
+impl EndRecord {
+    /// Every run, in order: the requeued ones, then the one it ended in.
+    pub fn runs(&self) -> impl Iterator<Item = &Attempt> {
+        self.requeued.iter().chain(self.last.as_ref())
+    }
+    /// The run it ended in; `None` if it ended while waiting (even after
+    /// earlier, requeued runs).
+    pub fn final_run(&self) -> Option<&Attempt> {
+        self.last.as_ref()
+    }
+    /// Start of the run it ended in.
+    pub fn start(&self) -> Option<Time> {
+        self.last.map(|a| a.start)
+    }
+    /// The first slot of the run it ended in.
+    pub fn slot(&self) -> Option<SlotId> {
+        self.last.map(|a| a.slot)
+    }
+    /// How many times it started.
+    pub fn starts(&self) -> u32 {
+        self.requeued.len() as u32 + u32::from(self.last.is_some())
+    }
+    /// Time it held its slots over all runs.
+    pub fn busy(&self) -> Time {
+        self.runs().fold(Time::ZERO, |b, a| b + a.duration())
+    }
 }
 
 /// A state change, as seen by policies. Delivered to `Allocate` and `Order`

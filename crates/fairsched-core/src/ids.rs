@@ -1,8 +1,8 @@
 //! Typed identifiers. Each is a small integer newtype so that a user id can
 //! never be passed where an organization id is expected.
 
+use core::fmt;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 macro_rules! id {
     ($(#[$m:meta])* $name:ident, $inner:ty) => {

@@ -14,6 +14,13 @@
 //! - Policies are built by name from the [`registry`]
 //!   (`name[key=value,...]`).
 //!
+//! The crate is `no_std` (with `alloc`) and forbids `unsafe`: no code in it,
+//! policies included, can open a file, read the environment, look at a
+//! clock or start a thread; the compiler refuses (`tests/discipline.rs`
+//! checks it by building a copy of this crate with such code added).
+//! Compile-time reads (`include_bytes!`, `env!`) are refused by clippy
+//! (`clippy.toml`, checked in CI).
+//!
 //! ```
 //! use fairsched_core::*;
 //! let order = registry::build_order(&"fifo".parse().unwrap()).unwrap();
@@ -25,6 +32,11 @@
 //! core.step(Time::from_secs(5), [Event::Complete { task: TaskId(1) }], None, &mut out).unwrap();
 //! assert!(matches!(&out[1], Action::Ended(r) if r.outcome == Outcome::Completed));
 //! ```
+
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
 
 pub mod event;
 pub mod ids;
@@ -38,10 +50,26 @@ pub mod sink;
 pub mod state;
 pub mod time;
 
-#[cfg(test)]
-mod testkit;
+#[cfg(any(fairsched_probe, fairsched_probe_macros))]
+#[allow(dead_code)]
+mod probe;
 
-pub use event::{Action, EndRecord, Event, Notice};
+/// What every module of the crate uses from `alloc` (the core has no
+/// `std` prelude), and the one hash map type.
+pub(crate) mod prelude {
+    pub use alloc::boxed::Box;
+    pub use alloc::format;
+    pub use alloc::string::{String, ToString};
+    pub use alloc::vec;
+    pub use alloc::vec::Vec;
+
+    /// A hash map with the Fx hasher (fast, deterministic, no random
+    /// state). Only for get/insert/remove: never iterate one into an
+    /// output (iteration order is not part of any contract).
+    pub type FxHashMap<K, V> = hashbrown::HashMap<K, V, rustc_hash::FxBuildHasher>;
+}
+
+pub use event::{Action, Attempt, AttemptEnd, EndRecord, Event, Notice, SlotList};
 pub use ids::{MachineId, OrgId, SlotId, TaskId, UserId, WorkflowId};
 pub use model::{Outcome, Phase, TaskSpec, WorkflowRef};
 pub use point::{
@@ -50,7 +78,7 @@ pub use point::{
 };
 pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
 pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
-pub use sink::{Fanout, Observer, Sample};
+pub use sink::{Fanout, Observer, Sample, TaskMeta};
 pub use state::{MachineView, Platform, State, TaskView, View};
 pub use time::Time;
 

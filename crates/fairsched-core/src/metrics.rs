@@ -5,9 +5,10 @@
 use crate::event::EndRecord;
 use crate::ids::{OrgId, UserId};
 use crate::model::Outcome;
+use crate::prelude::*;
 use crate::time::Time;
+use alloc::collections::BTreeMap;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// The bound τ of the bounded slowdown: runs shorter than this count as
 /// this long, so tiny jobs do not dominate the mean.
@@ -24,12 +25,15 @@ pub struct TaskMetrics {
     pub run: Option<Time>,
     /// max(1, response / max(run, 10 s)), for completed tasks.
     pub bsld: Option<f64>,
+    /// Time it held its slots over all runs.
+    pub busy: Time,
 }
 
 impl TaskMetrics {
     pub fn of(r: &EndRecord) -> TaskMetrics {
-        let wait = r.start.map(|s| s - r.submit);
-        let run = r.start.map(|s| r.end - s);
+        let start = r.start();
+        let wait = start.map(|s| s - r.submit);
+        let run = start.map(|s| r.end - s);
         let response = r.end - r.submit;
         let bsld = match (r.outcome, run) {
             (Outcome::Completed, Some(run)) => {
@@ -43,6 +47,7 @@ impl TaskMetrics {
             response,
             run,
             bsld,
+            busy: r.busy(),
         }
     }
 }
@@ -72,7 +77,7 @@ impl Aggregate {
             self.sum_wait_ms += w.millis() as i128;
             self.max_wait = self.max_wait.max(w.as_secs_f64());
         }
-        self.slot_seconds += r.busy.as_secs_f64() * r.spec.slots as f64;
+        self.slot_seconds += m.busy.as_secs_f64() * r.spec.slots as f64;
         if let Some(b) = m.bsld {
             self.completed += 1;
             self.sum_response_ms += m.response.millis() as i128;
@@ -121,7 +126,7 @@ impl Metrics {
         *self.outcomes.entry(r.outcome.name()).or_insert(0) += 1;
         self.first_submit = Some(self.first_submit.map_or(r.submit, |f| f.min(r.submit)));
         self.last_end = Some(self.last_end.map_or(r.end, |l| l.max(r.end)));
-        self.busy_ms += r.busy.millis() as i128 * r.spec.slots as i128;
+        self.busy_ms += m.busy.millis() as i128 * r.spec.slots as i128;
     }
     /// The platform has `slots` present slots from `t` on.
     pub fn capacity(&mut self, t: Time, slots: u64) {
@@ -162,19 +167,31 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::{Attempt, AttemptEnd};
+    use crate::ids::{MachineId, SlotId};
     use crate::model::TaskSpec;
 
     fn rec(submit: i64, start: Option<i64>, end: i64, slots: u32, outcome: Outcome) -> EndRecord {
+        let how = match outcome {
+            Outcome::Completed => AttemptEnd::Completed,
+            Outcome::Killed => AttemptEnd::Killed,
+            _ => AttemptEnd::Failed,
+        };
         EndRecord {
             spec: TaskSpec::new(1, 3, 2).slots(slots),
             submit: Time::from_secs(submit),
-            start: start.map(Time::from_secs),
             end: Time::from_secs(end),
-            machine: None,
-            slot: None,
             outcome,
-            attempts: 1,
-            busy: start.map_or(Time::ZERO, |s| Time::from_secs(end - s)),
+            machine: Some(MachineId(0)),
+            requeued: Vec::new(),
+            last: start.map(|s| Attempt {
+                machine: MachineId(0),
+                slot: SlotId(0),
+                slots,
+                start: Time::from_secs(s),
+                stop: Time::from_secs(end),
+                end: how,
+            }),
             phases: [None; 4],
         }
     }

@@ -4,11 +4,16 @@
 //! runtime: the simulator keeps those apart and hands them out only through
 //! a [`crate::RuntimeOracle`]. A user *estimate* (SWF field 9) is fine: it
 //! is something the user said, not what will happen.
+//!
+//! Nor does it say which tasks came from one parallel job: the parts of a
+//! split job share one runtime, so the first to end would reveal when the
+//! others end. The job number stays with the driver (see
+//! [`crate::TaskMeta`]) and reaches outputs, never policies.
 
-use crate::ids::{OrgId, TaskId, UserId, WorkflowId};
+use crate::ids::{MachineId, OrgId, TaskId, UserId, WorkflowId};
 use crate::time::Time;
+use core::fmt;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// Where a task belongs in a workflow (workflow fairness model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,19 +27,25 @@ pub struct WorkflowRef {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
     pub id: TaskId,
-    /// The job this task comes from (SWF job number; equals `id` unless a
-    /// parallel job was split into sequential tasks).
-    pub job: u64,
     pub user: UserId,
     pub org: OrgId,
     pub slots: u32,
     /// Higher runs first under priority-aware orders. Default 1.
     pub priority: i64,
     /// The user's runtime estimate (SWF "requested time"), if any.
+    #[serde(default)]
     pub estimate: Option<Time>,
+    #[serde(default)]
     pub workflow: Option<WorkflowRef>,
     /// Diet-ethic: an optional (as opposed to mandatory) request.
+    #[serde(default)]
     pub optional: bool,
+    /// The machine the submitter chose (a Diet-ethic client sends each
+    /// request to a given server). The core queues it there without asking
+    /// the `Allocate` policy; a machine that does not exist, or is too
+    /// small, rejects the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<MachineId>,
 }
 
 impl TaskSpec {
@@ -42,7 +53,6 @@ impl TaskSpec {
     pub fn new(id: u64, user: i64, org: u32) -> TaskSpec {
         TaskSpec {
             id: TaskId(id),
-            job: id,
             user: UserId(user),
             org: OrgId(org),
             slots: 1,
@@ -50,6 +60,7 @@ impl TaskSpec {
             estimate: None,
             workflow: None,
             optional: false,
+            target: None,
         }
     }
     pub fn slots(mut self, q: u32) -> Self {
@@ -62,6 +73,15 @@ impl TaskSpec {
     }
     pub fn estimate(mut self, e: Time) -> Self {
         self.estimate = Some(e);
+        self
+    }
+    pub fn optional(mut self) -> Self {
+        self.optional = true;
+        self
+    }
+    /// Send the task to this machine (see [`TaskSpec::target`]).
+    pub fn on(mut self, m: MachineId) -> Self {
+        self.target = Some(m);
         self
     }
 }

@@ -12,12 +12,18 @@
 //! Clairvoyant baselines implement [`ClairvoyantAllocate`] /
 //! [`ClairvoyantOrder`], whose methods also receive a [`RuntimeOracle`];
 //! the scheduler refuses to run them without one (the live broker has none).
+//!
+//! Every policy is `Clone` (through [`DynClone`]): a driver that must be
+//! able to undo a step the core rejects keeps a copy of the whole
+//! [`crate::Scheduler`] ([`crate::Scheduler::step_atomic`]).
 
 use crate::event::Notice;
 use crate::ids::{MachineId, SlotId, TaskId};
 use crate::model::TaskSpec;
+use crate::prelude::*;
 use crate::state::View;
 use crate::time::Time;
+use dyn_clone::DynClone;
 
 /// The seeded portable generator every random choice draws from.
 pub type SimRng = rand_pcg::Pcg64Mcg;
@@ -30,7 +36,7 @@ pub trait RuntimeOracle {
 }
 
 /// Which machine's queue gets an arriving task.
-pub trait Allocate: Send {
+pub trait Allocate: Send + DynClone {
     /// Return `None` when no machine can ever hold the task (it is rejected).
     fn allocate(&mut self, view: &View, task: &TaskSpec, rng: &mut SimRng) -> Option<MachineId>;
     /// State changes, delivered as they are applied.
@@ -38,7 +44,7 @@ pub trait Allocate: Send {
 }
 
 /// Clairvoyant variant of [`Allocate`] (e.g. MST): simulation only.
-pub trait ClairvoyantAllocate: Send {
+pub trait ClairvoyantAllocate: Send + DynClone {
     fn allocate(
         &mut self,
         view: &View,
@@ -69,7 +75,7 @@ pub enum Pick {
 /// remaining slots idle until the next event. Policies keep their own
 /// indexes up to date from [`Order::notify`], which the core calls for
 /// every change to the machine's tasks before the next `pick`.
-pub trait Order: Send {
+pub trait Order: Send + DynClone {
     fn notify(&mut self, view: &View, notice: &Notice);
     fn pick(&mut self, view: &View, machine: MachineId, rng: &mut SimRng) -> Option<Pick>;
     /// True for policies that may stop a running task for a waiting one
@@ -80,7 +86,7 @@ pub trait Order: Send {
 }
 
 /// Clairvoyant variant of [`Order`] (REF/RAND sub-coalition schedules).
-pub trait ClairvoyantOrder: Send {
+pub trait ClairvoyantOrder: Send + DynClone {
     fn notify(&mut self, view: &View, notice: &Notice);
     fn pick(
         &mut self,
@@ -111,8 +117,13 @@ pub struct ControlOut {
 /// timers, after the step's events were applied and before tasks are
 /// dispatched, with every notice since the previous call (so starts made by
 /// the previous dispatch are seen here) and the tokens of the timers that
-/// fired.
-pub trait Control: Send {
+/// fired. Steps happen only at instants where a driver reported something,
+/// so a Control never runs at a time it could not have observed.
+///
+/// A Control is never told of its own priority changes (neither in
+/// `notify` nor in `react`): it knows them already. It is told of changes
+/// made from outside ([`crate::Event::SetPriority`]).
+pub trait Control: Send + DynClone {
     fn notify(&mut self, _view: &View, _notice: &Notice) {}
     fn react(&mut self, view: &View, notices: &[Notice], timers: &[u64], out: &mut ControlOut);
 }
@@ -126,3 +137,10 @@ pub fn derive_seed(master: u64, stream: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+// `Box<dyn Allocate>` and the others are `Clone`.
+dyn_clone::clone_trait_object!(Allocate);
+dyn_clone::clone_trait_object!(ClairvoyantAllocate);
+dyn_clone::clone_trait_object!(Order);
+dyn_clone::clone_trait_object!(ClairvoyantOrder);
+dyn_clone::clone_trait_object!(Control);

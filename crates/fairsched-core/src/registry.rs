@@ -4,14 +4,22 @@
 //! Policies are written `name` or `name[key=value,...]`; [`PolicySpec`]
 //! parses and prints that form round-trip. Each entry documents itself and
 //! its parameters, so `fairsched policies` and `--help` come from here.
+//!
+//! Parameters are values, never paths: names, keys and values are tokens
+//! of letters, digits, `-`, `.` and `:` (no `/`), and a constructor reads
+//! them only as numbers, durations or one of a fixed list of names
+//! ([`Params`] hands out nothing else). What kind of policy an entry is,
+//! and whether it reads runtimes, follows from its constructor's type
+//! ([`Ctor`]), so the table cannot say otherwise.
 
 use crate::point::{Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, Order};
 use crate::policy;
+use crate::prelude::*;
 use crate::scheduler::{AllocatePolicy, OrderPolicy};
 use crate::time::{MS_PER_SEC, Time};
+use core::fmt;
+use core::str::FromStr;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 /// A policy name with its parameters, as written by a user.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,10 +57,12 @@ pub enum SpecError {
     },
 }
 
+/// Letters, digits, `-`, `.`, `:`. No `/` (a value is never a path) and no
+/// `_` (the separator of [`PolicySpec::slug`]).
 fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':'))
 }
 
 impl FromStr for PolicySpec {
@@ -68,7 +78,7 @@ impl FromStr for PolicySpec {
             None => (s_trim, None),
         };
         if !is_token(name) {
-            return Err(syntax("the name must be letters, digits, '-' or '_'"));
+            return Err(syntax("the name must be letters, digits, '-', '.' or ':'"));
         }
         let mut params = Vec::new();
         if let Some(rest) = rest {
@@ -85,7 +95,8 @@ impl FromStr for PolicySpec {
                 let (k, v) = (k.trim(), v.trim());
                 if !is_token(k) || !is_token(v) {
                     return Err(syntax(
-                        "keys and values are plain tokens (no spaces, '=', ',' or brackets)",
+                        "keys and values are plain tokens of letters, digits, '-', '.' and ':' \
+                         (numbers, durations, names; never paths)",
                     ));
                 }
                 if params.iter().any(|(pk, _)| pk == k) {
@@ -115,6 +126,22 @@ impl fmt::Display for PolicySpec {
             f.write_str("]")?;
         }
         Ok(())
+    }
+}
+
+impl PolicySpec {
+    /// A file name for this spec, one to one: `age-boost[after=600,by=2]`
+    /// → `age-boost_after=600_by=2` (tokens never contain `_`, so distinct
+    /// specs never share a slug).
+    pub fn slug(&self) -> String {
+        let mut s = self.name.clone();
+        for (k, v) in &self.params {
+            s.push('_');
+            s.push_str(k);
+            s.push('=');
+            s.push_str(v);
+        }
+        s
     }
 }
 
@@ -157,28 +184,47 @@ pub struct ParamDoc {
     pub doc: &'static str,
 }
 
-/// A constructed policy.
-pub enum Built {
-    Allocate(Box<dyn Allocate>),
-    ClairvoyantAllocate(Box<dyn ClairvoyantAllocate>),
-    Order(Box<dyn Order>),
-    ClairvoyantOrder(Box<dyn ClairvoyantOrder>),
-    Control(Box<dyn Control>),
+/// How an entry builds its policy. The variant is the policy's kind and
+/// says whether it reads runtimes: only the `Clairvoyant*` constructors
+/// return policies whose methods receive a [`crate::RuntimeOracle`].
+#[derive(Clone, Copy)]
+pub enum Ctor {
+    Allocate(fn(&Params) -> Result<Box<dyn Allocate>, SpecError>),
+    ClairvoyantAllocate(fn(&Params) -> Result<Box<dyn ClairvoyantAllocate>, SpecError>),
+    Order(fn(&Params) -> Result<Box<dyn Order>, SpecError>),
+    ClairvoyantOrder(fn(&Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError>),
+    Control(fn(&Params) -> Result<Box<dyn Control>, SpecError>),
 }
 
 /// A registry row.
 #[derive(Clone, Copy)]
 pub struct Entry {
     pub name: &'static str,
-    pub kind: Kind,
     /// One line.
     pub doc: &'static str,
     pub params: &'static [ParamDoc],
-    /// Reads true runtimes through an oracle (simulation only).
-    pub clairvoyant: bool,
     /// Handles rigid parallel jobs (tasks needing more than one slot).
     pub parallel: bool,
-    pub build: fn(&Params) -> Result<Built, SpecError>,
+    pub build: Ctor,
+}
+
+impl Entry {
+    /// The extension point, from the constructor.
+    pub const fn kind(&self) -> Kind {
+        match self.build {
+            Ctor::Allocate(_) | Ctor::ClairvoyantAllocate(_) => Kind::Allocate,
+            Ctor::Order(_) | Ctor::ClairvoyantOrder(_) => Kind::Order,
+            Ctor::Control(_) => Kind::Control,
+        }
+    }
+    /// Reads true runtimes through an oracle (simulation only), from the
+    /// constructor.
+    pub const fn clairvoyant(&self) -> bool {
+        matches!(
+            self.build,
+            Ctor::ClairvoyantAllocate(_) | Ctor::ClairvoyantOrder(_)
+        )
+    }
 }
 
 /// Validated parameters handed to a constructor.
@@ -254,7 +300,7 @@ pub fn parse_duration(v: &str) -> Option<Time> {
         (v, MS_PER_SEC as f64)
     };
     let x: f64 = num.parse().ok()?;
-    (x.is_finite() && x >= 0.0 && x * scale < i64::MAX as f64).then(|| Time((x * scale).round() as i64))
+    (x.is_finite() && x >= 0.0 && x * scale < i64::MAX as f64).then(|| Time(libm::round(x * scale) as i64))
 }
 
 /// Every policy fairsched knows, in display order.
@@ -273,22 +319,22 @@ pub const REGISTRY: &[Entry] = &[
 pub fn entry(kind: Kind, name: &str) -> Result<&'static Entry, SpecError> {
     REGISTRY
         .iter()
-        .find(|e| e.kind == kind && e.name == name)
+        .find(|e| e.kind() == kind && e.name == name)
         .ok_or_else(|| SpecError::Unknown {
             kind: kind.name(),
             name: name.to_string(),
             known: REGISTRY
                 .iter()
-                .filter(|e| e.kind == kind)
+                .filter(|e| e.kind() == kind)
                 .map(|e| e.name)
                 .collect::<Vec<_>>()
                 .join(", "),
         })
 }
 
-/// Looks `spec` up as a policy of `kind`, validates its parameters and
-/// builds it.
-pub fn build(kind: Kind, spec: &PolicySpec) -> Result<(Built, &'static Entry), SpecError> {
+/// Looks `spec` up as a policy of `kind` and validates its parameter
+/// names; returns the entry and the parameters for its constructor.
+fn lookup<'a>(kind: Kind, spec: &'a PolicySpec) -> Result<(&'static Entry, Params<'a>), SpecError> {
     let e = entry(kind, &spec.name)?;
     for (k, _) in &spec.params {
         if !e.params.iter().any(|d| d.name == k) {
@@ -309,33 +355,46 @@ pub fn build(kind: Kind, spec: &PolicySpec) -> Result<(Built, &'static Entry), S
         values: &spec.params,
         docs: e.params,
     };
-    Ok(((e.build)(&params)?, e))
+    Ok((e, params))
 }
 
 /// Builds an `Allocate` policy from a spec.
 pub fn build_allocate(spec: &PolicySpec) -> Result<AllocatePolicy, SpecError> {
-    match build(Kind::Allocate, spec)?.0 {
-        Built::Allocate(a) => Ok(AllocatePolicy::Blind(a)),
-        Built::ClairvoyantAllocate(a) => Ok(AllocatePolicy::Clairvoyant(a)),
-        _ => unreachable!("registry kind mismatch for {}", spec.name),
+    let (e, p) = lookup(Kind::Allocate, spec)?;
+    match e.build {
+        Ctor::Allocate(f) => f(&p).map(AllocatePolicy::Blind),
+        Ctor::ClairvoyantAllocate(f) => f(&p).map(AllocatePolicy::Clairvoyant),
+        _ => unreachable!("lookup returns an entry of the kind asked"),
     }
 }
 
 /// Builds an `Order` policy from a spec.
 pub fn build_order(spec: &PolicySpec) -> Result<OrderPolicy, SpecError> {
-    match build(Kind::Order, spec)?.0 {
-        Built::Order(o) => Ok(OrderPolicy::Blind(o)),
-        Built::ClairvoyantOrder(o) => Ok(OrderPolicy::Clairvoyant(o)),
-        _ => unreachable!("registry kind mismatch for {}", spec.name),
+    let (e, p) = lookup(Kind::Order, spec)?;
+    match e.build {
+        Ctor::Order(f) => f(&p).map(OrderPolicy::Blind),
+        Ctor::ClairvoyantOrder(f) => f(&p).map(OrderPolicy::Clairvoyant),
+        _ => unreachable!("lookup returns an entry of the kind asked"),
     }
 }
 
 /// Builds a `Control` policy from a spec.
 pub fn build_control(spec: &PolicySpec) -> Result<Box<dyn Control>, SpecError> {
-    match build(Kind::Control, spec)?.0 {
-        Built::Control(c) => Ok(c),
-        _ => unreachable!("registry kind mismatch for {}", spec.name),
+    let (e, p) = lookup(Kind::Control, spec)?;
+    match e.build {
+        Ctor::Control(f) => f(&p),
+        _ => unreachable!("lookup returns an entry of the kind asked"),
     }
+}
+
+/// Validates `spec` as a policy of `kind` by building it.
+pub fn check(kind: Kind, spec: &PolicySpec) -> Result<&'static Entry, SpecError> {
+    match kind {
+        Kind::Allocate => build_allocate(spec).map(drop)?,
+        Kind::Order => build_order(spec).map(drop)?,
+        Kind::Control => build_control(spec).map(drop)?,
+    }
+    entry(kind, &spec.name)
 }
 
 #[cfg(test)]
@@ -344,7 +403,7 @@ mod tests {
 
     #[test]
     fn specs_round_trip() {
-        for s in ["fifo", "age-boost[after=600]", "x[a=1,b=2.5,c=zipf:1]"] {
+        for s in ["fifo", "age-boost[after=600]", "x[a=1,b=2.5,c=zipf:1,d=-3]"] {
             let p: PolicySpec = s.parse().unwrap();
             assert_eq!(p.to_string(), s);
             assert_eq!(p.to_string().parse::<PolicySpec>().unwrap(), p);
@@ -363,8 +422,50 @@ mod tests {
             "fi fo",
             "a[b=[c]]",
             "a[=1]",
+            // Values are never paths (nor the slug separator).
+            "x[file=/etc/passwd]",
+            "x[file=../trace.swf]",
+            "x[a=b_c]",
+            "x/y",
         ] {
             assert!(s.parse::<PolicySpec>().is_err(), "{s:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn slugs_are_one_to_one() {
+        let specs = [
+            "age-boost[after=600,by=2]",
+            "age-boost[after=600]",
+            "age-boost[by=2,after=600]",
+            "x[a=1-2]",
+            "x[a=1,b=2]",
+            "x-a[b=1]",
+            "x[a-b=1]",
+            "x[a=zipf:1]",
+            "x[a=zipf-1]",
+            "fifo",
+        ];
+        let slugs: Vec<String> = specs
+            .iter()
+            .map(|s| s.parse::<PolicySpec>().unwrap().slug())
+            .collect();
+        assert_eq!(slugs[0], "age-boost_after=600_by=2");
+        let mut unique = slugs.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), slugs.len(), "{slugs:?}");
+    }
+
+    #[test]
+    fn kind_and_clairvoyance_come_from_the_constructor() {
+        for e in REGISTRY {
+            let built = match e.kind() {
+                Kind::Allocate => build_allocate(&e.name.parse().unwrap()).map(|a| a.is_clairvoyant()),
+                Kind::Order => build_order(&e.name.parse().unwrap()).map(|o| o.is_clairvoyant()),
+                Kind::Control => build_control(&e.name.parse().unwrap()).map(|_| false),
+            };
+            assert_eq!(built.unwrap(), e.clairvoyant(), "{}", e.name);
         }
     }
 
@@ -381,10 +482,10 @@ mod tests {
             };
             let again: PolicySpec = spec.to_string().parse().unwrap();
             assert_eq!(again, spec);
-            build(e.kind, &spec).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+            check(e.kind(), &spec).unwrap_or_else(|err| panic!("{}: {err}", e.name));
             assert!(!e.doc.is_empty() && e.params.iter().all(|p| !p.doc.is_empty()));
         }
-        let mut names: Vec<_> = REGISTRY.iter().map(|e| (e.kind.name(), e.name)).collect();
+        let mut names: Vec<_> = REGISTRY.iter().map(|e| (e.kind().name(), e.name)).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), REGISTRY.len(), "duplicate registry names");
@@ -392,13 +493,13 @@ mod tests {
 
     #[test]
     fn unknown_names_and_params_are_reported() {
-        let e = build(Kind::Order, &"nope".parse().unwrap()).err().unwrap();
+        let e = check(Kind::Order, &"nope".parse().unwrap()).err().unwrap();
         assert!(e.to_string().contains("fifo"), "{e}");
-        let e = build(Kind::Control, &"age-boost[afterr=5]".parse().unwrap())
+        let e = check(Kind::Control, &"age-boost[afterr=5]".parse().unwrap())
             .err()
             .unwrap();
         assert!(e.to_string().contains("after"), "{e}");
-        let e = build(Kind::Control, &"age-boost[after=soon]".parse().unwrap())
+        let e = check(Kind::Control, &"age-boost[after=soon]".parse().unwrap())
             .err()
             .unwrap();
         assert!(e.to_string().contains("soon"), "{e}");

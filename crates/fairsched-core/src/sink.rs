@@ -1,9 +1,11 @@
 //! Where results go. Drivers push into an [`Observer`]; each output (run
-//! metrics, a CSV file, a progress bar, a time-series) is one
+//! metrics, a CSV file, a progress bar, a time-series, a Gantt chart) is one
 //! implementation. The core itself never formats anything.
 
-use crate::event::EndRecord;
+use crate::event::{Action, EndRecord};
 use crate::metrics::Metrics;
+use crate::prelude::*;
+use crate::state::View;
 use crate::time::Time;
 
 /// The platform's occupancy right after an instant's decisions.
@@ -16,36 +18,68 @@ pub struct Sample {
     pub running_tasks: u64,
 }
 
-/// Receives what a run produces.
+/// What the driver knows about a task and keeps from the core: outputs
+/// may show it, policies never see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskMeta {
+    /// The job the task came from (the SWF job number; the parts of a split
+    /// parallel job share it).
+    pub job: u64,
+    /// Its true processing time, when the driver knows it (simulation).
+    pub runtime: Option<Time>,
+}
+
+/// Receives what a run produces, in the order it happens. For each step
+/// of the core: [`Observer::on_step`] with all its actions, then
+/// [`Observer::on_task`] for each task that ended in it, then
+/// [`Observer::on_sample`] if occupancy changed.
 pub trait Observer {
-    /// A task left the platform. `runtime` is its true processing time when
-    /// the driver knows it (simulation), for outputs only.
-    fn on_task(&mut self, _rec: &EndRecord, _runtime: Option<Time>) {}
+    /// The core finished a step at `now`. `actions` are every action of the
+    /// step, in order: starts and stops (with their machine), ends, timers,
+    /// priority changes; `view` shows the state after it.
+    fn on_step(&mut self, _now: Time, _actions: &[Action], _view: &View) {}
+    /// A task left the platform (also among the step's actions, as
+    /// [`Action::Ended`]), with what the driver knows of it.
+    fn on_task(&mut self, _rec: &EndRecord, _meta: &TaskMeta) {}
     /// Occupancy changed.
     fn on_sample(&mut self, _s: &Sample) {}
     /// Called now and then with the virtual time and the number of tasks
     /// submitted so far (for progress bars).
     fn on_progress(&mut self, _now: Time, _submitted: u64) {}
+    /// False when [`Observer::on_step`] does nothing: the driver then does
+    /// not call it (asked once, before the run).
+    fn wants_steps(&self) -> bool {
+        true
+    }
 }
 
 impl Observer for Metrics {
-    fn on_task(&mut self, rec: &EndRecord, _runtime: Option<Time>) {
+    fn on_task(&mut self, rec: &EndRecord, _meta: &TaskMeta) {
         self.record(rec);
     }
     fn on_sample(&mut self, s: &Sample) {
         self.capacity(s.time, s.total_slots);
     }
+    fn wants_steps(&self) -> bool {
+        false
+    }
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
-    fn on_task(&mut self, rec: &EndRecord, runtime: Option<Time>) {
-        (**self).on_task(rec, runtime)
+    fn on_step(&mut self, now: Time, actions: &[Action], view: &View) {
+        (**self).on_step(now, actions, view)
+    }
+    fn on_task(&mut self, rec: &EndRecord, meta: &TaskMeta) {
+        (**self).on_task(rec, meta)
     }
     fn on_sample(&mut self, s: &Sample) {
         (**self).on_sample(s)
     }
     fn on_progress(&mut self, now: Time, submitted: u64) {
         (**self).on_progress(now, submitted)
+    }
+    fn wants_steps(&self) -> bool {
+        (**self).wants_steps()
     }
 }
 
@@ -54,9 +88,14 @@ impl<O: Observer + ?Sized> Observer for &mut O {
 pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
 
 impl Observer for Fanout<'_> {
-    fn on_task(&mut self, rec: &EndRecord, runtime: Option<Time>) {
+    fn on_step(&mut self, now: Time, actions: &[Action], view: &View) {
         for o in &mut self.0 {
-            o.on_task(rec, runtime);
+            o.on_step(now, actions, view);
+        }
+    }
+    fn on_task(&mut self, rec: &EndRecord, meta: &TaskMeta) {
+        for o in &mut self.0 {
+            o.on_task(rec, meta);
         }
     }
     fn on_sample(&mut self, s: &Sample) {
@@ -68,5 +107,8 @@ impl Observer for Fanout<'_> {
         for o in &mut self.0 {
             o.on_progress(now, submitted);
         }
+    }
+    fn wants_steps(&self) -> bool {
+        self.0.iter().any(|o| o.wants_steps())
     }
 }

@@ -6,10 +6,11 @@
 //! runtime is stored here at all; it lives in the driver, behind
 //! [`crate::RuntimeOracle`].
 
+use crate::event::{Attempt, SlotList};
 use crate::ids::{MachineId, OrgId, SlotId, TaskId};
 use crate::model::{Phase, TaskSpec};
+use crate::prelude::*;
 use crate::time::Time;
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// The initial platform: machines, each a list of slot owners.
@@ -42,7 +43,7 @@ impl Platform {
         let slots = per_org
             .iter()
             .enumerate()
-            .flat_map(|(o, &n)| std::iter::repeat_n(OrgId(o as u32), n as usize));
+            .flat_map(|(o, &n)| core::iter::repeat_n(OrgId(o as u32), n as usize));
         Platform {
             machines: vec![slots.collect()],
             orgs: per_org.len().max(1) as u32,
@@ -56,7 +57,10 @@ impl Platform {
 #[derive(Clone, Debug)]
 pub(crate) enum Status {
     Waiting,
-    Running { start: Time, slots: Vec<SlotId> },
+    Running {
+        start: Time,
+        slots: crate::event::SlotList,
+    },
 }
 
 #[derive(Clone, Debug, Default)]
@@ -72,11 +76,14 @@ pub(crate) struct TaskState {
     pub submit: Time,
     pub machine: MachineId,
     pub status: Status,
-    pub attempts: u32,
-    /// Time spent running over all finished attempts.
-    pub busy: Time,
+    /// Times it started.
+    pub starts: u32,
+    /// Runs stopped and requeued (rare: empty, so unallocated, for most
+    /// tasks); the final run is added to the end record.
+    pub requeued: Vec<Attempt>,
     pub last_start: Option<Time>,
-    pub phases: PhaseLog,
+    /// Only for tasks that report phases (boxed: most tasks never do).
+    pub phases: Option<Box<PhaseLog>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -142,6 +149,13 @@ impl State {
         s
     }
 
+    /// Makes `org` known (a submitter that owns no slot of the platform).
+    pub(crate) fn know_org(&mut self, org: OrgId) {
+        if org.index() >= self.org_slots.len() {
+            self.org_slots.resize(org.index() + 1, 0);
+        }
+    }
+
     pub(crate) fn add_slot(&mut self, machine: MachineId, owner: OrgId) -> SlotId {
         let id = SlotId(self.slots.len() as u32);
         self.slots.push(SlotState {
@@ -151,9 +165,7 @@ impl State {
             present: true,
             free_pos: None,
         });
-        if owner.index() >= self.org_slots.len() {
-            self.org_slots.resize(owner.index() + 1, 0);
-        }
+        self.know_org(owner);
         self.org_slots[owner.index()] += 1;
         self.machines[machine.index()].capacity += 1;
         self.push_free(id);
@@ -161,10 +173,7 @@ impl State {
     }
 
     pub(crate) fn push_free(&mut self, slot: SlotId) {
-        let s = &mut self.slots[slot.index()];
-        let m = &mut self.machines[s.machine.index()];
-        s.free_pos = Some(m.free.len() as u32);
-        m.free.push(slot);
+        push_free(&mut self.slots, &mut self.machines, slot);
     }
 
     /// Take a specific free slot out of its machine's free list in O(1).
@@ -182,16 +191,31 @@ impl State {
         true
     }
 
-    /// Take the free slot the core hands out next (top of the stack).
-    pub(crate) fn pop_free(&mut self, machine: MachineId) -> Option<SlotId> {
-        let slot = self.machines[machine.index()].free.pop()?;
-        self.slots[slot.index()].free_pos = None;
-        Some(slot)
+    /// Take the `q` free slots the core hands out next (the top of the
+    /// stack, in the order repeated pops would give).
+    pub(crate) fn pop_free_n(&mut self, machine: MachineId, q: usize) -> SlotList {
+        let free = &mut self.machines[machine.index()].free;
+        let at = free.len() - q;
+        let slots: SlotList = free[at..].iter().rev().copied().collect();
+        free.truncate(at);
+        for &s in &slots {
+            self.slots[s.index()].free_pos = None;
+        }
+        slots
     }
 
     pub fn view(&self) -> View<'_> {
         View { s: self }
     }
+}
+
+/// Puts a slot back on top of its machine's free stack (a free function,
+/// so callers can hold other fields of [`State`] meanwhile).
+pub(crate) fn push_free(slots: &mut [SlotState], machines: &mut [MachineState], slot: SlotId) {
+    let s = &mut slots[slot.index()];
+    let m = &mut machines[s.machine.index()];
+    s.free_pos = Some(m.free.len() as u32);
+    m.free.push(slot);
 }
 
 /// Read-only view of the platform handed to policies.
@@ -217,7 +241,9 @@ impl<'a> View<'a> {
     pub fn machine(&self, id: MachineId) -> MachineView<'a> {
         MachineView { s: self.s, id }
     }
-    /// Organizations known to the platform (owners and submitters).
+    /// Organizations known to the platform: `0..org_count()` covers every
+    /// owner declared by the platform and every organization that has
+    /// submitted a task so far.
     pub fn org_count(&self) -> usize {
         self.s.org_slots.len()
     }
@@ -355,15 +381,16 @@ impl<'a> TaskView<'a> {
             Status::Waiting => &[],
         }
     }
+    /// Times it started (requeues start it again).
     pub fn attempts(&self) -> u32 {
-        self.t.attempts
+        self.t.starts
     }
     /// The phase the task is in and since when.
     pub fn phase(&self) -> Option<(Phase, Time)> {
-        self.t.phases.current
+        self.t.phases.as_ref().and_then(|p| p.current)
     }
     /// Measured duration of a finished phase.
     pub fn phase_duration(&self, p: Phase) -> Option<Time> {
-        self.t.phases.done[p as usize]
+        self.t.phases.as_ref().and_then(|l| l.done[p as usize])
     }
 }

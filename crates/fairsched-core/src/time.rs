@@ -5,9 +5,9 @@
 //! duration in the core is a [`Time`]: milliseconds since the start of the
 //! run (or of the window being replayed).
 
+use core::fmt;
+use core::ops::{Add, AddAssign, Sub};
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::ops::{Add, AddAssign, Sub};
 
 /// Milliseconds per second.
 pub const MS_PER_SEC: i64 = 1000;
@@ -70,8 +70,13 @@ impl fmt::Display for Time {
         } else {
             let sign = if ms < 0 { "-" } else { "" };
             let a = ms.unsigned_abs();
-            let frac = format!("{:03}", a % 1000);
-            write!(f, "{sign}{}.{}", a / 1000, frac.trim_end_matches('0'))
+            // Milliseconds without trailing zeros: 500 → "5", 250 → "25", 1 → "001".
+            let (mut frac, mut width) = (a % 1000, 3);
+            while frac % 10 == 0 {
+                frac /= 10;
+                width -= 1;
+            }
+            write!(f, "{sign}{}.{frac:0width$}", a / 1000)
         }
     }
 }

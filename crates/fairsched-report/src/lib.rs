@@ -1,10 +1,13 @@
 //! # fairsched-report
 //!
-//! Results as tables (aligned text, CSV, JSON) and the per-task CSV sink.
+//! Results as tables (aligned text, CSV, JSON), the per-task CSV sink, and
+//! result files written atomically.
 
 pub mod aggregates;
+pub mod files;
 pub mod table;
 pub mod tasks_csv;
 
+pub use files::{FileError, RunDir, write_atomic};
 pub use table::{Align, Table, fixed};
 pub use tasks_csv::{TASK_COLUMNS, TasksCsv};

@@ -1,7 +1,7 @@
 //! `tasks.csv`: one line per task, written as tasks end.
 
 use fairsched_core::metrics::TaskMetrics;
-use fairsched_core::{EndRecord, Observer, Time};
+use fairsched_core::{EndRecord, Observer, TaskMeta};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -45,27 +45,30 @@ fn opt<T: std::fmt::Display>(s: &mut String, v: Option<T>) {
 }
 
 impl<W: Write> Observer for TasksCsv<W> {
-    fn on_task(&mut self, r: &EndRecord, _runtime: Option<Time>) {
+    fn on_task(&mut self, r: &EndRecord, meta: &TaskMeta) {
         if self.error.is_some() {
             return;
         }
         let m = TaskMetrics::of(r);
         let s = &mut self.line;
         s.clear();
-        let _ = write!(s, "{},{},{},{},", r.spec.id, r.spec.job, r.spec.user, r.spec.org);
+        let _ = write!(s, "{},{},{},{},", r.spec.id, meta.job, r.spec.user, r.spec.org);
         opt(s, r.machine);
         s.push(',');
-        opt(s, r.slot);
+        opt(s, r.slot());
         let _ = write!(s, ",{},{},", r.spec.slots, r.submit);
-        opt(s, r.start);
+        opt(s, r.start());
         let _ = write!(s, ",{},", r.end);
         opt(s, m.wait);
         let _ = write!(s, ",{},", m.response);
         opt(s, m.bsld.map(|b| crate::table::fixed(b, 4)));
-        let _ = writeln!(s, ",{},{}", r.outcome, r.attempts);
+        let _ = writeln!(s, ",{},{}", r.outcome, r.starts());
         if let Err(e) = self.out.write_all(s.as_bytes()) {
             self.error = Some(e);
         }
         self.rows += 1;
+    }
+    fn wants_steps(&self) -> bool {
+        false
     }
 }

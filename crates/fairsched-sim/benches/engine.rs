@@ -91,7 +91,7 @@ fn rigid(n: u64, procs: u32, seed: u64) -> Vec<Arrival> {
         .collect()
 }
 
-fn simulation(platform: &Platform, order: &str) -> Simulation {
+fn simulation(platform: &Platform, order: &str) -> Simulation<'static> {
     let allocate = registry::build_allocate(&"single-pool".parse().expect("valid spec")).expect("allocate");
     let order = registry::build_order(&order.parse().expect("valid spec")).expect("order");
     Simulation::new(Scheduler::new(platform, 0, allocate, order, None))

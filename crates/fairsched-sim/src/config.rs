@@ -2,6 +2,7 @@
 //! policies, which seed. The CLI, the tests and the benchmarks all build a
 //! [`RunConfig`] and call [`RunConfig::run`].
 
+use crate::agent::Trace;
 use crate::engine::{RunStats, Simulation};
 use crate::errors::SimError;
 use crate::workload::arrivals;
@@ -72,6 +73,18 @@ pub enum Ownership {
     Zipf(f64),
 }
 
+impl Ownership {
+    /// The default everywhere (CLI, library, experiments): Zipf with
+    /// exponent 1, as in the Shapley paper's experiments.
+    pub const DEFAULT: Ownership = Ownership::Zipf(1.0);
+}
+
+impl Default for Ownership {
+    fn default() -> Self {
+        Ownership::DEFAULT
+    }
+}
+
 impl FromStr for Ownership {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -111,29 +124,58 @@ pub struct RunConfig {
     pub window: Option<(i64, i64)>,
     pub split_parallel: bool,
     pub seed: u64,
-    pub allocate: PolicySpec,
+    /// `None`: [`RunConfig::allocate`] decides.
+    pub allocate: Option<PolicySpec>,
     pub order: PolicySpec,
     pub control: Option<PolicySpec>,
     pub stream: StreamOptions,
 }
 
 impl RunConfig {
-    /// Replays `trace` with `order` on one pool, one organization, seed 0.
+    /// Replays `trace` with `order` with every default: the platform sized
+    /// from the log, one organization (ownership [`Ownership::DEFAULT`] when
+    /// there are more), the default allocation, seed 0.
     pub fn new(trace: TraceInput, order: PolicySpec) -> RunConfig {
         RunConfig {
             trace,
             procs: None,
             machines: None,
             orgs: 1,
-            ownership: Ownership::Uniform,
+            ownership: Ownership::DEFAULT,
             window: None,
             split_parallel: false,
             seed: 0,
-            allocate: "single-pool".parse().expect("valid"),
+            allocate: None,
             order,
             control: None,
             stream: StreamOptions::default(),
         }
+    }
+
+    /// The allocate policy: the one given, else `single-pool` on one
+    /// machine and `least-loaded` on several.
+    pub fn allocate(&self) -> PolicySpec {
+        self.allocate.clone().unwrap_or_else(|| {
+            let several = self.machines.as_ref().is_some_and(|m| m.len() > 1);
+            (if several { "least-loaded" } else { "single-pool" })
+                .parse()
+                .expect("a registered policy")
+        })
+    }
+
+    /// Builds every policy once, so a bad spec is reported before any
+    /// reading; the message names the flag.
+    pub fn check_policies(&self) -> Result<(), SimError> {
+        let bad = |flag: &str, spec: &PolicySpec, e: fairsched_core::SpecError| {
+            SimError::Config(format!("{flag} {spec}: {e}"))
+        };
+        let allocate = self.allocate();
+        build_allocate(&allocate).map_err(|e| bad("--allocate", &allocate, e))?;
+        build_order(&self.order).map_err(|e| bad("--policy", &self.order, e))?;
+        if let Some(c) = &self.control {
+            build_control(c).map_err(|e| bad("--control", c, e))?;
+        }
+        Ok(())
     }
 }
 
@@ -219,7 +261,7 @@ impl RunConfig {
 
     /// Builds the scheduler for this run.
     pub fn scheduler(&self, platform: &Platform) -> Result<Scheduler, SimError> {
-        let allocate = build_allocate(&self.allocate)?;
+        let allocate = build_allocate(&self.allocate())?;
         let order = build_order(&self.order)?;
         let control = self.control.as_ref().map(build_control).transpose()?;
         Ok(Scheduler::new(
@@ -260,7 +302,10 @@ impl RunConfig {
                 }
                 _ => true,
             });
-            Simulation::new(core).run(arrivals(jobs), obs)?
+            // Fresh ids: 1, 2, … in stream order, and never another agent's.
+            let mut sim = Simulation::new(core);
+            sim.add_agent(Trace::with_fresh_ids(arrivals(jobs)));
+            sim.run_agents(obs)?
         };
         // A materialized stream (sorted, or from an in-memory log) read
         // everything; a streamed one read up to where the window stopped.

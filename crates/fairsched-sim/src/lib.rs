@@ -1,11 +1,13 @@
 //! # fairsched-sim
 //!
 //! Drives the [`fairsched_core::Scheduler`] with a virtual clock: a heap of
-//! events keyed on `(time, class, sequence)`, arrivals streamed from a
-//! trace (memory grows with live tasks, not with the log), true runtimes
-//! kept here and shown to the core only through a
+//! events keyed on `(time, class, sequence)`, client [`Agent`]s that submit
+//! and cancel work as the run unfolds (arrivals streamed from a trace are
+//! one: memory grows with live tasks, not with the log), true runtimes kept
+//! here and shown to the core only through a
 //! [`fairsched_core::RuntimeOracle`], and results pushed into
-//! [`fairsched_core::Observer`]s.
+//! [`fairsched_core::Observer`]s. Every test harness drives this same loop
+//! ([`harness`]).
 //!
 //! ```
 //! use fairsched_core::{metrics::Metrics, registry, Platform, Scheduler, TaskSpec, Time};
@@ -24,11 +26,16 @@
 //! assert_eq!(metrics.all.mean_wait(), 10.0);
 //! ```
 
+pub mod agent;
 pub mod config;
 pub mod engine;
 pub mod errors;
+pub mod harness;
+pub mod run;
 pub mod workload;
 
+pub use agent::{Agent, AgentCtx, Trace};
 pub use config::{Ownership, PlatformInfo, RunConfig, RunReport, TraceInput};
 pub use engine::{Arrival, RunStats, Simulation};
 pub use errors::SimError;
+pub use run::{RunOutcome, Summary, Sweep, SweepRun};

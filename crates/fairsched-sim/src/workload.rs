@@ -6,7 +6,8 @@ use fairsched_core::{OrgId, TaskId, TaskSpec, Time, UserId};
 use fairsched_trace::{Job, TraceError};
 
 /// Converts jobs (in submit order) to arrivals. Task ids are 1, 2, … in
-/// stream order; `job` keeps the SWF job number. A job's processors become
+/// stream order; the arrival's `job` keeps the SWF job number (outputs show
+/// it, the core never sees it). A job's processors become
 /// the task's slots (1 after splitting); its requested time becomes the
 /// user estimate; priorities start at 1.
 pub fn arrivals<I>(jobs: I) -> impl Iterator<Item = Result<Arrival, SimError>>
@@ -25,7 +26,6 @@ where
 pub fn arrival(id: u64, j: &Job) -> Arrival {
     let spec = TaskSpec {
         id: TaskId(id),
-        job: j.id,
         user: UserId(j.user),
         org: OrgId(j.org),
         slots: j.procs,
@@ -33,6 +33,7 @@ pub fn arrival(id: u64, j: &Job) -> Arrival {
         estimate: j.requested_time.map(Time::from_secs),
         workflow: None,
         optional: false,
+        target: None,
     };
-    Arrival::new(spec, Time::from_secs(j.submit), Time::from_secs(j.runtime))
+    Arrival::new(spec, Time::from_secs(j.submit), Time::from_secs(j.runtime)).job(j.id)
 }

@@ -7,9 +7,9 @@ mod common;
 use common::{Recorder, arrive, run, s, scheduler, scheduler_with, task};
 use fairsched_core::registry::{build_allocate, build_order};
 use fairsched_core::{
-    AllocatePolicy, ClairvoyantOrder, Control, ControlOut, CoreError, Event, MachineId, Notice, Order,
-    OrderPolicy, OrgId, Outcome, Phase, Pick, Platform, RuntimeOracle, Scheduler, SimRng, SlotId, TaskId,
-    TaskSpec, Time, View,
+    AllocatePolicy, AttemptEnd, ClairvoyantOrder, Control, ControlOut, CoreError, Event, MachineId, Notice,
+    Order, OrderPolicy, OrgId, Outcome, Phase, Pick, Platform, RuntimeOracle, Scheduler, SimRng, SlotId,
+    TaskId, TaskSpec, Time, View,
 };
 use fairsched_sim::{Arrival, Simulation};
 use std::sync::{Arc, Mutex};
@@ -55,8 +55,8 @@ fn several_machines_have_their_own_queues() {
     for (id, m, slot, start, end) in expect {
         let r = rec.end(id);
         assert_eq!(r.machine, Some(MachineId(m)), "task {id} machine");
-        assert_eq!(r.slot, Some(SlotId(slot)), "task {id} slot");
-        assert_eq!(r.start, Some(s(start)), "task {id} start");
+        assert_eq!(r.slot(), Some(SlotId(slot)), "task {id} slot");
+        assert_eq!(r.start(), Some(s(start)), "task {id} start");
         assert_eq!(r.end, s(end), "task {id} end");
         assert_eq!(r.outcome, Outcome::Completed);
     }
@@ -87,7 +87,7 @@ fn least_loaded_spreads_over_machines() {
     assert_eq!(per_machine, [4, 8, 16]);
     // Two full waves on every machine: all start at 0 or 10, end by 20.
     for (r, _) in &rec.ends {
-        assert!(r.start == Some(s(0)) || r.start == Some(s(10)), "{r:?}");
+        assert!(r.start() == Some(s(0)) || r.start() == Some(s(10)), "{r:?}");
     }
     assert_eq!(rec.metrics.makespan(), s(20));
     assert!((rec.metrics.utilization() - 1.0).abs() < 1e-12);
@@ -107,16 +107,16 @@ fn least_loaded_spreads_over_machines() {
         assert_eq!(r.outcome, Outcome::Completed);
     }
     // They wait for the 8-slot job and then run one at a time.
-    assert_eq!(rec.end(2).start, Some(s(100)));
-    assert_eq!(rec.end(3).start, Some(s(110)));
-    assert_eq!(rec.end(4).start, Some(s(120)));
+    assert_eq!(rec.end(2).start(), Some(s(100)));
+    assert_eq!(rec.end(3).start(), Some(s(110)));
+    assert_eq!(rec.end(4).start(), Some(s(120)));
     let r = rec.end(5);
     assert_eq!(r.outcome, Outcome::Rejected);
-    assert_eq!((r.machine, r.start, r.end, r.attempts), (None, None, s(5), 0));
+    assert_eq!((r.machine, r.start(), r.end, r.starts()), (None, None, s(5), 0));
     assert_eq!(stats.core.rejected, 1);
     // A 4-slot job fits machine 1 (load 4/4 = 1 < (8+15+4)/8).
     assert_eq!(rec.end(6).machine, Some(MachineId(1)));
-    assert_eq!(rec.end(6).start, Some(s(6)));
+    assert_eq!(rec.end(6).start(), Some(s(6)));
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn slots_join_and_leave() {
     );
     let (_, rec) = run(sim, vec![arrive(task(1), 0, 4)]);
     let r = rec.end(1);
-    assert_eq!((r.start, r.end, r.slot), (Some(s(3)), s(7), Some(SlotId(0))));
+    assert_eq!((r.start(), r.end, r.slot()), (Some(s(3)), s(7), Some(SlotId(0))));
     assert_eq!(rec.samples[0].total_slots, 0);
     assert_eq!(rec.total_slots_at(s(3)), Some(1));
 
@@ -169,17 +169,17 @@ fn slots_join_and_leave() {
     );
     let r1 = rec.end(1);
     assert_eq!(
-        (r1.outcome, r1.start, r1.end),
+        (r1.outcome, r1.start(), r1.end),
         (Outcome::Killed, Some(s(0)), s(8))
     );
     let r2 = rec.end(2);
     assert_eq!(
-        (r2.outcome, r2.start, r2.end, r2.slot),
+        (r2.outcome, r2.start(), r2.end, r2.slot()),
         (Outcome::Completed, Some(s(5)), s(15), Some(SlotId(1)))
     );
     let r3 = rec.end(3);
     assert_eq!(
-        (r3.outcome, r3.start, r3.end, r3.slot),
+        (r3.outcome, r3.start(), r3.end, r3.slot()),
         (Outcome::Completed, Some(s(15)), s(25), Some(SlotId(1)))
     );
     // Leaving twice, and joining a machine that does not exist, are ignored.
@@ -201,6 +201,7 @@ fn slots_join_and_leave() {
 }
 
 /// A control policy that only records when phases start.
+#[derive(Clone)]
 struct PhaseWatcher(Shared<(Time, TaskId, Phase)>);
 
 impl Control for PhaseWatcher {
@@ -234,16 +235,16 @@ fn phases_are_reported_as_events() {
     let (_, rec) = run(sim, arrivals);
     let r1 = rec.end(1);
     assert_eq!(
-        (r1.start, r1.end, r1.outcome),
+        (r1.start(), r1.end, r1.outcome),
         (Some(s(1)), s(15), Outcome::Completed)
     );
     assert_eq!(r1.phases, [Some(s(2)), Some(s(3)), Some(s(4)), Some(s(5))]);
     let r2 = rec.end(2);
-    assert_eq!((r2.start, r2.end), (Some(s(15)), s(20)));
+    assert_eq!((r2.start(), r2.end), (Some(s(15)), s(20)));
     assert_eq!(r2.phases, [Some(s(0)), Some(s(2)), Some(s(0)), Some(s(3))]);
     let r3 = rec.end(3);
     assert_eq!(
-        (r3.start, r3.end, r3.outcome),
+        (r3.start(), r3.end, r3.outcome),
         (Some(s(20)), s(26), Outcome::Killed)
     );
     // The phase running when it was killed is closed at the kill.
@@ -308,9 +309,9 @@ fn priorities_change_from_outside() {
     ];
     let (stats, rec) = run(sim, arrivals);
     assert_eq!(rec.start_order(), vec![1, 3, 4, 2]);
-    assert_eq!(rec.end(3).start, Some(s(10)));
-    assert_eq!(rec.end(4).start, Some(s(15)));
-    assert_eq!(rec.end(2).start, Some(s(20)));
+    assert_eq!(rec.end(3).start(), Some(s(10)));
+    assert_eq!(rec.end(4).start(), Some(s(15)));
+    assert_eq!(rec.end(2).start(), Some(s(20)));
     assert_eq!(rec.end(1).spec.priority, 9);
     assert_eq!(rec.end(2).spec.priority, 0);
     assert_eq!(rec.end(3).spec.priority, 5);
@@ -353,28 +354,28 @@ fn kills_and_cancellations_end_tasks_once() {
 
     let r = rec.end(1);
     assert_eq!(
-        (r.outcome, r.start, r.end, r.slot),
+        (r.outcome, r.start(), r.end, r.slot()),
         (Outcome::Killed, Some(s(0)), s(5), Some(SlotId(0)))
     );
     let r = rec.end(3);
     assert_eq!(
-        (r.outcome, r.start, r.end, r.slot),
+        (r.outcome, r.start(), r.end, r.slot()),
         (Outcome::Completed, Some(s(5)), s(15), Some(SlotId(0)))
     );
     let r = rec.end(4);
     assert_eq!(
-        (r.outcome, r.start, r.end, r.slot, r.attempts),
+        (r.outcome, r.start(), r.end, r.slot(), r.starts()),
         (Outcome::Cancelled, None, s(6), None, 0)
     );
     assert_eq!(r.machine, Some(MachineId(0)));
     let r = rec.end(2);
     assert_eq!(
-        (r.outcome, r.start, r.end, r.slot),
+        (r.outcome, r.start(), r.end, r.slot()),
         (Outcome::Cancelled, Some(s(0)), s(7), Some(SlotId(1)))
     );
     let r = rec.end(5);
     assert_eq!(
-        (r.outcome, r.start, r.end, r.slot),
+        (r.outcome, r.start(), r.end, r.slot()),
         (Outcome::Completed, Some(s(7)), s(17), Some(SlotId(1)))
     );
 
@@ -388,6 +389,7 @@ fn kills_and_cancellations_end_tasks_once() {
 
 /// A control policy that sets timers on its first reaction and records
 /// when they fire.
+#[derive(Clone)]
 struct TimerWatcher {
     armed: bool,
     log: Shared<(Time, u64)>,
@@ -427,7 +429,7 @@ fn timers_fire_at_their_time() {
 
 /// FIFO with mandatory tasks first; once, when a mandatory task waits and
 /// does not fit while an optional one runs, the optional one is requeued.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct RequeueOnce {
     waiting: Vec<TaskId>,
     running: Vec<TaskId>,
@@ -503,10 +505,24 @@ fn requeue_loses_work_and_restarts() {
     let (stats, rec) = run(Simulation::new(requeue_core()), arrivals);
     let r1 = rec.end(1);
     assert_eq!(r1.outcome, Outcome::Completed);
-    assert_eq!(r1.attempts, 2);
-    assert_eq!((r1.start, r1.end), (Some(s(15)), s(35)));
+    assert_eq!(r1.starts(), 2);
+    assert_eq!((r1.start(), r1.end), (Some(s(15)), s(35)));
     let r2 = rec.end(2);
-    assert_eq!((r2.start, r2.end, r2.attempts), (Some(s(5)), s(15), 1));
+    assert_eq!((r2.start(), r2.end, r2.starts()), (Some(s(5)), s(15), 1));
+    // Both runs of task 1 are in its record: the lost one too.
+    let runs: Vec<_> = r1
+        .runs()
+        .map(|a| (a.machine, a.slots, a.start, a.stop, a.end))
+        .collect();
+    let m0 = MachineId(0);
+    assert_eq!(
+        runs,
+        vec![
+            (m0, 1, s(0), s(5), AttemptEnd::Requeued),
+            (m0, 1, s(15), s(35), AttemptEnd::Completed)
+        ]
+    );
+    assert_eq!(r1.busy(), s(25));
     assert_eq!(stats.core.requeues, 1);
     assert_eq!(stats.core.starts, 3);
     assert_eq!(rec.ends.len(), 2);
@@ -523,7 +539,7 @@ fn requeued_then_cancelled_task_is_not_counted_as_running() {
     let arrivals = vec![arrive(optional(task(1)), 0, 100), arrive(task(2).slots(2), 5, 50)];
     let (_, rec) = run(sim, arrivals);
     let r1 = rec.end(1);
-    assert_eq!((r1.outcome, r1.attempts, r1.end), (Outcome::Cancelled, 1, s(50)));
+    assert_eq!((r1.outcome, r1.starts(), r1.end), (Outcome::Cancelled, 1, s(50)));
     let m = fairsched_core::metrics::TaskMetrics::of(r1);
     assert!(
         m.run.is_none_or(|run| run <= s(5)),
@@ -536,6 +552,7 @@ fn requeued_then_cancelled_task_is_not_counted_as_running() {
 
 /// Shortest true runtime first (a clairvoyant baseline); records what the
 /// oracle told it.
+#[derive(Clone)]
 struct ShortestTrueFirst {
     waiting: Vec<TaskId>,
     seen: Shared<(TaskId, Time)>,
@@ -595,8 +612,8 @@ fn clairvoyant_policy_needs_an_oracle() {
     let (_, rec) = run(Simulation::new(core), arrivals);
     // At t=50 the shortest true runtime goes first: 3 (10), 4 (20), 2 (30).
     assert_eq!(rec.start_order(), vec![1, 3, 4, 2]);
-    assert_eq!(rec.end(3).start, Some(s(50)));
-    assert_eq!(rec.end(2).start, Some(s(80)));
+    assert_eq!(rec.end(3).start(), Some(s(50)));
+    assert_eq!(rec.end(2).start(), Some(s(80)));
     let seen = seen.lock().unwrap();
     assert!(!seen.is_empty());
     for &(t, rt) in seen.iter() {
@@ -607,7 +624,7 @@ fn clairvoyant_policy_needs_an_oracle() {
     assert!(
         rec.ends
             .iter()
-            .all(|(r, rt)| *rt == Some(r.end - r.start.unwrap()))
+            .all(|(r, rt)| *rt == Some(r.end - r.start().unwrap()))
     );
 
     // Driven directly without an oracle, the core refuses.
@@ -645,7 +662,7 @@ fn a_task_wider_than_the_single_pool_is_rejected() {
     );
     let r2 = rec.end(2);
     assert_eq!(
-        (r2.outcome, r2.start),
+        (r2.outcome, r2.start()),
         (Outcome::Completed, Some(s(1))),
         "stranded: {}",
         stats.stranded
@@ -672,12 +689,12 @@ fn easy_does_not_backfill_past_an_unknown_shadow_time() {
     ];
     let (_, rec) = run(Simulation::new(core), arrivals);
     assert_eq!(
-        rec.end(2).start,
+        rec.end(2).start(),
         Some(s(50)),
         "head delayed; job 3 started at {:?}",
-        rec.end(3).start
+        rec.end(3).start()
     );
-    assert_eq!(rec.end(3).start, Some(s(60)));
+    assert_eq!(rec.end(3).start(), Some(s(60)));
 }
 
 #[test]
@@ -693,9 +710,9 @@ fn easy_backfills_only_what_ends_before_the_shadow_time() {
         arrive(task(4).estimate(s(40)), 3, 40),
     ];
     let (_, rec) = run(Simulation::new(core), arrivals);
-    assert_eq!(rec.end(4).start, Some(s(3)));
-    assert_eq!(rec.end(2).start, Some(s(50)));
-    assert_eq!(rec.end(3).start, Some(s(60)));
+    assert_eq!(rec.end(4).start(), Some(s(3)));
+    assert_eq!(rec.end(2).start(), Some(s(50)));
+    assert_eq!(rec.end(3).start(), Some(s(60)));
 }
 
 /// Runs `f` on its own thread; `None` if it has not returned after `secs`

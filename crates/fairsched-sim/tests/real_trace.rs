@@ -115,7 +115,7 @@ fn fcfs_and_easy_on_a_window_of_kth() {
 fn every_order_policy_completes_every_split_task() {
     let Some((input, scan)) = kth() else { return };
     let mut sizes = Vec::new();
-    for e in REGISTRY.iter().filter(|e| e.kind == Kind::Order) {
+    for e in REGISTRY.iter().filter(|e| e.kind() == Kind::Order) {
         let mut cfg = RunConfig::new(input.clone(), e.name.parse().unwrap());
         cfg.window = window(&scan);
         cfg.split_parallel = true;

@@ -16,8 +16,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             .iter()
             .map(|e| {
                 serde_json::json!({
-                    "name": e.name, "kind": e.kind, "doc": e.doc, "params": e.params,
-                    "clairvoyant": e.clairvoyant, "parallel_jobs": e.parallel,
+                    "name": e.name, "kind": e.kind(), "doc": e.doc, "params": e.params,
+                    "clairvoyant": e.clairvoyant(), "parallel_jobs": e.parallel,
                 })
             })
             .collect();
@@ -28,10 +28,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     t.columns[1].1 = fairsched_report::Align::Left;
     for e in REGISTRY {
         let mut doc = e.doc.to_string();
-        if e.clairvoyant {
+        if e.clairvoyant() {
             doc.push_str(" [clairvoyant: simulation only]");
         }
-        t.row([e.name.to_string(), e.kind.name().to_string(), doc]);
+        t.row([e.name.to_string(), e.kind().name().to_string(), doc]);
         for p in e.params {
             t.row([
                 format!("  {}={}", p.name, p.default),

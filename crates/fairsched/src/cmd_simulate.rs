@@ -1,19 +1,13 @@
 //! `fairsched simulate`: replay a log under one or more policies.
 
-use crate::output::{commit, partial, slug, write_atomic};
 use crate::progress::Bars;
-use anyhow::{Context, bail};
-use fairsched_core::metrics::Metrics;
-use fairsched_core::{CoreStats, Fanout, PolicySpec, registry};
-use fairsched_report::{Table, TasksCsv, aggregates, fixed};
-use fairsched_sim::{Ownership, PlatformInfo, RunConfig, TraceInput};
-use fairsched_trace::{FilterCounts, FilterOptions, StreamOptions, TraceInfo, TraceScan};
-use rayon::prelude::*;
-use serde::Serialize;
-use std::collections::BTreeMap;
+use anyhow::Context;
+use fairsched_core::{Fanout, PolicySpec};
+use fairsched_report::{RunDir, Table, fixed, write_atomic};
+use fairsched_sim::{Ownership, RunConfig, Summary, Sweep, SweepRun, TraceInput};
+use fairsched_trace::{FilterOptions, StreamOptions, TraceInfo, TraceScan};
 use std::fs;
-use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// The bundled demo log (see data/PROVENANCE.md).
@@ -52,7 +46,7 @@ pub struct Args {
     #[arg(long)]
     orgs: Option<u32>,
     /// How processors are split among organizations: uniform, zipf or zipf:S.
-    #[arg(long, default_value = "zipf:1")]
+    #[arg(long, default_value_t = Ownership::DEFAULT)]
     ownership: Ownership,
     /// Keep jobs submitted in [START, START+LEN) seconds, re-based to 0.
     #[arg(long, value_name = "START,LEN", value_parser = parse_window)]
@@ -96,51 +90,16 @@ fn parse_window(s: &str) -> Result<(i64, i64), String> {
     Ok((a, b))
 }
 
-/// `summary.json`.
-#[derive(Serialize)]
-struct Summary {
-    policy: String,
-    allocate: String,
-    control: Option<String>,
-    trace: String,
-    seed: u64,
-    /// Tasks simulated (after filters, window and splitting).
-    jobs: u64,
-    outcomes: BTreeMap<&'static str, u64>,
-    makespan_s: f64,
-    mean_wait_s: f64,
-    mean_response_s: f64,
-    mean_bounded_slowdown: f64,
-    utilization: f64,
-    platform: PlatformInfo,
-    orgs: u32,
-    ownership: String,
-    window: Option<(i64, i64)>,
-    split_parallel: bool,
-    filters: FilterCounts,
-    /// What `filters` counted: the whole log, or (with a window, whose
-    /// reading stops at its end) the lines up to the window's end.
-    filters_scope: &'static str,
-    sorted_submits: bool,
-    /// Jobs dropped for needing more processors than the largest machine.
-    too_wide: u64,
-    stranded: u64,
-    core: CoreStats,
-    wall_time_s: f64,
-}
-
 pub fn run(a: Args) -> anyhow::Result<()> {
     let demo = a.policies.is_empty();
-    let (trace, trace_name) = match &a.trace {
-        Some(p) => (TraceInput::Path(p.clone()), p.display().to_string()),
-        None => (
-            TraceInput::Bytes {
-                name: DEMO_NAME.into(),
-                data: DEMO_LOG,
-            },
-            DEMO_NAME.to_string(),
-        ),
+    let trace = match &a.trace {
+        Some(p) => TraceInput::Path(p.clone()),
+        None => TraceInput::Bytes {
+            name: DEMO_NAME.into(),
+            data: DEMO_LOG,
+        },
     };
+    let trace_name = trace.name();
     let policies: Vec<PolicySpec> = if demo {
         DEMO_POLICIES
             .iter()
@@ -149,35 +108,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     } else {
         a.policies.clone()
     };
-    // Validate every policy before reading anything.
-    for p in &policies {
-        registry::build_order(p).with_context(|| format!("--policy {p}"))?;
-    }
-    let several = a.machines.as_ref().is_some_and(|m| m.len() > 1);
-    let allocate = a.allocate.clone().unwrap_or_else(|| {
-        (if several { "least-loaded" } else { "single-pool" })
-            .parse()
-            .expect("valid")
-    });
-    registry::build_allocate(&allocate).with_context(|| format!("--allocate {allocate}"))?;
-    if let Some(c) = &a.control {
-        registry::build_control(c).with_context(|| format!("--control {c}"))?;
-    }
     let orgs = a.orgs.unwrap_or(if demo { DEMO_ORGS } else { 1 });
-    let stream = StreamOptions {
-        filter: FilterOptions {
-            drop_failed: a.drop_failed,
-            drop_cancelled: a.drop_cancelled,
-        },
-        lenient: a.lenient,
-    };
-
-    let t0 = Instant::now();
-    let scan = trace
-        .scan(a.lenient)
-        .with_context(|| format!("reading {trace_name}"))?;
-    print_trace_line(&scan, &trace_name);
-
     let base = RunConfig {
         trace,
         procs: a.procs,
@@ -187,11 +118,29 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         window: a.window,
         split_parallel: a.split_parallel,
         seed: a.seed,
-        allocate,
+        allocate: a.allocate.clone(),
         order: policies[0].clone(),
         control: a.control.clone(),
-        stream,
+        stream: StreamOptions {
+            filter: FilterOptions {
+                drop_failed: a.drop_failed,
+                drop_cancelled: a.drop_cancelled,
+            },
+            lenient: a.lenient,
+        },
     };
+    let sweep = Sweep::over_orders(&base, &policies);
+    // Every policy is checked before anything is read.
+    for r in &sweep.runs {
+        r.config.check_policies()?;
+    }
+
+    let t0 = Instant::now();
+    let scan = base
+        .trace
+        .scan(a.lenient)
+        .with_context(|| format!("reading {trace_name}"))?;
+    print_trace_line(&scan, &trace_name);
     let (_, platform) = base.platform(&scan)?;
     println!(
         "platform: {} processors ({}){}, {} organization(s){}, seed {}",
@@ -221,27 +170,32 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Some((start, len)) => (start, len as u64),
         None => (scan.first_submit.unwrap_or(0), scan.span_seconds().max(0) as u64),
     };
-    let results: Vec<anyhow::Result<Summary>> = policies
-        .par_iter()
-        .map(|p| {
-            let dir = if policies.len() == 1 {
-                a.out.clone()
-            } else {
-                a.out.join(slug(&p.to_string()))
-            };
-            let cfg = RunConfig {
-                order: p.clone(),
-                ..base.clone()
-            };
-            let bar = bars.bar(&p.to_string(), from, span);
-            let r = run_one(&cfg, &scan, &dir, &trace_name, bar);
-            r.with_context(|| format!("policy {p}"))
-        })
-        .collect();
-    let mut summaries = Vec::new();
+    let several = sweep.runs.len() > 1;
+    let results = sweep.run(|r: &SweepRun| {
+        let dir = if several {
+            a.out.join(&r.name)
+        } else {
+            a.out.clone()
+        };
+        let out = RunDir::create(&dir)?;
+        let mut csv = out.tasks_csv()?;
+        let mut bar = bars.bar(&r.name, from, span);
+        let done = r.config.execute(&scan, &mut Fanout(vec![&mut csv, &mut bar]));
+        bar.finish();
+        let done = done.with_context(|| format!("policy {}", r.config.order))?;
+        out.finish_tasks_csv(csv)?;
+        out.write_results(&done.metrics, &done.summary)?;
+        anyhow::Ok(done.summary)
+    });
+    let mut summaries: Vec<Summary> = Vec::new();
     for r in results {
         summaries.push(r?);
     }
+    let renamed: Vec<&SweepRun> = sweep
+        .runs
+        .iter()
+        .filter(|r| r.name != r.config.order.slug())
+        .collect();
 
     let mut t = Table::new([
         "policy",
@@ -262,6 +216,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             fixed(s.utilization, 3),
             fixed(s.wall_time_s, 3),
         ]);
+    }
+    for r in &renamed {
+        t.note(format!(
+            "{} was given more than once: this run is in {}",
+            r.config.order,
+            a.out.join(&r.name).display()
+        ));
     }
     if let Some(s) = summaries.first() {
         if s.too_wide > 0 {
@@ -304,17 +265,17 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     println!();
     print!("{}", t.to_text());
-    if summaries.len() > 1 {
+    if several {
         write_atomic(&a.out.join("comparison.csv"), t.to_csv().as_bytes())?;
         write_atomic(
             &a.out.join("comparison.json"),
-            serde_json::to_string_pretty(&t.to_json())?.as_bytes(),
+            &fairsched_report::files::json_bytes(&t.to_json()),
         )?;
     }
     println!(
         "\nwrote {}/{} ({:.2} s)",
         a.out.display(),
-        if summaries.len() > 1 {
+        if several {
             "comparison.csv and one folder per policy"
         } else {
             "summary.json and tasks.csv"
@@ -340,80 +301,4 @@ fn print_trace_line(scan: &TraceScan, name: &str) {
     if !filters.is_empty() {
         println!("filters: {}", filters.join("; "));
     }
-}
-
-fn run_one(
-    cfg: &RunConfig,
-    scan: &TraceScan,
-    dir: &Path,
-    trace_name: &str,
-    mut bar: crate::progress::Progress,
-) -> anyhow::Result<Summary> {
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tasks_path = dir.join("tasks.csv");
-    let file = fs::File::create(partial(&tasks_path))
-        .with_context(|| format!("creating {}", partial(&tasks_path).display()))?;
-    let mut csv = TasksCsv::new(BufWriter::with_capacity(1 << 16, file));
-    let mut metrics = Metrics::default();
-    let started = Instant::now();
-    let report = cfg.run(scan, &mut Fanout(vec![&mut metrics, &mut csv, &mut bar]))?;
-    let wall = started.elapsed().as_secs_f64();
-    bar.finish();
-    let file = csv
-        .finish()
-        .with_context(|| format!("writing {}", tasks_path.display()))?;
-    file.into_inner()
-        .map_err(|e| e.into_error())
-        .and_then(|f| f.sync_all())
-        .with_context(|| format!("writing {}", tasks_path.display()))?;
-    commit(&tasks_path)?;
-    if metrics.all.tasks != report.stats.submitted {
-        bail!(
-            "internal: {} tasks submitted but {} ended",
-            report.stats.submitted,
-            metrics.all.tasks
-        );
-    }
-    write_atomic(
-        &dir.join("orgs.csv"),
-        aggregates::by_org(&metrics).to_csv().as_bytes(),
-    )?;
-    write_atomic(
-        &dir.join("users.csv"),
-        aggregates::by_user(&metrics).to_csv().as_bytes(),
-    )?;
-    let s = Summary {
-        policy: cfg.order.to_string(),
-        allocate: cfg.allocate.to_string(),
-        control: cfg.control.as_ref().map(|c| c.to_string()),
-        trace: trace_name.to_string(),
-        seed: cfg.seed,
-        jobs: metrics.all.tasks,
-        outcomes: metrics.outcomes.clone(),
-        makespan_s: metrics.makespan().as_secs_f64(),
-        mean_wait_s: metrics.all.mean_wait(),
-        mean_response_s: metrics.all.mean_response(),
-        mean_bounded_slowdown: metrics.all.mean_bsld(),
-        utilization: metrics.utilization(),
-        platform: report.platform,
-        orgs: cfg.orgs,
-        ownership: cfg.ownership.to_string(),
-        window: cfg.window,
-        split_parallel: cfg.split_parallel,
-        filters: report.filters,
-        filters_scope: if report.filters_complete {
-            "whole log"
-        } else {
-            "lines read up to the window's end"
-        },
-        sorted_submits: report.sorted,
-        too_wide: report.too_wide,
-        stranded: report.stats.stranded,
-        core: report.stats.core,
-        wall_time_s: wall,
-    };
-    let mut json = serde_json::to_string_pretty(&s)?;
-    json.push('\n');
-    write_atomic(&dir.join("summary.json"), json.as_bytes())?;
-    Ok(s)
 }

@@ -4,7 +4,6 @@
 mod cmd_policies;
 mod cmd_simulate;
 mod cmd_trace;
-mod output;
 mod progress;
 
 use clap::{Parser, Subcommand};

@@ -65,4 +65,7 @@ impl Observer for Progress {
             pb.set_message(format!("{submitted} tasks submitted"));
         }
     }
+    fn wants_steps(&self) -> bool {
+        false
+    }
 }

@@ -204,6 +204,46 @@ fn same_seed_same_bytes_whatever_the_thread_count() {
 }
 
 #[test]
+fn the_same_policy_twice_gets_two_folders() {
+    // It used to race two runs on one folder (a rename failed, or not,
+    // depending on the thread count).
+    for threads in ["1", "2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = bin()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["simulate", "--window", "600000,100000", "--no-progress", "--out"])
+            .arg(dir.path())
+            .args(["--policy", "fifo", "--policy", "age-boost", "--policy", "fifo"])
+            .args(["--control", "age-boost[after=10m]"])
+            .output()
+            .unwrap();
+        // age-boost is a Control, not an Order: refused before anything runs.
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--policy age-boost"));
+        let o = bin()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["simulate", "--window", "600000,100000", "--no-progress", "--out"])
+            .arg(dir.path())
+            .args(["--policy", "fifo", "--policy", "priority", "--policy", "fifo"])
+            .args(["--control", "age-boost[after=10m]"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(stdout.contains("fifo@2"), "{stdout}");
+        let tasks = |d: &str| fs::read(dir.path().join(d).join("tasks.csv")).unwrap();
+        assert_eq!(tasks("fifo"), tasks("fifo@2"));
+        assert_eq!(json(&dir.path().join("fifo@2/summary.json"))["policy"], "fifo");
+        let csv = fs::read_to_string(dir.path().join("comparison.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 4, "{csv}");
+    }
+}
+
+#[test]
 fn the_seed_changes_the_user_to_organization_mapping() {
     let orgs = |seed: &str| {
         let (dir, _) = simulate(&[
@@ -349,7 +389,7 @@ fn every_shared_log_simulates_with_every_order_policy() {
         let window = format!("{},300000", info["first_submit"].as_i64().unwrap());
         let orders: Vec<&str> = fairsched_core::REGISTRY
             .iter()
-            .filter(|e| e.kind == fairsched_core::Kind::Order)
+            .filter(|e| e.kind() == fairsched_core::Kind::Order)
             .map(|e| e.name)
             .collect();
         let mut args = vec![

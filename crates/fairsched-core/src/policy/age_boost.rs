@@ -6,16 +6,15 @@
 use crate::event::Notice;
 use crate::ids::TaskId;
 use crate::point::{Control, ControlOut};
-use crate::registry::{Built, Entry, Kind, ParamDoc, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
 use crate::state::View;
 use crate::time::Time;
-use rustc_hash::FxHashMap;
 
 pub const NAME: &str = "age-boost";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Control,
     doc: "raise a waiting task's priority by `by` every `after` it keeps waiting (timer-driven aging)",
     params: &[
         ParamDoc {
@@ -29,12 +28,11 @@ pub const ENTRY: Entry = Entry {
             doc: "priority added at each boost",
         },
     ],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Control(from_params),
 };
 
-fn from_params(p: &Params) -> Result<Built, SpecError> {
+fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {
     let after = p.duration("after")?;
     if after <= Time::ZERO {
         return Err(SpecError::BadValue {
@@ -44,15 +42,15 @@ fn from_params(p: &Params) -> Result<Built, SpecError> {
             reason: "must be positive".into(),
         });
     }
-    Ok(Built::Control(Box::new(AgeBoost {
+    Ok(Box::new(AgeBoost {
         after,
         by: p.i64("by")?,
         due: FxHashMap::default(),
-    })))
+    }))
 }
 
 /// See the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct AgeBoost {
     after: Time,
     by: i64,
@@ -99,7 +97,7 @@ impl Control for AgeBoost {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Harness;
+    use fairsched_sim::harness::Harness;
 
     #[test]
     fn an_old_low_priority_task_overtakes_newer_high_priority_ones() {
@@ -116,6 +114,6 @@ mod tests {
         assert_eq!(aged.order(), vec![1, 2, 3, 4]);
         // Boosts: task 2 at 31, 61, 91; task 3 at 80 and 110 (the timer
         // fires before that instant's dispatch); task 4 at 90 and 120.
-        assert_eq!(aged.priority_actions, 7);
+        assert_eq!(aged.priority_actions(), 7);
     }
 }

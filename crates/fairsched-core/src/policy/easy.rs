@@ -24,26 +24,24 @@ use crate::event::Notice;
 use crate::ids::{MachineId, TaskId};
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{KeyedQueues, PerMachine};
-use crate::registry::{Built, Entry, Kind, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::state::{TaskView, View};
 use crate::time::Time;
-use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use alloc::collections::BTreeMap;
 
 pub const NAME: &str = "easy";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Order,
     doc: "EASY backfilling: FCFS with a reservation for the head; later jobs backfill using requested times",
     params: &[],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Order(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Built, SpecError> {
-    Ok(Built::Order(Box::new(Easy::default())))
+fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
+    Ok(Box::new(Easy::default()))
 }
 
 fn key(t: &TaskView) -> u64 {
@@ -56,6 +54,7 @@ fn expected_end(start: Time, estimate: Option<Time>) -> Time {
 }
 
 /// See the module docs.
+#[derive(Clone)]
 pub struct Easy {
     /// Waiting jobs by submission order, with their estimates.
     queues: KeyedQueues<u64, Option<Time>>,
@@ -81,9 +80,11 @@ impl Default for Easy {
 
 impl Easy {
     /// Shadow time and extra slots for a head needing `need` slots, given
-    /// `free` slots now.
+    /// `free` slots now. Every slot freed at the shadow time counts: jobs
+    /// expected to end at that same instant all add to the extra slots.
     fn reservation(&mut self, machine: MachineId, now: Time, free: u32, need: u32) -> (Time, u32) {
         let mut avail = free;
+        let mut shadow = None;
         for (&(end, _), &q) in self.running.get(machine).iter() {
             if end == Time::MAX {
                 // Jobs without an estimate are never assumed to end.
@@ -94,14 +95,20 @@ impl Easy {
                 // applied before this pick): its end is unknown.
                 continue;
             }
+            if shadow.is_some_and(|s| end > s) {
+                break;
+            }
             avail += q;
-            if avail >= need {
-                return (end, avail - need);
+            if shadow.is_none() && avail >= need {
+                shadow = Some(end);
             }
         }
-        // Not enough slots even when everything ends (slots left the
-        // machine, or estimates are missing): no backfill may delay it.
-        (Time::MAX, 0)
+        match shadow {
+            Some(s) => (s, avail - need),
+            // Not enough slots even when everything ends (slots left the
+            // machine, or estimates are missing): no backfill may delay it.
+            None => (Time::MAX, 0),
+        }
     }
 }
 
@@ -169,7 +176,7 @@ impl Order for Easy {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Harness;
+    use fairsched_sim::harness::Harness;
 
     #[test]
     fn backfills_a_short_job_without_delaying_the_head() {
@@ -213,6 +220,22 @@ mod tests {
             .job_est(4, 20, 20, 1, 20)
             .run();
         assert_eq!(r.starts(), vec![(1, 0), (2, 0), (4, 20), (3, 50)]);
+    }
+
+    #[test]
+    fn every_slot_freed_at_the_shadow_time_is_extra() {
+        // 4 slots. Jobs 1 (2 slots) and 2 (1 slot) both expect to end at 50;
+        // head 3 needs 3 slots: at the shadow time 50, 1 + 2 + 1 = 4 slots
+        // are free, so 1 is extra, and job 4 (1 slot, est 1000) takes it now.
+        // Counting only job 1's slots at 50 would leave no extra slot and
+        // keep job 4 waiting until 60.
+        let r = Harness::pool(4, "easy")
+            .job_est(1, 0, 50, 2, 50)
+            .job_est(2, 0, 50, 1, 50)
+            .job_est(3, 1, 10, 3, 10)
+            .job_est(4, 2, 1000, 1, 1000)
+            .run();
+        assert_eq!(r.starts(), vec![(1, 0), (2, 0), (4, 2), (3, 50)]);
     }
 
     #[test]

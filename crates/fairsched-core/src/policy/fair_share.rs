@@ -6,35 +6,37 @@
 //!
 //! Usage is kept as aggregates per organization (finished slot-time, plus
 //! the number and start-time sum of running slots), so a decision costs
-//! O(organizations), whatever the number of processors. An organization
-//! owning no slot has an infinite key: it is served only when no
-//! organization with a share has a task that fits.
+//! O(organizations), whatever the number of processors.
+//!
+//! An organization owning no slot has no share (its key would be infinite,
+//! or 0/0): it is served only when no organization with a share has a task
+//! that fits, and among such organizations the one that used less goes
+//! first (then the lowest index), so that they too share fairly what is
+//! left to them.
 
 use crate::event::Notice;
 use crate::ids::{MachineId, OrgId};
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::OrgQueues;
-use crate::registry::{Built, Entry, Kind, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::state::View;
-use rustc_hash::FxHashMap;
 
 pub const NAME: &str = "fair-share";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Order,
     doc: "organization with the least processor time used / share of slots first; each organization FIFO",
     params: &[],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Order(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Built, SpecError> {
-    Ok(Built::Order(Box::new(FairShare::default())))
+fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
+    Ok(Box::new(FairShare::default()))
 }
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Usage {
     /// Slot-milliseconds of finished (or stopped) runs.
     done: i128,
@@ -51,7 +53,7 @@ impl Usage {
 }
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct FairShare {
     queues: OrgQueues,
     usage: Vec<Usage>,
@@ -128,7 +130,7 @@ impl Order for FairShare {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Harness;
+    use fairsched_sim::harness::Harness;
 
     #[test]
     fn the_organization_with_less_usage_per_share_goes_first() {
@@ -142,6 +144,21 @@ mod tests {
             .org_task(4, 6, 10, 1)
             .run();
         assert_eq!(r.order(), vec![1, 2, 4, 3]);
+    }
+
+    #[test]
+    fn organizations_owning_nothing_go_last_and_by_usage() {
+        // One slot, owned by org 0; orgs 1 and 2 own nothing. Org 1's task 1
+        // runs 0..10; org 1's task 2 (at 1) and org 2's task 3 (at 2) wait.
+        // At 10 org 1 has used 10 s, org 2 nothing: task 3 first. Org 0's
+        // task 4 (at 11) goes before both of them once the slot frees.
+        let r = Harness::owned(&[1, 0, 0], "fair-share")
+            .org_task(1, 0, 10, 1)
+            .org_task(2, 1, 10, 1)
+            .org_task(3, 2, 10, 2)
+            .org_task(4, 11, 10, 0)
+            .run();
+        assert_eq!(r.order(), vec![1, 3, 4, 2]);
     }
 
     #[test]

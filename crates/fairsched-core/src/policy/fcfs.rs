@@ -6,23 +6,22 @@ use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::KeyedQueues;
-use crate::registry::{Built, Entry, Kind, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::state::{TaskView, View};
 
 pub const NAME: &str = "fcfs";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Order,
     doc: "strict first-come-first-served: the oldest job starts when it fits, nothing overtakes it",
     params: &[],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Order(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Built, SpecError> {
-    Ok(Built::Order(Box::new(Fcfs::default())))
+fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
+    Ok(Box::new(Fcfs::default()))
 }
 
 fn key(t: &TaskView) -> u64 {
@@ -30,7 +29,7 @@ fn key(t: &TaskView) -> u64 {
 }
 
 /// See the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Fcfs {
     queues: KeyedQueues<u64>,
 }
@@ -56,7 +55,7 @@ impl Order for Fcfs {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Harness;
+    use fairsched_sim::harness::Harness;
 
     #[test]
     fn a_wide_head_blocks_everyone_behind_it() {

@@ -7,23 +7,22 @@ use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::KeyedQueues;
-use crate::registry::{Built, Entry, Kind, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::state::{TaskView, View};
 
 pub const NAME: &str = "fifo";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Order,
     doc: "submission order, greedy first-fit (plain FIFO for sequential tasks)",
     params: &[],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Order(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Built, SpecError> {
-    Ok(Built::Order(Box::new(Fifo::default())))
+fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
+    Ok(Box::new(Fifo::default()))
 }
 
 fn key(t: &TaskView) -> u64 {
@@ -31,7 +30,7 @@ fn key(t: &TaskView) -> u64 {
 }
 
 /// See the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Fifo {
     queues: KeyedQueues<u64>,
 }
@@ -56,7 +55,7 @@ impl Order for Fifo {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Harness;
+    use fairsched_sim::harness::Harness;
 
     #[test]
     fn sequential_tasks_start_in_submission_order() {

@@ -8,27 +8,26 @@
 use crate::ids::MachineId;
 use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
-use crate::registry::{Built, Entry, Kind, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::state::View;
 
 pub const NAME: &str = "least-loaded";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Allocate,
     doc: "machine minimising (busy + waiting slots + task slots) / machine size; ties to the lowest index",
     params: &[],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Allocate(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Built, SpecError> {
-    Ok(Built::Allocate(Box::new(LeastLoaded)))
+fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
+    Ok(Box::new(LeastLoaded))
 }
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct LeastLoaded;
 
 impl Allocate for LeastLoaded {

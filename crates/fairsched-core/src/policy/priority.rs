@@ -7,24 +7,23 @@ use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::KeyedQueues;
-use crate::registry::{Built, Entry, Kind, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::state::{TaskView, View};
-use std::cmp::Reverse;
+use core::cmp::Reverse;
 
 pub const NAME: &str = "priority";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Order,
     doc: "highest priority first, then submission order; greedy first-fit",
     params: &[],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Order(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Built, SpecError> {
-    Ok(Built::Order(Box::new(PriorityOrder::default())))
+fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
+    Ok(Box::new(PriorityOrder::default()))
 }
 
 type Key = (Reverse<i64>, u64);
@@ -34,7 +33,7 @@ fn key(t: &TaskView) -> Key {
 }
 
 /// See the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PriorityOrder {
     queues: KeyedQueues<Key>,
 }
@@ -59,7 +58,7 @@ impl Order for PriorityOrder {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Harness;
+    use fairsched_sim::harness::Harness;
 
     #[test]
     fn higher_priority_first_then_fifo() {

@@ -2,15 +2,15 @@
 
 use crate::event::Notice;
 use crate::ids::{MachineId, OrgId, TaskId};
+use crate::prelude::*;
 use crate::state::{TaskView, View};
-use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use alloc::collections::BTreeMap;
 
 /// Waiting tasks ordered by a key `K` (which must be unique: end it with
 /// the task's `seq`), each with its width (slots needed) and a small
 /// payload `V` the policy reads on its hot path, plus the multiset of
 /// widths so "nothing waiting can fit" is answered in O(log n).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Waiting<K: Ord + Copy, V: Copy = ()> {
     by_key: BTreeMap<K, (TaskId, u32, V)>,
     keys: FxHashMap<TaskId, K>,
@@ -47,7 +47,7 @@ impl<K: Ord + Copy, V: Copy> Waiting<K, V> {
             return false;
         };
         if let Some((_, q, _)) = self.by_key.remove(&k)
-            && let std::collections::btree_map::Entry::Occupied(mut e) = self.widths.entry(q)
+            && let alloc::collections::btree_map::Entry::Occupied(mut e) = self.widths.entry(q)
         {
             *e.get_mut() -= 1;
             if *e.get() == 0 {
@@ -83,7 +83,7 @@ impl<K: Ord + Copy, V: Copy> Waiting<K, V> {
     }
     /// Entries with a key greater than `after`, in key order, with payloads.
     pub fn after(&self, after: K) -> impl Iterator<Item = (K, TaskId, u32, V)> + '_ {
-        use std::ops::Bound::{Excluded, Unbounded};
+        use core::ops::Bound::{Excluded, Unbounded};
         self.by_key
             .range((Excluded(after), Unbounded))
             .map(|(&k, &(t, q, v))| (k, t, q, v))
@@ -104,7 +104,7 @@ impl<K: Ord + Copy, V: Copy> Waiting<K, V> {
 }
 
 /// A [`Waiting`] index per machine, grown on demand.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PerMachine<T>(pub Vec<T>);
 
 impl<T: Default> Default for PerMachine<T> {
@@ -125,7 +125,7 @@ impl<T: Default> PerMachine<T> {
 /// Per machine, one FIFO queue per organization: the index behind the
 /// organization-level orders (round-robin, fair-share), where each
 /// organization's tasks start in the order it submitted them.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct OrgQueues {
     machines: PerMachine<Vec<Waiting<u64>>>,
 }
@@ -173,10 +173,6 @@ impl OrgQueues {
                     .map(|(t, _)| (OrgId(o as u32), t))
             })
     }
-    /// Number of organization slots in use on `machine` (for cycling).
-    pub fn orgs(&mut self, machine: MachineId) -> usize {
-        self.machines.get(machine).len()
-    }
     pub fn head(&mut self, machine: MachineId, org: usize) -> Option<(TaskId, u32)> {
         self.machines.get(machine).get(org).and_then(|q| q.head())
     }
@@ -185,7 +181,7 @@ impl OrgQueues {
 /// Per machine, waiting tasks keyed by `K` with payload `V`, maintained
 /// from notices. `key` and `value` read them from the view (on queue and
 /// priority changes).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct KeyedQueues<K: Ord + Copy, V: Copy = ()> {
     pub machines: PerMachine<Waiting<K, V>>,
     key: fn(&TaskView) -> K,

@@ -7,27 +7,26 @@
 use crate::ids::MachineId;
 use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
-use crate::registry::{Built, Entry, Kind, Params, SpecError};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::state::View;
 
 pub const NAME: &str = "single-pool";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    kind: Kind::Allocate,
     doc: "every task goes to machine 0 (one shared pool); tasks wider than the pool are rejected",
     params: &[],
-    clairvoyant: false,
     parallel: true,
-    build: from_params,
+    build: Ctor::Allocate(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Built, SpecError> {
-    Ok(Built::Allocate(Box::new(SinglePool)))
+fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
+    Ok(Box::new(SinglePool))
 }
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SinglePool;
 
 impl Allocate for SinglePool {

@@ -3,7 +3,9 @@
 
 use fairsched_core::metrics::Metrics;
 use fairsched_core::registry::{build_allocate, build_control, build_order};
-use fairsched_core::{Control, EndRecord, Observer, Platform, Sample, Scheduler, TaskId, TaskSpec, Time};
+use fairsched_core::{
+    Control, EndRecord, Observer, Platform, Sample, Scheduler, TaskId, TaskMeta, TaskSpec, Time,
+};
 use fairsched_sim::{Arrival, RunStats, SimError, Simulation};
 use std::collections::BTreeMap;
 
@@ -53,15 +55,19 @@ pub fn ok(arrivals: Vec<Arrival>) -> impl Iterator<Item = Result<Arrival, SimErr
 /// simulator passes along), samples, and run metrics.
 #[derive(Default)]
 pub struct Recorder {
+    /// End records with the true runtime the simulator passes along.
     pub ends: Vec<(EndRecord, Option<Time>)>,
+    /// The job each task came from, by task.
+    pub jobs: BTreeMap<TaskId, u64>,
     pub samples: Vec<Sample>,
     pub metrics: Metrics,
 }
 
 impl Observer for Recorder {
-    fn on_task(&mut self, rec: &EndRecord, runtime: Option<Time>) {
+    fn on_task(&mut self, rec: &EndRecord, meta: &TaskMeta) {
         self.metrics.record(rec);
-        self.ends.push((rec.clone(), runtime));
+        self.ends.push((rec.clone(), meta.runtime));
+        self.jobs.insert(rec.spec.id, meta.job);
     }
     fn on_sample(&mut self, s: &Sample) {
         self.metrics.capacity(s.time, s.total_slots);
@@ -90,10 +96,14 @@ impl Recorder {
         let mut v: Vec<_> = self
             .ends
             .iter()
-            .filter_map(|(r, _)| r.start.map(|st| (st, r.spec.id.0)))
+            .filter_map(|(r, _)| r.start().map(|st| (st, r.spec.id.0)))
             .collect();
         v.sort();
         v.into_iter().map(|(_, id)| id).collect()
+    }
+    /// Job numbers of the tasks, in task order.
+    pub fn job_numbers(&self) -> Vec<u64> {
+        self.jobs.values().copied().collect()
     }
     /// The platform's size as last sampled at or before `t`.
     pub fn total_slots_at(&self, t: Time) -> Option<u64> {
