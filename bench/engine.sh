@@ -25,7 +25,7 @@ import json, os
 
 root = "target/criterion"
 # Tasks per iteration of each benchmark (see benches/engine.rs).
-groups = [("engine", 100_000), ("engine_order_cost_vs_processors", 50_000), ("engine_rigid_fcfs_easy", 20_000)]
+groups = [("engine", 100_000), ("engine_order_cost_vs_processors", 50_000), ("engine_decision_vs_processors", 1), ("engine_rigid_fcfs_easy", 20_000)]
 
 def median_ns(path):
     with open(os.path.join(path, "new", "estimates.json")) as f:
