@@ -798,14 +798,24 @@ mod tests {
     use crate::registry::{build_allocate, build_order};
     use std::sync::{Arc, Mutex};
 
-    fn fifo_core(slots: u32) -> Scheduler {
+    /// A scheduler from registry specs, with an optional Control.
+    fn scheduler(
+        platform: Platform,
+        allocate: &str,
+        order: &str,
+        control: Option<Box<dyn Control>>,
+    ) -> Scheduler {
         Scheduler::new(
-            &Platform::pool(slots),
+            &platform,
             1,
-            build_allocate(&"single-pool".parse().unwrap()).unwrap(),
-            build_order(&"fifo".parse().unwrap()).unwrap(),
-            None,
+            build_allocate(&allocate.parse().unwrap()).unwrap(),
+            build_order(&order.parse().unwrap()).unwrap(),
+            control,
         )
+    }
+
+    fn fifo_core(slots: u32) -> Scheduler {
+        scheduler(Platform::pool(slots), "single-pool", "fifo", None)
     }
 
     fn task(id: u64) -> TaskSpec {
@@ -841,11 +851,10 @@ mod tests {
         // a driver that steps at a time only a hidden runtime explains
         // would otherwise show that time to the Control.
         let probe = Probe::default();
-        let mut core = Scheduler::new(
-            &Platform::pool(1),
-            1,
-            build_allocate(&"single-pool".parse().unwrap()).unwrap(),
-            build_order(&"fifo".parse().unwrap()).unwrap(),
+        let mut core = scheduler(
+            Platform::pool(1),
+            "single-pool",
+            "fifo",
             Some(Box::new(probe.clone())),
         );
         let mut out = Vec::new();
@@ -867,11 +876,10 @@ mod tests {
     #[test]
     fn a_control_is_not_told_of_its_own_priority_changes() {
         let probe = Probe::default();
-        let mut core = Scheduler::new(
-            &Platform::pool(1),
-            1,
-            build_allocate(&"single-pool".parse().unwrap()).unwrap(),
-            build_order(&"priority".parse().unwrap()).unwrap(),
+        let mut core = scheduler(
+            Platform::pool(1),
+            "single-pool",
+            "priority",
             Some(Box::new(probe.clone())),
         );
         let mut out = Vec::new();
@@ -1031,13 +1039,7 @@ mod tests {
         // Three single-slot machines; least-loaded would pick machine 0 for
         // an idle platform. Targets are honoured; a missing or too small
         // machine rejects the task.
-        let mut core = Scheduler::new(
-            &Platform::machines(&[1, 1, 1]),
-            1,
-            build_allocate(&"least-loaded".parse().unwrap()).unwrap(),
-            build_order(&"fifo".parse().unwrap()).unwrap(),
-            None,
-        );
+        let mut core = scheduler(Platform::machines(&[1, 1, 1]), "least-loaded", "fifo", None);
         let mut out = Vec::new();
         let events = [
             Event::Submit(task(1).on(MachineId(2))),
@@ -1088,13 +1090,7 @@ mod tests {
         // completes at 4, task 3 is cancelled while running at 5. Each end
         // record lists its run and how it ended. (Requeued runs are in
         // fairsched-sim's engine tests.)
-        let mut core = Scheduler::new(
-            &Platform::pool(3),
-            1,
-            build_allocate(&"single-pool".parse().unwrap()).unwrap(),
-            build_order(&"fifo".parse().unwrap()).unwrap(),
-            None,
-        );
+        let mut core = scheduler(Platform::pool(3), "single-pool", "fifo", None);
         let mut out = Vec::new();
         let subs = (1..=3).map(|i| Event::Submit(task(i)));
         core.step(Time::ZERO, subs, None, &mut out).unwrap();

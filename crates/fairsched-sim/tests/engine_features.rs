@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Recorder, arrive, run, s, scheduler, scheduler_with, task};
+use common::{Lists, Recorder, arrive, run, s, scheduler, scheduler_with, task};
 use fairsched_core::registry::{build_allocate, build_order};
 use fairsched_core::{
     AllocatePolicy, AttemptEnd, ClairvoyantOrder, Control, ControlOut, CoreError, Event, MachineId, Notice,
@@ -431,38 +431,24 @@ fn timers_fire_at_their_time() {
 /// does not fit while an optional one runs, the optional one is requeued.
 #[derive(Clone, Default)]
 struct RequeueOnce {
-    waiting: Vec<TaskId>,
-    running: Vec<TaskId>,
+    lists: Lists,
     requeued: bool,
 }
 
 impl Order for RequeueOnce {
     fn notify(&mut self, _view: &View, n: &Notice) {
-        match *n {
-            Notice::Queued { task, .. } | Notice::Requeued { task, .. } => {
-                self.running.retain(|&t| t != task);
-                self.waiting.push(task);
-            }
-            Notice::Started { task, .. } => {
-                self.waiting.retain(|&t| t != task);
-                self.running.push(task);
-            }
-            Notice::Left { task, .. } => {
-                self.waiting.retain(|&t| t != task);
-                self.running.retain(|&t| t != task);
-            }
-            _ => {}
-        }
+        self.lists.notify(n);
     }
     fn pick(&mut self, view: &View, machine: MachineId, _rng: &mut SimRng) -> Option<Pick> {
         let free = view.machine(machine).free();
-        let mut cands: Vec<_> = self.waiting.iter().filter_map(|&t| view.task(t)).collect();
+        let mut cands: Vec<_> = self.lists.waiting.iter().filter_map(|&t| view.task(t)).collect();
         cands.sort_by_key(|t| (t.spec().optional, t.seq()));
         if let Some(t) = cands.iter().find(|t| t.slots() <= free) {
             return Some(Pick::Start(t.id()));
         }
         let mandatory_waits = cands.iter().any(|t| !t.spec().optional);
         let victim = self
+            .lists
             .running
             .iter()
             .copied()

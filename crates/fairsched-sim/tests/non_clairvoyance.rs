@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{Recorder, arrive, s, task};
+use common::{Lists, Recorder, arrive, s, task};
 use fairsched_core::registry::{build_allocate, build_control};
 use fairsched_core::{
     Action, Control, ControlOut, Event, MachineId, Notice, Observer, Order, OrderPolicy, Pick, Platform,
@@ -175,36 +175,22 @@ fn a_killed_task_shows_nothing_at_its_true_end() {
 /// lost) when a mandatory one waits and nothing is free.
 #[derive(Clone, Default)]
 struct MandatoryFirst {
-    waiting: Vec<TaskId>,
-    running: Vec<TaskId>,
+    lists: Lists,
 }
 
 impl Order for MandatoryFirst {
     fn notify(&mut self, _view: &View, n: &Notice) {
-        match *n {
-            Notice::Queued { task, .. } | Notice::Requeued { task, .. } => {
-                self.running.retain(|&t| t != task);
-                self.waiting.push(task);
-            }
-            Notice::Started { task, .. } => {
-                self.waiting.retain(|&t| t != task);
-                self.running.push(task);
-            }
-            Notice::Left { task, .. } => {
-                self.waiting.retain(|&t| t != task);
-                self.running.retain(|&t| t != task);
-            }
-            _ => {}
-        }
+        self.lists.notify(n);
     }
     fn pick(&mut self, view: &View, machine: MachineId, _rng: &mut SimRng) -> Option<Pick> {
         let key = |t: &TaskId| view.task(*t).map(|v| (v.spec().optional, v.seq()));
-        let head = self.waiting.iter().copied().min_by_key(key)?;
+        let head = self.lists.waiting.iter().copied().min_by_key(key)?;
         let optional = view.task(head)?.spec().optional;
         if view.machine(machine).free() > 0 {
             return Some(Pick::Start(head));
         }
         let victim = self
+            .lists
             .running
             .iter()
             .copied()

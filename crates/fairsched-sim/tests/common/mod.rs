@@ -4,7 +4,7 @@
 use fairsched_core::metrics::Metrics;
 use fairsched_core::registry::{build_allocate, build_control, build_order};
 use fairsched_core::{
-    Control, EndRecord, Observer, Platform, Sample, Scheduler, TaskId, TaskMeta, TaskSpec, Time,
+    Control, EndRecord, Notice, Observer, Platform, Sample, Scheduler, TaskId, TaskMeta, TaskSpec, Time,
 };
 use fairsched_sim::{Arrival, RunStats, SimError, Simulation};
 use std::collections::BTreeMap;
@@ -120,4 +120,31 @@ pub fn run(mut sim: Simulation, arrivals: Vec<Arrival>) -> (RunStats, Recorder) 
     let mut rec = Recorder::default();
     let stats = sim.run(ok(arrivals), &mut rec).unwrap();
     (stats, rec)
+}
+
+/// The waiting and running tasks of a fixture Order, kept from notices.
+#[derive(Clone, Debug, Default)]
+pub struct Lists {
+    pub waiting: Vec<TaskId>,
+    pub running: Vec<TaskId>,
+}
+
+impl Lists {
+    pub fn notify(&mut self, n: &Notice) {
+        match *n {
+            Notice::Queued { task, .. } | Notice::Requeued { task, .. } => {
+                self.running.retain(|&t| t != task);
+                self.waiting.push(task);
+            }
+            Notice::Started { task, .. } => {
+                self.waiting.retain(|&t| t != task);
+                self.running.push(task);
+            }
+            Notice::Left { task, .. } => {
+                self.waiting.retain(|&t| t != task);
+                self.running.retain(|&t| t != task);
+            }
+            _ => {}
+        }
+    }
 }
