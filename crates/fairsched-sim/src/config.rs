@@ -163,9 +163,32 @@ impl RunConfig {
         })
     }
 
-    /// Builds every policy once, so a bad spec is reported before any
-    /// reading; the message names the flag.
-    pub fn check_policies(&self) -> Result<(), SimError> {
+    /// Checks everything that does not need the trace (the policies, by
+    /// building each once; the platform's sizes; the organizations), so a
+    /// mistake is reported before any reading. The message names the flag.
+    pub fn check(&self) -> Result<(), SimError> {
+        let cfg = |m: String| Err(SimError::Config(m));
+        match (&self.machines, self.procs) {
+            (Some(_), Some(_)) => return cfg("give --procs or --machines, not both".into()),
+            (None, Some(0)) => return cfg("--procs 0: the platform needs at least one processor".into()),
+            (Some(m), None) if m.is_empty() => {
+                return cfg("--machines: give at least one machine size".into());
+            }
+            (Some(m), None) => {
+                if let Some(i) = m.iter().position(|&n| n == 0) {
+                    return cfg(format!("--machines: machine {i} has 0 processors"));
+                }
+            }
+            _ => {}
+        }
+        if self.orgs == 0 {
+            return cfg("--orgs 0: there must be at least one organization".into());
+        }
+        self.check_policies()
+    }
+
+    /// Builds every policy once; the message names the flag.
+    fn check_policies(&self) -> Result<(), SimError> {
         let bad = |flag: &str, spec: &PolicySpec, e: fairsched_core::SpecError| {
             SimError::Config(format!("{flag} {spec}: {e}"))
         };
@@ -210,9 +233,10 @@ impl RunConfig {
     /// Sizes the platform from the flags, the header or the jobs, and
     /// splits slots among organizations.
     pub fn platform(&self, scan: &TraceScan) -> Result<(Platform, PlatformInfo), SimError> {
+        self.check()?;
         let cfg = |m: String| SimError::Config(m);
         let (machines, source) = match (&self.machines, self.procs) {
-            (Some(_), Some(_)) => return Err(cfg("give --procs or --machines, not both".into())),
+            (Some(_), Some(_)) => unreachable!("checked"),
             (Some(m), None) => (m.clone(), "--machines"),
             (None, Some(p)) => (vec![p], "--procs"),
             (None, None) => match (scan.header.max_procs, scan.max_job_procs) {
@@ -226,13 +250,7 @@ impl RunConfig {
                 }
             },
         };
-        if machines.is_empty() || machines.contains(&0) {
-            return Err(cfg("every machine needs at least one processor".into()));
-        }
         let total: u32 = machines.iter().sum();
-        if self.orgs == 0 {
-            return Err(cfg("--orgs must be at least 1".into()));
-        }
         let per_org = match self.ownership {
             Ownership::Uniform => ownership_uniform(total, self.orgs)?,
             Ownership::Zipf(s) => ownership_zipf(total, self.orgs, s)?,

@@ -1,5 +1,6 @@
 //! `fairsched policies`: the registry, with parameters and docs.
 
+use crate::term::{say, sayln};
 use fairsched_core::REGISTRY;
 use fairsched_report::Table;
 
@@ -21,7 +22,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        sayln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     let mut t = Table::new(["policy", "point", "description"]);
@@ -42,6 +43,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     t.note("Write a policy as name or name[key=value,...]; e.g. --control 'age-boost[after=10m,by=2]'.");
     t.note("--policy takes an order, --allocate an allocate policy, --control a control policy.");
-    print!("{}", t.to_text());
+    say!("{}", t.to_text());
     Ok(())
 }

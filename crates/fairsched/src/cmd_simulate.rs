@@ -1,6 +1,7 @@
 //! `fairsched simulate`: replay a log under one or more policies.
 
 use crate::progress::Bars;
+use crate::term::{say, sayln};
 use anyhow::Context;
 use fairsched_core::{Fanout, PolicySpec};
 use fairsched_report::{RunDir, Table, fixed, write_atomic};
@@ -25,8 +26,9 @@ pub struct Args {
     /// SWF log (plain or gzip). Default: the bundled KTH-SP2 log.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Order policy, e.g. fcfs or 'age-boost[after=600]'. Repeat to compare
-    /// several (they run in parallel). Default: a comparison of baselines.
+    /// Order policy (which waiting task starts), e.g. fcfs, easy or
+    /// fair-share; `fairsched policies` lists them. Repeat to compare several
+    /// (they run in parallel). Default: a comparison of baselines.
     #[arg(long = "policy", value_name = "SPEC")]
     policies: Vec<PolicySpec>,
     /// Allocate policy (which machine gets a task). Default: single-pool
@@ -43,9 +45,11 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     machines: Option<Vec<u32>>,
     /// Organizations; users are mapped to them uniformly at random (seeded).
+    /// Default: 1, or 5 in the demo comparison (no --policy).
     #[arg(long)]
     orgs: Option<u32>,
-    /// How processors are split among organizations: uniform, zipf or zipf:S.
+    /// How processors are split among organizations (with more than one):
+    /// uniform, zipf or zipf:S.
     #[arg(long, default_value_t = Ownership::DEFAULT)]
     ownership: Ownership,
     /// Keep jobs submitted in [START, START+LEN) seconds, re-based to 0.
@@ -130,19 +134,17 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         },
     };
     let sweep = Sweep::over_orders(&base, &policies);
-    // Every policy is checked before anything is read.
+    // Every policy and flag is checked before anything is read.
     for r in &sweep.runs {
-        r.config.check_policies()?;
+        r.config.check()?;
     }
 
     let t0 = Instant::now();
-    let scan = base
-        .trace
-        .scan(a.lenient)
-        .with_context(|| format!("reading {trace_name}"))?;
-    print_trace_line(&scan, &trace_name);
+    // The trace's errors name the file (and line, and field).
+    let scan = base.trace.scan(a.lenient)?;
+    print_trace_line(&scan, &trace_name)?;
     let (_, platform) = base.platform(&scan)?;
-    println!(
+    sayln!(
         "platform: {} processors ({}){}, {} organization(s){}, seed {}",
         platform.total,
         platform.source,
@@ -160,7 +162,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         a.seed
     );
     if demo {
-        println!("demo: no --policy given, comparing {}", DEMO_POLICIES.join(", "));
+        sayln!("demo: no --policy given, comparing {}", DEMO_POLICIES.join(", "));
     }
 
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
@@ -206,9 +208,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         "utilization",
         "wall_s",
     ]);
-    for s in &summaries {
+    for (s, r) in summaries.iter().zip(&sweep.runs) {
+        // A spec given twice: the row says which folder it is.
+        let label = if r.name == r.config.order.slug() {
+            s.policy.clone()
+        } else {
+            format!("{} ({})", s.policy, r.name)
+        };
         t.row([
-            s.policy.clone(),
+            label,
             s.jobs.to_string(),
             fixed(s.makespan_s, 0),
             fixed(s.mean_wait_s, 1),
@@ -263,8 +271,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         t.note("head waits while other organizations' narrow jobs fill the machine. Their papers split jobs into");
         t.note("sequential tasks: try `fairsched simulate --split-parallel`.");
     }
-    println!();
-    print!("{}", t.to_text());
+    sayln!();
+    say!("{}", t.to_text());
     if several {
         write_atomic(&a.out.join("comparison.csv"), t.to_csv().as_bytes())?;
         write_atomic(
@@ -272,7 +280,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             &fairsched_report::files::json_bytes(&t.to_json()),
         )?;
     }
-    println!(
+    sayln!(
         "\nwrote {}/{} ({:.2} s)",
         a.out.display(),
         if several {
@@ -285,12 +293,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_trace_line(scan: &TraceScan, name: &str) {
+fn print_trace_line(scan: &TraceScan, name: &str) -> anyhow::Result<()> {
     let info = TraceInfo::from_scan(scan);
     let c = &scan.counts;
-    println!(
+    sayln!(
         "trace: {name}: {} jobs, {} kept, {} users, span {} s",
-        info.raw_jobs, c.kept, info.users, info.span_seconds
+        info.raw_jobs,
+        c.kept,
+        info.users,
+        info.span_seconds
     );
     let filters: Vec<String> = c
         .rows()
@@ -299,6 +310,7 @@ fn print_trace_line(scan: &TraceScan, name: &str) {
         .map(|(k, n, what)| format!("{k} {n} ({what})"))
         .collect();
     if !filters.is_empty() {
-        println!("filters: {}", filters.join("; "));
+        sayln!("filters: {}", filters.join("; "));
     }
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! `fairsched trace …`: inspect workload logs.
 
+use crate::term::{say, sayln};
 use anyhow::Context;
 use fairsched_trace::{TraceInfo, scan};
 use std::path::PathBuf;
@@ -25,9 +26,9 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
             let s = scan(&file, lenient).with_context(|| format!("reading {}", file.display()))?;
             let info = TraceInfo::from_scan(&s);
             if json {
-                println!("{}", serde_json::to_string_pretty(&info)?);
+                sayln!("{}", serde_json::to_string_pretty(&info)?);
             } else {
-                print!("{info}");
+                say!("{info}");
             }
             Ok(())
         }

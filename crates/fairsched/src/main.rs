@@ -5,6 +5,7 @@ mod cmd_policies;
 mod cmd_simulate;
 mod cmd_trace;
 mod progress;
+mod term;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -46,7 +47,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", term::one_line(&e));
             ExitCode::FAILURE
         }
     }

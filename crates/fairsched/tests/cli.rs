@@ -315,6 +315,67 @@ fn bad_input_is_a_clear_error() {
 }
 
 #[test]
+fn a_closed_pipe_stops_the_printing_not_the_run() {
+    // `fairsched simulate | head`: the reader goes away early; the run must
+    // still write its results and exit 0 (no broken-pipe panic).
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args(["simulate", "--no-progress", "--window", "600000,100000", "--out"])
+        .arg(dir.path())
+        .args(["--policy", "fcfs", "--policy", "easy"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader is gone before the first line
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for f in ["comparison.csv", "fcfs/summary.json", "easy/tasks.csv"] {
+        assert!(dir.path().join(f).exists(), "{f} was not written");
+    }
+    for args in [
+        &["policies"][..],
+        &["trace", "info", "data/KTH-SP2-1996-2.1-cln.swf.gz"][..],
+    ] {
+        let mut child = bin()
+            .current_dir(repo())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn flags_are_checked_before_the_trace_is_read() {
+    // The trace does not exist: an error about the flag shows the flag was
+    // checked first; each names its flag.
+    for (flag, value, says) in [
+        ("--procs", "0", "--procs 0"),
+        ("--machines", "2,0", "machine 1 has 0 processors"),
+        ("--orgs", "0", "--orgs 0"),
+    ] {
+        let (code, err) = simulate_fails(&["--trace", "/nonexistent/x.swf", "--policy", "fcfs", flag, value]);
+        assert_eq!(code, Some(1));
+        assert!(err.contains(says) && !err.contains("x.swf"), "{flag}: {err}");
+    }
+    // A file error says the OS error once.
+    let (_, err) = simulate_fails(&["--trace", "/nonexistent/x.swf", "--policy", "fcfs"]);
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+}
+
+#[test]
 fn too_wide_jobs_are_dropped_and_counted() {
     let (dir, stdout) = simulate(&["--policy", "fcfs", "--procs", "8", "--window", "600000,200000"]);
     let s = json(&dir.path().join("summary.json"));
