@@ -167,6 +167,12 @@ impl RunConfig {
     /// building each once; the platform's sizes; the organizations), so a
     /// mistake is reported before any reading. The message names the flag.
     pub fn check(&self) -> Result<(), SimError> {
+        self.check_platform()?;
+        self.check_policies()
+    }
+
+    /// The platform's sizes and the organizations, as given by the flags.
+    fn check_platform(&self) -> Result<(), SimError> {
         let cfg = |m: String| Err(SimError::Config(m));
         match (&self.machines, self.procs) {
             (Some(_), Some(_)) => return cfg("give --procs or --machines, not both".into()),
@@ -184,7 +190,7 @@ impl RunConfig {
         if self.orgs == 0 {
             return cfg("--orgs 0: there must be at least one organization".into());
         }
-        self.check_policies()
+        Ok(())
     }
 
     /// Builds every policy once; the message names the flag.
@@ -233,7 +239,7 @@ impl RunConfig {
     /// Sizes the platform from the flags, the header or the jobs, and
     /// splits slots among organizations.
     pub fn platform(&self, scan: &TraceScan) -> Result<(Platform, PlatformInfo), SimError> {
-        self.check()?;
+        self.check_platform()?;
         let cfg = |m: String| SimError::Config(m);
         let (machines, source) = match (&self.machines, self.procs) {
             (Some(_), Some(_)) => unreachable!("checked"),

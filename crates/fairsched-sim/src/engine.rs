@@ -139,7 +139,8 @@ impl Ord for Entry {
 
 /// What the engine knows of a live task and the core does not.
 struct Live {
-    meta: TaskMeta,
+    /// The job it came from (outputs only).
+    job: u64,
     runtime: Time,
     phases: Option<[Time; 4]>,
     /// Bumped at every start and stop: heap entries of an earlier run are
@@ -297,10 +298,7 @@ impl World {
             MapEntry::Occupied(_) => return Err(SimError::DuplicateTask { task, at: now }),
             MapEntry::Vacant(v) => {
                 v.insert(Live {
-                    meta: TaskMeta {
-                        job: a.job,
-                        runtime: Some(a.runtime),
-                    },
+                    job: a.job,
                     runtime: a.runtime,
                     phases: a.phases,
                     attempt: 0,
@@ -666,7 +664,10 @@ impl<'a> Simulation<'a> {
                 let meta = match w.live.remove(&rec.spec.id) {
                     Some(l) => {
                         w.pending -= l.outstanding as usize;
-                        l.meta
+                        TaskMeta {
+                            job: l.job,
+                            runtime: Some(l.runtime),
+                        }
                     }
                     None => TaskMeta {
                         job: rec.spec.id.0,
