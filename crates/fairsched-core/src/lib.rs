@@ -46,6 +46,7 @@ pub mod point;
 pub mod policy;
 pub mod registry;
 pub mod scheduler;
+pub mod shapley;
 pub mod sink;
 pub mod state;
 pub mod time;

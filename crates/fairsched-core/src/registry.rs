@@ -313,6 +313,11 @@ pub const REGISTRY: &[Entry] = &[
     policy::priority::ENTRY,
     policy::round_robin::ENTRY,
     policy::fair_share::ENTRY,
+    policy::shapley::reference::ENTRY,
+    policy::shapley::rand::ENTRY,
+    policy::shapley::direct_contr::ENTRY,
+    policy::shapley::ut_fair_share::ENTRY,
+    policy::shapley::curr_fair_share::ENTRY,
     policy::age_boost::ENTRY,
 ];
 

@@ -20,6 +20,7 @@ pub struct Time(pub i64);
 impl Time {
     pub const ZERO: Time = Time(0);
     pub const MAX: Time = Time(i64::MAX);
+    pub const MIN: Time = Time(i64::MIN);
 
     pub const fn from_secs(s: i64) -> Time {
         Time(s.saturating_mul(MS_PER_SEC))

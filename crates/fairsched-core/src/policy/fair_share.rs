@@ -103,29 +103,43 @@ impl Order for FairShare {
 
     fn pick(&mut self, view: &View, machine: MachineId, _rng: &mut SimRng) -> Option<Pick> {
         let now = view.now().millis() as i128;
-        let free = view.machine(machine).free();
         let usage = &self.usage;
-        // Key used/share = used × total / slots; compare used_a × slots_b
-        // against used_b × slots_a exactly. Zero slots ranks after all.
-        let mut best: Option<(i128, i128, OrgId, crate::ids::TaskId)> = None;
-        for (org, task) in self.queues.eligible(machine, free) {
-            let used = usage.get(org.index()).map_or(0, |u| u.at(now));
-            let slots = view.org_slots(org) as i128;
-            let better = match best {
-                None => true,
-                Some((bu, bs, _, _)) => match (slots == 0, bs == 0) {
-                    (false, true) => true,
-                    (true, false) => false,
-                    (true, true) => used < bu,
-                    (false, false) => used * bs < bu * slots,
-                },
-            };
-            if better {
-                best = Some((used, slots, org, task));
-            }
-        }
-        best.map(|(_, _, _, t)| Pick::Start(t))
+        least_per_share(&mut self.queues, view, machine, |org| {
+            usage.get(org.index()).map_or(0, |u| u.at(now))
+        })
     }
+}
+
+/// The rule of the fair-share family: among organizations with a waiting
+/// task that fits, the smallest `measure / share` (share = owned slots /
+/// all slots), compared exactly as `measure_a × slots_b < measure_b ×
+/// slots_a`; ties to the lowest index. Organizations owning no slot come
+/// after all others, by smallest `measure`.
+pub fn least_per_share(
+    queues: &mut OrgQueues,
+    view: &View,
+    machine: MachineId,
+    measure: impl Fn(OrgId) -> i128,
+) -> Option<Pick> {
+    let free = view.machine(machine).free();
+    let mut best: Option<(i128, i128, crate::ids::TaskId)> = None;
+    for (org, task) in queues.eligible(machine, free) {
+        let used = measure(org);
+        let slots = view.org_slots(org) as i128;
+        let better = match best {
+            None => true,
+            Some((bu, bs, _)) => match (slots == 0, bs == 0) {
+                (false, true) => true,
+                (true, false) => false,
+                (true, true) => used < bu,
+                (false, false) => used * bs < bu * slots,
+            },
+        };
+        if better {
+            best = Some((used, slots, task));
+        }
+    }
+    best.map(|(_, _, t)| Pick::Start(t))
 }
 
 #[cfg(test)]

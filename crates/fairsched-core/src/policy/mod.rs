@@ -2,7 +2,8 @@
 //!
 //! Baselines: `single-pool` and `least-loaded` (Allocate); `fifo`, `fcfs`,
 //! `easy`, `priority`, `round-robin`, `fair-share` (Order); `age-boost`
-//! (Control). Papers' policies are grouped by paper in sub-modules.
+//! (Control). Papers' policies are grouped by paper in sub-modules:
+//! [`shapley`] (REF, RAND, DIRECTCONTR, UTFAIRSHARE, CURRFAIRSHARE).
 
 pub mod age_boost;
 pub mod easy;
@@ -13,4 +14,5 @@ pub mod least_loaded;
 pub mod priority;
 pub mod queue;
 pub mod round_robin;
+pub mod shapley;
 pub mod single_pool;

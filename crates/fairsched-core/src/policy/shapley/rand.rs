@@ -1,0 +1,187 @@
+//! `rand[n=15]` — RAND, the Monte Carlo approximation of REF
+//! (spec/shapley.md).
+//!
+//! For every organization u, `n` random orderings of the organizations are
+//! drawn once (from the scheduler's seeded generator, at the first
+//! decision); the organizations before u in an ordering form a coalition
+//! T. The schedules of every sampled T and T ∪ {u} (deduplicated) are
+//! simulated, and φ_u is estimated by the mean of v(T ∪ {u}) − v(T); the
+//! real schedule serves the largest φ_u − ψ_u, ties to the lowest index.
+//!
+//! **Decision: sampled schedules are FIFO** (greedy by release time), not
+//! themselves fair. With unit-size jobs every greedy schedule of a
+//! coalition has the same value, which is what the authors' randomized
+//! approximation relies on; it keeps RAND polynomial (at most 2·k·n
+//! schedules instead of 2^k). The grand coalition's value is the real
+//! schedule's (as in REF), and v(∅) = 0.
+//!
+//! Like REF, RAND reads true runtimes, for the sampled hypothetical
+//! schedules only ([`ClairvoyantOrder`]). When the organizations or their
+//! processors change, orderings are drawn again and the schedules rebuilt.
+
+use super::reference::GameJobs;
+use super::{RealPsi, best};
+use crate::event::Notice;
+use crate::ids::MachineId;
+use crate::point::{ClairvoyantOrder, Pick, RuntimeOracle, SimRng};
+use crate::policy::queue::OrgQueues;
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::shapley::{Coalitions, SubSchedule, Units, full_mask};
+use crate::state::View;
+use crate::time::Time;
+use rand::RngExt;
+
+pub const NAME: &str = "rand";
+
+/// Organizations above which RAND refuses to build masks (u32 coalitions).
+const MAX_ORGS: usize = 24;
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    doc: "RAND: Monte Carlo Shapley-fair order (clairvoyant benchmark: n sampled orderings, FIFO sub-schedules)",
+    params: &[ParamDoc {
+        name: "n",
+        default: "15",
+        doc: "orderings sampled per organization",
+    }],
+    parallel: true,
+    build: Ctor::ClairvoyantOrder(from_params),
+};
+
+fn from_params(p: &Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError> {
+    let n = p.u64("n")?;
+    if n == 0 || n > 100_000 {
+        return Err(SpecError::BadValue {
+            policy: NAME.into(),
+            key: "n".into(),
+            value: n.to_string(),
+            reason: "must be between 1 and 100000".into(),
+        });
+    }
+    Ok(Box::new(Rand {
+        n: n as u32,
+        queues: OrgQueues::default(),
+        real: RealPsi::default(),
+        jobs: GameJobs::default(),
+        game: None,
+        samples: Vec::new(),
+        keys: Vec::new(),
+        keys_at: None,
+    }))
+}
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub struct Rand {
+    n: u32,
+    queues: OrgQueues,
+    real: RealPsi,
+    jobs: GameJobs,
+    game: Option<Coalitions>,
+    /// Per organization, the predecessor set T of each sampled ordering.
+    samples: Vec<Vec<u32>>,
+    /// Σ_samples (v(T∪u) − v(T)) − n·ψ_u at `keys_at`.
+    keys: Vec<Units>,
+    keys_at: Option<Time>,
+}
+
+/// Predecessor sets of `n` uniformly random orderings, for every
+/// organization of `k`.
+fn draw(k: usize, n: u32, rng: &mut SimRng) -> Vec<Vec<u32>> {
+    let mut perm: Vec<usize> = (0..k).collect();
+    (0..k)
+        .map(|u| {
+            (0..n)
+                .map(|_| {
+                    for i in (1..k).rev() {
+                        let j = rng.random_range(0..=i);
+                        perm.swap(i, j);
+                    }
+                    let mut t = 0u32;
+                    for &o in &perm {
+                        if o == u {
+                            break;
+                        }
+                        t |= 1 << o;
+                    }
+                    t
+                })
+                .collect()
+        })
+        .collect()
+}
+
+impl Rand {
+    fn keys(&mut self, view: &View, oracle: &dyn RuntimeOracle, rng: &mut SimRng) {
+        let now = view.now();
+        if self.jobs.changed(view) {
+            let procs = self.jobs.procs();
+            let k = procs.len();
+            if k <= MAX_ORGS {
+                self.samples = draw(k, self.n, rng);
+                let full = full_mask(k);
+                let masks = self
+                    .samples
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(u, ts)| ts.iter().flat_map(move |&t| [t, t | (1 << u)]))
+                    .filter(|&m| m != 0 && m != full);
+                let mut masks: Vec<u32> = masks.collect();
+                masks.sort_unstable();
+                masks.dedup();
+                let mut g = Coalitions::new(procs, SubSchedule::Fifo, masks);
+                self.jobs.replay(&mut g);
+                self.game = Some(g);
+            } else {
+                self.game = None;
+            }
+            self.keys_at = None;
+        }
+        let Some(game) = self.game.as_mut() else {
+            return;
+        };
+        self.jobs.flush(game, oracle);
+        game.advance(now);
+        if self.keys_at == Some(now) {
+            return;
+        }
+        let k = game.orgs();
+        let full = full_mask(k);
+        let real_total: Units = (0..k).map(|u| self.real.at(u, now)).sum();
+        let v = game.values(now);
+        let value = |m: u32| if m == full { real_total } else { v[m as usize] };
+        self.keys.clear();
+        for u in 0..k {
+            let sum: Units = self.samples[u]
+                .iter()
+                .map(|&t| value(t | (1 << u)) - value(t))
+                .sum();
+            self.keys.push(sum - self.n as Units * self.real.at(u, now));
+        }
+        self.keys_at = Some(now);
+    }
+}
+
+impl ClairvoyantOrder for Rand {
+    fn notify(&mut self, view: &View, n: &Notice) {
+        self.queues.notify(view, n);
+        self.real.notify(view, n);
+        self.jobs.notify(view, n);
+    }
+
+    fn pick(
+        &mut self,
+        view: &View,
+        machine: MachineId,
+        oracle: &dyn RuntimeOracle,
+        rng: &mut SimRng,
+    ) -> Option<Pick> {
+        self.keys(view, oracle, rng);
+        let keys = &self.keys;
+        best(&mut self.queues, view, machine, |o| {
+            keys.get(o).copied().unwrap_or(Units::MIN)
+        })
+        .map(Pick::Start)
+    }
+}
