@@ -93,6 +93,9 @@ impl FreeSlots {
     }
 }
 
+/// A running task: its owner and the slots it holds with their owners.
+type Run = (usize, Vec<(SlotId, Option<OrgId>)>);
+
 /// See the module docs.
 #[derive(Clone, Debug, Default)]
 pub struct DirectContr {
@@ -100,7 +103,7 @@ pub struct DirectContr {
     books: Vec<Books>,
     last: Option<Time>,
     /// Running tasks: job owner and the owners of the slots they hold.
-    runs: FxHashMap<TaskId, (usize, Vec<(SlotId, Option<OrgId>)>)>,
+    runs: FxHashMap<TaskId, Run>,
     free: PerMachine<FreeSlots>,
 }
 
@@ -194,10 +197,8 @@ impl Order for DirectContr {
                     }
                 }
             }
-            Notice::SlotJoined { slot, machine } => {
-                if view.slot_task(slot).is_none() {
-                    self.free_of(view, machine).add(slot);
-                }
+            Notice::SlotJoined { slot, machine } if view.slot_task(slot).is_none() => {
+                self.free_of(view, machine).add(slot);
             }
             Notice::SlotLeft { slot, machine } => self.free_of(view, machine).remove(slot),
             _ => {}
