@@ -80,7 +80,9 @@ impl OrderKind {
                 Greedy::NoFittingTaskWaits
             }
             OrderKind::Registry("fcfs" | "easy") => Greedy::HeadNeverFits,
-            OrderKind::Registry("round-robin" | "fair-share") => Greedy::OrgHeadNeverFits,
+            OrderKind::Registry(
+                "round-robin" | "fair-share" | "direct-contr" | "ut-fair-share" | "curr-fair-share",
+            ) => Greedy::OrgHeadNeverFits,
             OrderKind::Registry(_) => Greedy::Nothing,
         }
     }

@@ -334,3 +334,53 @@ impl Coalitions {
 pub fn rank(keys: &mut [(Units, usize)]) {
     keys.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_puts_the_largest_key_first_and_ties_to_the_lowest_index() {
+        let mut keys = vec![(5, 3), (7, 2), (5, 0), (7, 4), (-1, 1), (5, 1)];
+        rank(&mut keys);
+        assert_eq!(keys, vec![(7, 2), (7, 4), (5, 0), (5, 1), (5, 3), (-1, 1)]);
+    }
+
+    /// Two organizations with one processor each; org 1's 10 s job at 0,
+    /// org 0's two 10 s jobs at 0. Alone, org 0 runs 0..10 and 10..20,
+    /// org 1 0..10. Together (fair): at 0 every key is 0, so org 0 takes
+    /// both processors; at 10, v({0}) = 55, v({1}) = 55, v({0,1}) =
+    /// 2·55 = 110 s², φ0 = φ1 = 55, ψ0 = 110, ψ1 = 0: org 1 goes.
+    /// FIFO: org 1's job was pushed first and starts at 0 with org 0's
+    /// first.
+    #[test]
+    fn a_fair_and_a_fifo_grand_coalition_by_hand() {
+        let s = |x: i64| Time::from_secs(x);
+        let u = |x: i128| x * 2_000_000;
+        for mode in [SubSchedule::Fair, SubSchedule::Fifo] {
+            let mut c = Coalitions::all(&[1, 1], mode, true);
+            c.push(1, s(0), s(10));
+            c.push(0, s(0), s(10));
+            c.push(0, s(0), s(10));
+            c.advance(s(10));
+            let v = c.values(s(10)).to_vec();
+            match mode {
+                SubSchedule::Fair => {
+                    assert_eq!(v, vec![0, u(55), u(55), u(110)]);
+                    assert_eq!((c.psi(3, 0, s(10)), c.psi(3, 1, s(10))), (u(110), 0));
+                    c.advance(s(20));
+                    // Org 1's job runs 10..20 (55 at 20); org 0's two
+                    // jobs 0..10 are worth 2·(10·20 − 45) = 310 at 20.
+                    assert_eq!((c.psi(3, 0, s(20)), c.psi(3, 1, s(20))), (u(310), u(55)));
+                }
+                SubSchedule::Fifo => {
+                    assert_eq!(v, vec![0, u(55), u(55), u(110)]);
+                    assert_eq!((c.psi(3, 0, s(10)), c.psi(3, 1, s(10))), (u(55), u(55)));
+                    c.advance(s(20));
+                    // Org 0's second job 10..20: 155 + 55.
+                    assert_eq!((c.psi(3, 0, s(20)), c.psi(3, 1, s(20))), (u(210), u(155)));
+                }
+            }
+        }
+    }
+}

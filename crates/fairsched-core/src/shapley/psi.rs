@@ -138,6 +138,175 @@ mod tests {
         assert_eq!(p.at(secs(20)), 12_000_000 + 7 * 3 * 2_000_000);
     }
 
+    use proptest::prelude::*;
+
+    /// Random jobs `(start, length)` in whole seconds, a time `t` to see
+    /// them at (some start after it, some still run at it, lengths 0
+    /// included) and an absolute offset (RICC counts from 0, other logs
+    /// in Unix seconds).
+    fn schedule() -> impl Strategy<Value = (Vec<(i64, i64)>, i64, i64)> {
+        (
+            proptest::collection::vec((0i64..200, 0i64..120), 0..25),
+            0i64..320,
+            prop_oneof![Just(0i64), Just(1_270_000_000i64)],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// ψsp kept as aggregates equals ψsp summed unit part by unit part,
+        /// whichever way the jobs reach the aggregates: replayed as events
+        /// up to `t` (start, and stop for those done by `t`; the others
+        /// still running), as finished runs, or as runs seen at `t`.
+        #[test]
+        fn closed_form_equals_the_definition((jobs, t, off) in schedule()) {
+            let shifted: Vec<(i64, i64)> = jobs.iter().map(|&(s, p)| (s + off, p)).collect();
+            let want = brute_force(&shifted, t + off);
+            let t_abs = secs(t + off);
+
+            // Events in time order up to t (stops before starts at an instant).
+            let mut events: Vec<(i64, bool, i64, i64)> = Vec::new();
+            for &(s, p) in &shifted {
+                if s <= t + off {
+                    events.push((s, true, s, p));
+                    if s + p <= t + off {
+                        events.push((s + p, false, s, p));
+                    }
+                }
+            }
+            events.sort_by_key(|&(at, start, _, _)| (at, start));
+            let mut live = Psi::default();
+            for &(_, start, s, p) in &events {
+                if start {
+                    live.start(secs(s));
+                } else {
+                    live.stop(secs(s), secs(s + p));
+                }
+            }
+            let running = shifted.iter().filter(|&&(s, p)| s <= t + off && s + p > t + off).count();
+            prop_assert_eq!(live.running(), running as i128);
+            prop_assert_eq!(live.at(t_abs), want);
+
+            // Finished runs plus running ones.
+            let mut mixed = Psi::default();
+            for &(s, p) in &shifted {
+                if s + p <= t + off {
+                    mixed.add_finished(secs(s), secs(s + p));
+                } else if s <= t + off {
+                    mixed.start(secs(s));
+                }
+            }
+            prop_assert_eq!(mixed.at(t_abs), want);
+
+            // After the fact, cut at t.
+            let mut seen = Psi::default();
+            for &(s, p) in &shifted {
+                seen.add_run_seen_at(secs(s), secs(s + p), t_abs);
+            }
+            prop_assert_eq!(seen.at(t_abs), want);
+
+            // A later instant before any other event: finished jobs grow by
+            // p per second, running ones by (d+1) for d elapsed.
+            let next = shifted
+                .iter()
+                .flat_map(|&(s, p)| [s, s + p])
+                .filter(|&x| x > t + off)
+                .min()
+                .unwrap_or(t + off + 7);
+            for later in (t + off)..=next {
+                let want: i128 = shifted
+                    .iter()
+                    .filter(|&&(s, _)| s <= t + off)
+                    .map(|&(s, p)| if s + p <= t + off { (s, p) } else { (s, later - s) })
+                    .map(|job| brute_force(&[job], later))
+                    .sum();
+                prop_assert_eq!(live.at(secs(later)), want);
+            }
+        }
+
+        /// On a millisecond clock (no brute force in seconds), the three
+        /// ways to build the aggregates still agree, and a run seen at its
+        /// own end is worth what the finished run is.
+        #[test]
+        fn the_aggregates_agree_on_a_millisecond_clock(
+            jobs in proptest::collection::vec((0i64..200_000, 0i64..120_000), 0..20),
+            t in 0i64..320_000,
+        ) {
+            let ms = Time::from_millis;
+            let (mut live, mut seen) = (Psi::default(), Psi::default());
+            for &(s, p) in &jobs {
+                seen.add_run_seen_at(ms(s), ms(s + p), ms(t));
+                if s + p <= t {
+                    live.add_finished(ms(s), ms(s + p));
+                } else if s <= t {
+                    live.start(ms(s));
+                }
+                let (mut a, mut b) = (Psi::default(), Psi::default());
+                a.start(ms(s));
+                a.stop(ms(s), ms(s + p));
+                b.add_finished(ms(s), ms(s + p));
+                prop_assert_eq!(a, b);
+                let mut c = Psi::default();
+                c.start(ms(s));
+                prop_assert_eq!(c.at(ms(s + p)), b.at(ms(s + p)));
+            }
+            prop_assert_eq!(live.at(ms(t)), seen.at(ms(t)));
+        }
+    }
+
+    /// RICC: 8192 processors kept busy over a 5·10⁵ s window (Table 2) and
+    /// over 1.5·10⁷ s (more than the whole log), from 0 (RICC's relative
+    /// times) and from a Unix-time offset. Each processor runs back-to-back
+    /// jobs of its own length, the last still running at the end; busy
+    /// from w0 to T, a processor's unit parts are worth Σ_{k<W} (W − k) =
+    /// W(W+1)/2 s² whatever the jobs, so the total is exactly
+    /// 8192·W(W+1)/2 s², computed here in u128 apart from [`Psi`]. The
+    /// value times 12! (the largest |S|! of exact Shapley values) must
+    /// still fit in i128.
+    #[test]
+    fn no_overflow_on_riccs_longest_windows() {
+        const PROCS: i64 = 8192;
+        for window in [500_000i64, 15_000_000] {
+            for w0 in [0i64, 1_270_000_000] {
+                let end = w0 + window;
+                let mut live = Psi::default();
+                let mut seen = Psi::default();
+                for m in 0..PROCS {
+                    // Lengths 50 000 .. 150 000 s, so several jobs per
+                    // processor on the long window and a cut one on the
+                    // short one.
+                    let len = 50_000 + (m * 7919) % 100_000;
+                    let mut s = w0;
+                    while s < end {
+                        let e = s + len;
+                        seen.add_run_seen_at(secs(s), secs(e), secs(end));
+                        live.start(secs(s));
+                        if e <= end {
+                            live.stop(secs(s), secs(e));
+                        }
+                        s = e;
+                    }
+                }
+                let w = window as u128;
+                let want = PROCS as u128 * w * (w + 1) * 1_000_000; // 2·10⁶ · W(W+1)/2
+                assert!(want < i128::MAX as u128);
+                let want = want as i128;
+                assert_eq!(live.at(secs(end)), want, "window {window} from {w0}");
+                assert_eq!(seen.at(secs(end)), want, "window {window} from {w0}");
+                let f = PROCS as f64 * window as f64 * (window as f64 + 1.0) / 2.0;
+                assert!((seconds(want) - f).abs() <= f * 1e-12);
+                assert!(want.checked_mul(super::super::game::factorial(12)).is_some());
+                // Twelve organizations all that busy: v(C)·12! still fits.
+                assert!(
+                    (want * 12)
+                        .checked_mul(super::super::game::factorial(12))
+                        .is_some()
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_run_seen_at_a_window_end_is_cut_there() {
         let mut p = Psi::default();

@@ -67,10 +67,14 @@ fn from_params(p: &Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError> {
 
 /// Jobs known to a coalition game: released tasks waiting to be pushed
 /// (runtime not read yet) and everything pushed so far (to rebuild the
-/// game when the organizations change).
+/// game when the organizations change). A task holding q slots is q jobs
+/// of its runtime in the hypothetical schedules, as it is q jobs in the
+/// real schedule's ψ ([`RealPsi`]) and in spec/shapley.md's split of
+/// parallel jobs.
 #[derive(Clone, Debug, Default)]
 pub(super) struct GameJobs {
-    pending: Vec<(TaskId, usize, Time)>,
+    /// (task, organization, release, slots).
+    pending: Vec<(TaskId, usize, Time, u32)>,
     pushed: Vec<(usize, Time, Time)>,
     procs: Vec<u32>,
 }
@@ -80,7 +84,7 @@ impl GameJobs {
         if let Notice::Queued { task, .. } = *n
             && let Some(t) = view.task(task)
         {
-            self.pending.push((task, t.org().index(), view.now()));
+            self.pending.push((task, t.org().index(), view.now(), t.slots()));
         }
     }
 
@@ -111,10 +115,12 @@ impl GameJobs {
 
     /// Reads the runtimes of newly released tasks and pushes them.
     pub(super) fn flush(&mut self, c: &mut Coalitions, oracle: &dyn RuntimeOracle) {
-        for (task, o, r) in self.pending.drain(..) {
+        for (task, o, r, q) in self.pending.drain(..) {
             if let Some(p) = oracle.runtime(task) {
-                c.push(o, r, p);
-                self.pushed.push((o, r, p));
+                for _ in 0..q {
+                    c.push(o, r, p);
+                    self.pushed.push((o, r, p));
+                }
             }
         }
     }
