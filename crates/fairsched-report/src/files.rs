@@ -87,9 +87,19 @@ impl RunDir {
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), FileError> {
         write_atomic(&self.dir.join(name), bytes)
     }
-    /// `orgs.csv`, `users.csv` and `summary.json`.
-    pub fn write_results(&self, metrics: &Metrics, summary: &impl Serialize) -> Result<(), FileError> {
-        self.write("orgs.csv", aggregates::by_org(metrics).to_csv().as_bytes())?;
+    /// `orgs.csv` (with each organization's utility and contribution
+    /// when given), `users.csv` and `summary.json`.
+    pub fn write_results(
+        &self,
+        metrics: &Metrics,
+        utility: Option<&[aggregates::OrgUtility]>,
+        summary: &impl Serialize,
+    ) -> Result<(), FileError> {
+        let orgs = match utility {
+            Some(u) => aggregates::by_org_with_utility(metrics, u),
+            None => aggregates::by_org(metrics),
+        };
+        self.write("orgs.csv", orgs.to_csv().as_bytes())?;
         self.write("users.csv", aggregates::by_user(metrics).to_csv().as_bytes())?;
         self.write("summary.json", &json_bytes(summary))
     }

@@ -1,10 +1,11 @@
 //! # fairsched-report
 //!
 //! Results as tables (aligned text, CSV, JSON), the per-task CSV sink, and
-//! result files written atomically.
+//! result files written atomically, SVG charts ([`plot`]).
 
 pub mod aggregates;
 pub mod files;
+pub mod plot;
 pub mod table;
 pub mod tasks_csv;
 

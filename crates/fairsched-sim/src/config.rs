@@ -5,6 +5,7 @@
 use crate::agent::Trace;
 use crate::engine::{RunStats, Simulation};
 use crate::errors::SimError;
+use crate::platform_file::PlatformFile;
 use crate::workload::arrivals;
 use fairsched_core::registry::{build_allocate, build_control, build_order};
 use fairsched_core::{Observer, OrgId, Platform, PolicySpec, Scheduler, derive_seed};
@@ -13,6 +14,7 @@ use fairsched_trace::{
     ownership_uniform, ownership_zipf, scan, scan_reader,
 };
 use serde::Serialize;
+use std::cell::RefCell;
 use std::fmt;
 use std::io::Read;
 use std::path::PathBuf;
@@ -118,8 +120,15 @@ pub struct RunConfig {
     pub procs: Option<u32>,
     /// Machine sizes (several machines, each with its own queue).
     pub machines: Option<Vec<u32>>,
+    /// Organizations (ignored with `platform_file`).
     pub orgs: u32,
+    /// How processors are split among them (ignored with `platform_file`).
     pub ownership: Ownership,
+    /// A platform set up by hand (`--platform FILE`): its organizations,
+    /// their processors and which users belong to which replace `orgs`,
+    /// `ownership` and the random user mapping. The run has one machine of
+    /// the file's total size, or `machines`, which must add up to it.
+    pub platform_file: Option<PlatformFile>,
     /// `(start, len)` in seconds of the log's submit times.
     pub window: Option<(i64, i64)>,
     pub split_parallel: bool,
@@ -142,6 +151,7 @@ impl RunConfig {
             machines: None,
             orgs: 1,
             ownership: Ownership::DEFAULT,
+            platform_file: None,
             window: None,
             split_parallel: false,
             seed: 0,
@@ -171,7 +181,8 @@ impl RunConfig {
         self.check_policies()
     }
 
-    /// The platform's sizes and the organizations, as given by the flags.
+    /// The platform's sizes and the organizations, as given by the flags
+    /// (or the platform file).
     fn check_platform(&self) -> Result<(), SimError> {
         let cfg = |m: String| Err(SimError::Config(m));
         match (&self.machines, self.procs) {
@@ -186,6 +197,25 @@ impl RunConfig {
                 }
             }
             _ => {}
+        }
+        if let Some(file) = &self.platform_file {
+            file.validate()?;
+            let total = file.total_procs();
+            let given = match (&self.machines, self.procs) {
+                (Some(m), None) => Some(("--machines", m.iter().map(|&n| u64::from(n)).sum::<u64>())),
+                (None, Some(p)) => Some(("--procs", u64::from(p))),
+                _ => None,
+            };
+            if let Some((flag, n)) = given
+                && n != u64::from(total)
+            {
+                return cfg(format!(
+                    "{flag} gives {n} processors but {} declares {total} (the organizations' procs): \
+                     they must agree",
+                    file.path.display()
+                ));
+            }
+            return Ok(());
         }
         if self.orgs == 0 {
             return cfg("--orgs 0: there must be at least one organization".into());
@@ -213,7 +243,7 @@ impl RunConfig {
 pub struct PlatformInfo {
     pub machines: Vec<u32>,
     pub total: u32,
-    /// `--procs`, `--machines`, `header MaxProcs` or `widest job`.
+    /// `--procs`, `--machines`, `--platform`, `header MaxProcs` or `widest job`.
     pub source: &'static str,
     /// Slots owned by each organization.
     pub per_org: Vec<u32>,
@@ -236,16 +266,17 @@ pub struct RunReport {
 }
 
 impl RunConfig {
-    /// Sizes the platform from the flags, the header or the jobs, and
-    /// splits slots among organizations.
+    /// Sizes the platform from the flags, the platform file, the header or
+    /// the jobs, and splits slots among organizations.
     pub fn platform(&self, scan: &TraceScan) -> Result<(Platform, PlatformInfo), SimError> {
         self.check_platform()?;
         let cfg = |m: String| SimError::Config(m);
-        let (machines, source) = match (&self.machines, self.procs) {
-            (Some(_), Some(_)) => unreachable!("checked"),
-            (Some(m), None) => (m.clone(), "--machines"),
-            (None, Some(p)) => (vec![p], "--procs"),
-            (None, None) => match (scan.header.max_procs, scan.max_job_procs) {
+        let (machines, source) = match (&self.machines, self.procs, &self.platform_file) {
+            (Some(_), Some(_), _) => unreachable!("checked"),
+            (Some(m), None, _) => (m.clone(), "--machines"),
+            (None, Some(p), _) => (vec![p], "--procs"),
+            (None, None, Some(file)) => (vec![file.total_procs()], "--platform"),
+            (None, None, None) => match (scan.header.max_procs, scan.max_job_procs) {
                 (Some(p), _) if p > 0 => (vec![p], "header MaxProcs"),
                 (_, Some(p)) => (vec![p], "widest job"),
                 _ => {
@@ -257,9 +288,16 @@ impl RunConfig {
             },
         };
         let total: u32 = machines.iter().sum();
-        let per_org = match self.ownership {
-            Ownership::Uniform => ownership_uniform(total, self.orgs)?,
-            Ownership::Zipf(s) => ownership_zipf(total, self.orgs, s)?,
+        let (orgs, per_org) = match &self.platform_file {
+            // The sizes were checked to add up to the file's total.
+            Some(file) => (file.orgs(), file.procs()),
+            None => (
+                self.orgs,
+                match self.ownership {
+                    Ownership::Uniform => ownership_uniform(total, self.orgs)?,
+                    Ownership::Zipf(s) => ownership_zipf(total, self.orgs, s)?,
+                },
+            ),
         };
         let mut owners = per_org
             .iter()
@@ -270,7 +308,7 @@ impl RunConfig {
                 .iter()
                 .map(|&n| owners.by_ref().take(n as usize).collect())
                 .collect(),
-            orgs: self.orgs,
+            orgs,
         };
         Ok((
             platform,
@@ -305,6 +343,9 @@ impl RunConfig {
         let mut stream = self.trace.jobs(self.stream, scan)?;
         let sorted = stream.sorted();
         let mut too_wide = 0u64;
+        // A job the platform file maps to no organization: the message (the
+        // stream ends there with an error, replaced by this message).
+        let refused: RefCell<Option<String>> = RefCell::new(None);
         let stats = {
             let mut jobs: Box<dyn Iterator<Item = Result<Job, TraceError>> + '_> = Box::new(stream.by_ref());
             if let Some((start, len)) = self.window {
@@ -313,7 +354,16 @@ impl RunConfig {
             if self.split_parallel {
                 jobs = Box::new(jobs.split_parallel());
             }
-            if self.orgs > 1 {
+            if let Some(file) = &self.platform_file {
+                let mapper = file.mapper(derive_seed(self.seed, SEED_ORGS));
+                let trace = self.trace.name();
+                let refused = &refused;
+                jobs = Box::new(jobs.map_orgs_with(move |j: &Job| {
+                    mapper.org_of(j.user).inspect_err(|e| {
+                        *refused.borrow_mut() = Some(format!("{trace}: job {}: {e}", j.id));
+                    })
+                }));
+            } else if self.orgs > 1 {
                 jobs =
                     Box::new(jobs.map_orgs(UserOrgMap::new(self.orgs, derive_seed(self.seed, SEED_ORGS))?));
             }
@@ -329,7 +379,12 @@ impl RunConfig {
             // Fresh ids: 1, 2, … in stream order, and never another agent's.
             let mut sim = Simulation::new(core);
             sim.add_agent(Trace::with_fresh_ids(arrivals(jobs)));
-            sim.run_agents(obs)?
+            sim.run_agents(obs)
+        };
+        let stats = match (stats, refused.into_inner()) {
+            (Ok(stats), _) => stats,
+            (Err(_), Some(msg)) => return Err(SimError::Config(msg)),
+            (Err(e), None) => return Err(e),
         };
         // A materialized stream (sorted, or from an in-memory log) read
         // everything; a streamed one read up to where the window stopped.

@@ -30,7 +30,10 @@ pub mod agent;
 pub mod config;
 pub mod engine;
 pub mod errors;
+pub mod experiments;
+pub mod fairness;
 pub mod harness;
+pub mod platform_file;
 pub mod run;
 pub mod workload;
 
@@ -38,4 +41,5 @@ pub use agent::{Agent, AgentCtx, Trace};
 pub use config::{Ownership, PlatformInfo, RunConfig, RunReport, TraceInput};
 pub use engine::{Arrival, RunStats, Simulation};
 pub use errors::SimError;
+pub use platform_file::PlatformFile;
 pub use run::{RunOutcome, Summary, Sweep, SweepRun};

@@ -6,8 +6,9 @@
 
 use crate::config::{PlatformInfo, RunConfig};
 use crate::errors::SimError;
+use crate::fairness::{FairnessObserver, OrgFairness};
 use fairsched_core::metrics::Metrics;
-use fairsched_core::{CoreStats, Fanout, Observer, PolicySpec};
+use fairsched_core::{CoreStats, Fanout, Observer, PolicySpec, Time};
 use fairsched_trace::{FilterCounts, TraceScan};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -33,6 +34,9 @@ pub struct Summary {
     pub platform: PlatformInfo,
     pub orgs: u32,
     pub ownership: String,
+    /// Per organization ψ, φ and φ − ψ at the end (with several
+    /// organizations): see [`crate::fairness`].
+    pub fairness: Option<OrgFairness>,
     pub window: Option<(i64, i64)>,
     pub split_parallel: bool,
     pub filters: FilterCounts,
@@ -63,7 +67,16 @@ impl RunConfig {
     pub fn execute(&self, scan: &TraceScan, obs: &mut dyn Observer) -> Result<RunOutcome, SimError> {
         let mut metrics = Metrics::default();
         let started = Instant::now();
-        let report = self.run(scan, &mut Fanout(vec![&mut metrics, obs]))?;
+        let orgs = self.platform_file.as_ref().map_or(self.orgs, |f| f.orgs());
+        let mut fair = (orgs > 1).then(FairnessObserver::default);
+        let report = match fair.as_mut() {
+            Some(f) => self.run(scan, &mut Fanout(vec![&mut metrics, f, obs]))?,
+            None => self.run(scan, &mut Fanout(vec![&mut metrics, obs]))?,
+        };
+        let fairness = fair.map(|f| {
+            let at = self.window.map(|(_, len)| Time::from_secs(len));
+            f.finish(&report.platform.per_org, report.platform.machines.len(), at)
+        });
         let wall_time_s = started.elapsed().as_secs_f64();
         let ended: u64 = metrics.outcomes.values().sum();
         if ended != report.stats.submitted || metrics.all.tasks != ended {
@@ -86,8 +99,12 @@ impl RunConfig {
             mean_bounded_slowdown: metrics.all.mean_bsld(),
             utilization: metrics.utilization(),
             platform: report.platform,
-            orgs: self.orgs,
-            ownership: self.ownership.to_string(),
+            orgs,
+            ownership: match &self.platform_file {
+                Some(f) => format!("platform file {}", f.path.display()),
+                None => self.ownership.to_string(),
+            },
+            fairness,
             window: self.window,
             split_parallel: self.split_parallel,
             filters: report.filters,

@@ -83,5 +83,5 @@ pub use reader::{FileSource, MAX_LINE, ReadOptions, SwfReader};
 pub use record::{FIELD_NAMES, SwfJob};
 pub use scan::{TraceScan, scan, scan_reader, scan_swf};
 pub use stream::{JobStream, StreamOptions};
-pub use transform::{JobItem, JobIteratorExt, UserOrgMap, ownership_uniform, ownership_zipf};
+pub use transform::{JobItem, JobIteratorExt, MapOrgsWith, UserOrgMap, ownership_uniform, ownership_zipf};
 pub use writer::SwfWriter;

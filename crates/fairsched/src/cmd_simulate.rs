@@ -4,8 +4,9 @@ use crate::progress::Bars;
 use crate::term::{say, sayln};
 use anyhow::Context;
 use fairsched_core::{Fanout, PolicySpec};
+use fairsched_report::aggregates::OrgUtility;
 use fairsched_report::{RunDir, Table, fixed, write_atomic};
-use fairsched_sim::{Ownership, RunConfig, Summary, Sweep, SweepRun, TraceInput};
+use fairsched_sim::{Ownership, PlatformFile, RunConfig, Summary, Sweep, SweepRun, TraceInput};
 use fairsched_trace::{FilterOptions, StreamOptions, TraceInfo, TraceScan};
 use std::fs;
 use std::path::PathBuf;
@@ -52,6 +53,18 @@ pub struct Args {
     /// uniform, zipf or zipf:S.
     #[arg(long, default_value_t = Ownership::DEFAULT)]
     ownership: Ownership,
+    /// Organizations set up by hand in a TOML file (each one's processors
+    /// and users) instead of --orgs and --ownership; see examples/platform.toml.
+    ///
+    /// `[[org]]` tables in index order, each with `name` (optional), `procs`
+    /// (processors it owns) and `users` (SWF user ids, field 12, whose jobs
+    /// belong to it); before the first `[[org]]`, `unlisted = "error"`
+    /// (default: the run stops at the first job of a user listed nowhere),
+    /// `"random"` (seeded uniform mapping, as --orgs) or an organization's
+    /// name. The platform is one machine of the organizations' total, or
+    /// --machines adding up to it. Mistakes are reported as FILE:LINE: key.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["orgs", "ownership"])]
+    platform: Option<PathBuf>,
     /// Keep jobs submitted in [START, START+LEN) seconds, re-based to 0.
     #[arg(long, value_name = "START,LEN", value_parser = parse_window)]
     window: Option<(i64, i64)>,
@@ -112,13 +125,20 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     } else {
         a.policies.clone()
     };
-    let orgs = a.orgs.unwrap_or(if demo { DEMO_ORGS } else { 1 });
+    // Read and checked before anything else; its errors name the file, the
+    // line and the key.
+    let platform_file = a.platform.as_deref().map(PlatformFile::load).transpose()?;
+    let orgs = match &platform_file {
+        Some(f) => f.orgs(),
+        None => a.orgs.unwrap_or(if demo { DEMO_ORGS } else { 1 }),
+    };
     let base = RunConfig {
         trace,
         procs: a.procs,
         machines: a.machines.clone(),
         orgs,
         ownership: a.ownership,
+        platform_file,
         window: a.window,
         split_parallel: a.split_parallel,
         seed: a.seed,
@@ -154,10 +174,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             String::new()
         },
         orgs,
-        if orgs > 1 {
-            format!(" owning {:?} ({})", platform.per_org, a.ownership)
-        } else {
-            String::new()
+        match &a.platform {
+            Some(p) => format!(" owning {:?} (from {})", platform.per_org, p.display()),
+            None if orgs > 1 => format!(" owning {:?} ({})", platform.per_org, a.ownership),
+            None => String::new(),
         },
         a.seed
     );
@@ -186,7 +206,18 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         bar.finish();
         let done = done.with_context(|| format!("policy {}", r.config.order))?;
         out.finish_tasks_csv(csv)?;
-        out.write_results(&done.metrics, &done.summary)?;
+        let utility: Option<Vec<OrgUtility>> = done.summary.fairness.as_ref().map(|f| {
+            f.orgs
+                .iter()
+                .map(|o| OrgUtility {
+                    org: o.org,
+                    procs: o.procs,
+                    psi: o.psi,
+                    phi: o.phi,
+                })
+                .collect()
+        });
+        out.write_results(&done.metrics, utility.as_deref(), &done.summary)?;
         anyhow::Ok(done.summary)
     });
     let mut summaries: Vec<Summary> = Vec::new();

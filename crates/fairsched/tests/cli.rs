@@ -479,3 +479,142 @@ fn every_shared_log_simulates_with_every_order_policy() {
         }
     }
 }
+
+#[test]
+fn a_platform_file_sets_the_organizations_and_who_belongs_to_them() {
+    let file = repo().join("examples/platform.toml");
+    let (dir, stdout) = simulate(&[
+        "--platform",
+        file.to_str().unwrap(),
+        "--policy",
+        "fair-share",
+        "--window",
+        "600000,200000",
+    ]);
+    assert!(stdout.contains("owning [40, 30, 30] (from "), "{stdout}");
+    let s = json(&dir.path().join("summary.json"));
+    assert_eq!(s["platform"]["per_org"], serde_json::json!([40, 30, 30]));
+    assert_eq!(s["platform"]["machines"], serde_json::json!([100]));
+    assert_eq!(s["platform"]["source"], "--platform");
+    assert_eq!(s["orgs"], 3);
+    // Every task's organization is the file's: listed users by their
+    // organization, everyone else to "campus" (2).
+    let org_of = |user: &str| match user {
+        "6" | "3" | "14" | "84" | "67" => "0",
+        "15" | "21" | "29" | "39" | "128" => "1",
+        _ => "2",
+    };
+    let tasks = fs::read_to_string(dir.path().join("tasks.csv")).unwrap();
+    let mut seen = [false; 3];
+    for line in tasks.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f[3], org_of(f[2]), "{line}");
+        seen[f[3].parse::<usize>().unwrap()] = true;
+    }
+    assert_eq!(seen, [true; 3], "every organization has jobs in this window");
+
+    // --machines must add up to the file's 100 processors.
+    let (_, stdout) = simulate(&[
+        "--platform",
+        file.to_str().unwrap(),
+        "--policy",
+        "fcfs",
+        "--machines",
+        "60,40",
+        "--window",
+        "600000,100000",
+    ]);
+    assert!(stdout.contains("as machines [60, 40]"), "{stdout}");
+    let (code, err) = simulate_fails(&[
+        "--platform",
+        file.to_str().unwrap(),
+        "--policy",
+        "fcfs",
+        "--machines",
+        "60,60",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("--machines gives 120 processors") && err.contains("platform.toml declares 100"),
+        "{err}"
+    );
+    // --orgs and --ownership do not go with it.
+    for flag in [["--orgs", "3"], ["--ownership", "uniform"]] {
+        let (code, err) = simulate_fails(&[
+            "--platform",
+            file.to_str().unwrap(),
+            "--policy",
+            "fcfs",
+            flag[0],
+            flag[1],
+        ]);
+        assert_eq!(code, Some(2));
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
+}
+
+#[test]
+fn a_malformed_platform_file_names_the_file_the_line_and_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    let cases = [
+        (
+            "[[org]]\nname = \"a\"\nprocs = -4\n",
+            "bad.toml:3: key `org[0].procs`",
+            "≥ 0",
+        ),
+        (
+            "[[org]]\nprocs = 4\n\n[[org]]\nprocz = 4\n",
+            "bad.toml:5: key `org[1].procz`",
+            "unknown field",
+        ),
+        (
+            "[[org]]\nprocs = 4\nusers = [1, 2\n",
+            "bad.toml:3: key `org[0].users`",
+            "invalid TOML",
+        ),
+        (
+            "[[org]]\nname = \"a\"\nprocs = 4\nusers = [7]\n[[org]]\nname = \"b\"\nprocs = 4\nusers = [7]\n",
+            "bad.toml:8: key `org[1].users[0]`",
+            "user 7",
+        ),
+    ];
+    for (text, at, says) in cases {
+        fs::write(&bad, text).unwrap();
+        // The file is read before the trace: the trace does not exist.
+        let (code, err) = simulate_fails(&[
+            "--trace",
+            "/nonexistent/x.swf",
+            "--policy",
+            "fcfs",
+            "--platform",
+            bad.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(1));
+        assert!(
+            err.contains(at) && err.contains(says) && !err.contains("x.swf"),
+            "{text}\n{err}"
+        );
+    }
+    // A user of the log listed nowhere, with unlisted = "error" (the
+    // default): the run stops and names the job and the user.
+    fs::write(&bad, "[[org]]\nprocs = 100\nusers = [1, 2, 3]\n").unwrap();
+    let (code, err) = simulate_fails(&[
+        "--platform",
+        bad.to_str().unwrap(),
+        "--policy",
+        "fcfs",
+        "--window",
+        "600000,100000",
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("is in no organization of")
+            && err.contains("bad.toml")
+            && err.contains("`unlisted` is \"error\""),
+        "{err}"
+    );
+    assert!(err.contains("job ") && err.contains("user "), "{err}");
+}

@@ -29,7 +29,7 @@ mod ownership;
 mod split;
 mod window;
 
-pub use orgs::{MapOrgs, UserOrgMap};
+pub use orgs::{MapOrgs, MapOrgsWith, UserOrgMap};
 pub use ownership::{ownership_uniform, ownership_zipf};
 pub use split::SplitParallel;
 pub use window::Window;
@@ -92,6 +92,39 @@ where
     /// the window or order).
     fn map_orgs(self, map: UserOrgMap) -> MapOrgs<Self> {
         MapOrgs::new(self, map)
+    }
+
+    /// Sets `org` with `f`, which may refuse a job (e.g. a user no organization lists):
+    /// the refused job becomes an error item, `TraceError::Config("job N: <message>")`,
+    /// and the stream ends there. For streams of `Result<Job, E>` with
+    /// `E: From<TraceError>` (such as [`crate::JobStream`]).
+    ///
+    /// ```
+    /// use fairsched_trace::{Job, JobIteratorExt, TraceError};
+    ///
+    /// let job = |id, user| Job {
+    ///     id, submit: 0, runtime: 10, procs: 1, requested_time: None,
+    ///     user, group: -1, status: 1, org: 0, part: 0,
+    /// };
+    /// let jobs = vec![Ok::<Job, TraceError>(job(1, 12)), Ok(job(2, 7))];
+    /// let out: Vec<_> = jobs
+    ///     .into_iter()
+    ///     .map_orgs_with(|j: &Job| match j.user {
+    ///         12 => Ok(1),
+    ///         u => Err(format!("user {u} is in no organization")),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(out[0].as_ref().unwrap().org, 1);
+    /// assert_eq!(out[1].as_ref().unwrap_err().to_string(),
+    ///            "invalid parameter: job 2: user 7 is in no organization");
+    /// ```
+    fn map_orgs_with<F, E>(self, f: F) -> MapOrgsWith<Self, F>
+    where
+        Self: Iterator<Item = std::result::Result<Job, E>>,
+        E: From<crate::TraceError>,
+        F: FnMut(&Job) -> std::result::Result<u32, String>,
+    {
+        MapOrgsWith::new(self, f)
     }
 }
 

@@ -1,4 +1,5 @@
-//! [`UserOrgMap`]: users to organizations, seeded and independent of stream order.
+//! [`UserOrgMap`]: users to organizations, seeded and independent of stream order; and
+//! [`MapOrgsWith`]: any mapping of jobs to organizations that may refuse a job.
 
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -6,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::JobItem;
 use crate::errors::{Result, TraceError};
+use crate::job::Job;
 
 /// Maps each user id to an organization in `0..k`, uniformly at random.
 ///
@@ -87,6 +89,63 @@ where
     }
 }
 
+/// Iterator adapter returned by [`super::JobIteratorExt::map_orgs_with`].
+///
+/// Sets each job's `org` with a fallible function. The first job the function refuses
+/// becomes an error item, `TraceError::Config("job N: <the function's message>")`, and
+/// the stream ends there (nothing is read after it). Errors already in the stream pass
+/// through untouched.
+#[derive(Debug, Clone)]
+pub struct MapOrgsWith<I, F> {
+    inner: I,
+    f: F,
+    done: bool,
+}
+
+impl<I, F> MapOrgsWith<I, F> {
+    pub(super) fn new(inner: I, f: F) -> Self {
+        MapOrgsWith {
+            inner,
+            f,
+            done: false,
+        }
+    }
+}
+
+impl<I, F, E> Iterator for MapOrgsWith<I, F>
+where
+    I: Iterator<Item = std::result::Result<Job, E>>,
+    E: From<TraceError>,
+    F: FnMut(&Job) -> std::result::Result<u32, String>,
+{
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        if self.done {
+            return None;
+        }
+        let mut item = self.inner.next()?;
+        if let Ok(job) = &mut item {
+            match (self.f)(job) {
+                Ok(org) => job.org = org,
+                Err(msg) => {
+                    self.done = true;
+                    return Some(Err(TraceError::Config(format!("job {}: {msg}", job.id)).into()));
+                }
+            }
+        }
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            (0, Some(0))
+        } else {
+            (0, self.inner.size_hint().1)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +186,33 @@ mod tests {
         for j in &late {
             assert_eq!(all[j.id as usize].org, j.org);
         }
+    }
+
+    #[test]
+    fn map_orgs_with_sets_orgs_and_stops_at_the_first_refusal() {
+        let jobs: Vec<Result<Job>> = (0..6).map(|i| Ok(test_job(i, i as i64, 1, i as i64))).collect();
+        let out: Vec<Result<Job>> = jobs
+            .into_iter()
+            .map_orgs_with(|j: &Job| match j.user {
+                3 => Err(format!("user {} is in no organization", j.user)),
+                u => Ok((u % 2) as u32),
+            })
+            .collect();
+        assert_eq!(out.len(), 4, "the stream ends at the refused job");
+        let orgs: Vec<u32> = out[..3].iter().map(|j| j.as_ref().unwrap().org).collect();
+        assert_eq!(orgs, [0, 1, 0]);
+        match &out[3] {
+            Err(TraceError::Config(m)) => assert_eq!(m, "job 3: user 3 is in no organization"),
+            other => panic!("{other:?}"),
+        }
+        // Errors already in the stream pass through, and do not stop it.
+        let items: Vec<Result<Job>> = vec![
+            Err(TraceError::Config("upstream".into())),
+            Ok(test_job(1, 0, 1, 5)),
+        ];
+        let out: Vec<Result<Job>> = items.into_iter().map_orgs_with(|_: &Job| Ok(2)).collect();
+        assert!(matches!(&out[0], Err(TraceError::Config(m)) if m == "upstream"));
+        assert_eq!(out[1].as_ref().unwrap().org, 2);
     }
 
     #[test]
