@@ -150,7 +150,15 @@ fn order_cost_vs_processors(c: &mut Criterion) {
         let shares = ownership_zipf(procs, ORGS, 1.0).expect("zipf shares");
         let platform = Platform::owned_pool(&shares);
         let arrivals = sequential(TASKS, procs, LOAD, ORGS, 2);
-        for order in ["fifo", "priority", "fair-share", "round-robin"] {
+        for order in [
+            "fifo",
+            "priority",
+            "fair-share",
+            "round-robin",
+            "direct-contr",
+            "ut-fair-share",
+            "curr-fair-share",
+        ] {
             check(&platform, order, &arrivals);
             group.bench_with_input(BenchmarkId::new(order, procs), &arrivals, |b, arrivals| {
                 bench_run(b, &platform, order, arrivals)
@@ -176,7 +184,17 @@ fn decision_vs_processors(c: &mut Criterion) {
     const WAITING: u64 = 2_000;
     let mut group = c.benchmark_group("engine/decision_vs_processors");
     group.throughput(Throughput::Elements(1));
-    for order in ["fifo", "priority", "fair-share", "round-robin", "fcfs", "easy"] {
+    for order in [
+        "fifo",
+        "priority",
+        "fair-share",
+        "round-robin",
+        "direct-contr",
+        "ut-fair-share",
+        "curr-fair-share",
+        "fcfs",
+        "easy",
+    ] {
         for procs in [64u32, 512, 4096, 8192] {
             let platform = Platform::owned_pool(&ownership_zipf(procs, ORGS, 1.0).expect("zipf shares"));
             let mut core = Scheduler::new(

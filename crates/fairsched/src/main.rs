@@ -1,6 +1,7 @@
 //! `fairsched`: the one binary. Thin: parses flags, calls the libraries,
 //! prints and writes results.
 
+mod cmd_experiment;
 mod cmd_policies;
 mod cmd_simulate;
 mod cmd_trace;
@@ -28,6 +29,9 @@ enum Command {
     Trace(cmd_trace::TraceCommand),
     /// List every policy with its parameters and documentation.
     Policies(cmd_policies::Args),
+    /// Reproduce a paper's experiment and print our numbers beside the paper's.
+    #[command(subcommand)]
+    Experiment(cmd_experiment::ExperimentCommand),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => cmd_simulate::run(*a),
         Command::Trace(t) => cmd_trace::run(t),
         Command::Policies(a) => cmd_policies::run(a),
+        Command::Experiment(c) => cmd_experiment::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

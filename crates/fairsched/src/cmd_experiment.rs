@@ -1,0 +1,522 @@
+//! `fairsched experiment …`: the papers' experiments, our numbers beside
+//! the papers'.
+
+use crate::term::sayln;
+use anyhow::{Context, bail};
+use fairsched_report::plot::{Series, grouped_bars, lines};
+use fairsched_report::table::push_csv_line;
+use fairsched_report::{Table, fixed, write_atomic};
+use fairsched_sim::experiments::shapley::{
+    self as exp, ALGORITHMS, Config, LoadedTrace, PAPER_TRACES, Row, SHARED_LOGS, Stat, UNAVAILABLE, WINDOWS,
+};
+use fairsched_sim::platform_file::PlatformFile;
+use fairsched_sim::{Ownership, TraceInput};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Subcommand)]
+pub enum ExperimentCommand {
+    /// Shapley-fair scheduling (Skowron & Rzadca): Δψ/p_tot of each
+    /// algorithm against REF on random windows of real logs, beside the
+    /// paper's Table 1 or 2, or its Figure 1 (number of organizations).
+    ///
+    /// Examples:
+    ///   fairsched experiment shapley --table 1 --instances 10 --traces LPC-EGEE
+    ///   fairsched experiment shapley --table 2 --traces LPC-EGEE,RICC --out results/t2
+    ///   fairsched experiment shapley --figure 1 --instances 5
+    ///   fairsched experiment shapley --trace my.swf:128 --orgs 3 --instances 20
+    #[command(verbatim_doc_comment)]
+    Shapley(ShapleyArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ShapleyArgs {
+    /// Which table: 1 (windows of 5·10⁴ s) or 2 (5·10⁵ s).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    table: u8,
+    /// Figure 1 instead: Δψ/p_tot for 2…10 organizations on LPC-EGEE
+    /// (windows of the chosen --table).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=1))]
+    figure: Option<u8>,
+    /// Random windows per trace.
+    #[arg(long, default_value_t = 100)]
+    instances: u32,
+    /// Organizations (users are mapped to them uniformly at random).
+    #[arg(long)]
+    orgs: Option<u32>,
+    /// How processors are split among organizations: zipf, zipf:S or uniform.
+    #[arg(long)]
+    ownership: Option<Ownership>,
+    /// Shared logs to run, by name (default: all of them):
+    /// LPC-EGEE, RICC, CTC-SP2, HPC2N, KTH-SP2, LANL-CM5, SDSC-BLUE, SDSC-DS, SDSC-SP2.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    traces: Vec<String>,
+    /// Any SWF log, with its processor count (repeatable). Given alone, only
+    /// these run.
+    #[arg(long = "trace", value_name = "FILE:PROCS", value_parser = parse_trace)]
+    trace_files: Vec<(PathBuf, u32)>,
+    /// Where the shared logs are.
+    #[arg(long, default_value = "../shared/data/traces/swf", value_name = "DIR")]
+    traces_dir: PathBuf,
+    /// Organizations, their processors and users from a TOML file (see
+    /// `fairsched simulate --help`) instead of --orgs/--ownership.
+    #[arg(long, value_name = "FILE")]
+    platform: Option<PathBuf>,
+    /// Master seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output directory (default: results/shapley-table<N> or
+    /// results/shapley-figure1).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Never show a progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+fn parse_trace(s: &str) -> Result<(PathBuf, u32), String> {
+    let (file, procs) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{s:?}: expected FILE:PROCS, e.g. my.swf:128"))?;
+    let procs: u32 = procs
+        .parse()
+        .map_err(|_| format!("{s:?}: PROCS must be a positive whole number, not {procs:?}"))?;
+    if procs == 0 || file.is_empty() {
+        return Err(format!("{s:?}: expected FILE:PROCS with PROCS ≥ 1"));
+    }
+    Ok((PathBuf::from(file), procs))
+}
+
+pub fn run(cmd: ExperimentCommand) -> anyhow::Result<()> {
+    match cmd {
+        ExperimentCommand::Shapley(a) => shapley(a),
+    }
+}
+
+/// The logs to run, loaded (in parallel).
+fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>> {
+    let mut wanted: Vec<(String, TraceInput, u32)> = Vec::new();
+    let names: Vec<String> = if figure {
+        if !a.traces.is_empty() || !a.trace_files.is_empty() {
+            bail!("--figure 1 runs on LPC-EGEE (as in the paper): leave out --traces and --trace");
+        }
+        vec!["LPC-EGEE".into()]
+    } else if a.traces.is_empty() && a.trace_files.is_empty() {
+        SHARED_LOGS.iter().map(|l| l.name.to_string()).collect()
+    } else {
+        a.traces.clone()
+    };
+    for n in &names {
+        let log = SHARED_LOGS.iter().find(|l| l.name.eq_ignore_ascii_case(n));
+        let Some(log) = log else {
+            let known: Vec<&str> = SHARED_LOGS.iter().map(|l| l.name).collect();
+            let hint = if UNAVAILABLE.iter().any(|u| u.eq_ignore_ascii_case(n)) {
+                " (the paper's log, not available here)"
+            } else {
+                ""
+            };
+            bail!("--traces: unknown log {n:?}{hint}; known: {}", known.join(", "));
+        };
+        let path = a.traces_dir.join(log.file);
+        if !path.exists() {
+            bail!(
+                "{}: not found (the shared logs are expected in --traces-dir {}; or give --trace FILE:PROCS)",
+                path.display(),
+                a.traces_dir.display()
+            );
+        }
+        wanted.push((log.name.to_string(), TraceInput::Path(path), log.procs));
+    }
+    for (file, procs) in &a.trace_files {
+        let name = file
+            .file_name()
+            .map(|f| {
+                f.to_string_lossy()
+                    .trim_end_matches(".gz")
+                    .trim_end_matches(".swf")
+                    .to_string()
+            })
+            .unwrap_or_else(|| file.display().to_string());
+        wanted.push((name, TraceInput::Path(file.clone()), *procs));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (n, _, _) in &wanted {
+        if !seen.insert(n.clone()) {
+            bail!("log {n:?} is given twice");
+        }
+    }
+    wanted
+        .par_iter()
+        .map(|(name, input, procs)| {
+            LoadedTrace::load(name, input, *procs).with_context(|| format!("reading {}", input.name()))
+        })
+        .collect()
+}
+
+fn config(a: &ShapleyArgs, window: i64) -> anyhow::Result<Config> {
+    let mut cfg = Config::paper(window);
+    cfg.instances = a.instances;
+    cfg.seed = a.seed;
+    if let Some(p) = &a.platform {
+        if a.orgs.is_some() || a.ownership.is_some() {
+            bail!(
+                "--platform gives the organizations and their processors: leave out --orgs and --ownership"
+            );
+        }
+        cfg.platform = Some(PlatformFile::load(p)?);
+    }
+    if let Some(k) = a.orgs {
+        cfg.orgs = k;
+    }
+    if let Some(o) = a.ownership {
+        cfg.ownership = o;
+    }
+    cfg.check()?;
+    Ok(cfg)
+}
+
+fn bar(len: u64, enabled: bool) -> ProgressBar {
+    let target = if enabled && std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let pb = ProgressBar::with_draw_target(Some(len), target);
+    pb.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} instances ({elapsed}, ETA {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb
+}
+
+fn cell(mean: f64, std: f64) -> String {
+    if mean.is_nan() {
+        return "—".into();
+    }
+    let d = if mean.abs() >= 100.0 {
+        0
+    } else if mean.abs() >= 1.0 {
+        1
+    } else {
+        3
+    };
+    format!("{} ({})", fixed(mean, d), fixed(std, d))
+}
+
+#[derive(Serialize)]
+struct TraceMeta {
+    name: String,
+    path: String,
+    procs: u32,
+    jobs: usize,
+    filters: fairsched_trace::FilterCounts,
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    experiment: &'static str,
+    table: Option<u8>,
+    figure: Option<u8>,
+    window_s: i64,
+    instances: u32,
+    orgs: Vec<u32>,
+    ownership: String,
+    platform: Option<String>,
+    seed: u64,
+    reference: String,
+    traces: Vec<TraceMeta>,
+    unavailable: &'static [&'static str],
+    stats: &'a [Stat],
+    notes: Vec<String>,
+    wall_time_s: f64,
+}
+
+fn csv(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let header = [
+        "trace",
+        "orgs",
+        "instance",
+        "window_start",
+        "jobs",
+        "tasks",
+        "algorithm",
+        "policy",
+        "delta_psi_s2",
+        "p_tot_s",
+        "ratio_s",
+        "psi_s2",
+        "psi_ref_s2",
+    ];
+    push_csv_line(&mut out, header.iter().copied());
+    let join = |v: &[f64]| v.iter().map(|x| format!("{x}")).collect::<Vec<_>>().join(";");
+    for r in rows {
+        let cells = [
+            r.trace.clone(),
+            r.orgs.to_string(),
+            r.instance.to_string(),
+            r.window_start.to_string(),
+            r.jobs.to_string(),
+            r.tasks.to_string(),
+            r.algorithm.clone(),
+            r.policy.clone(),
+            format!("{}", r.delta_psi),
+            format!("{}", r.p_tot),
+            r.ratio.map(|x| format!("{x}")).unwrap_or_default(),
+            join(&r.psi),
+            join(&r.psi_ref),
+        ];
+        push_csv_line(&mut out, cells.iter().map(String::as_str));
+    }
+    out
+}
+
+/// Rank (1 = closest to REF) of each algorithm on one trace, by mean.
+fn ranks(means: &[f64]) -> Vec<usize> {
+    means
+        .iter()
+        .map(|&m| 1 + means.iter().filter(|&&o| o < m).count())
+        .collect()
+}
+
+fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let figure = a.figure.is_some();
+    let t = (a.table - 1) as usize;
+    let window = WINDOWS[t];
+    let base = config(&a, window)?;
+    if figure && (a.platform.is_some() || a.orgs.is_some()) {
+        bail!("--figure 1 sweeps 2…10 organizations: leave out --orgs and --platform");
+    }
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(if figure {
+            "results/shapley-figure1".to_string()
+        } else {
+            format!("results/shapley-table{}", a.table)
+        })
+    });
+    let traces = load_traces(&a, figure)?;
+    let org_counts: Vec<u32> = if figure {
+        (2..=10).collect()
+    } else {
+        vec![base.orgs()]
+    };
+    let total = (traces.len() * org_counts.len()) as u64 * a.instances as u64;
+    let pb = bar(total, !a.no_progress);
+    pb.set_prefix(if figure {
+        "figure 1".to_string()
+    } else {
+        format!("table {}", a.table)
+    });
+    let mut rows: Vec<Row> = Vec::new();
+    for &k in &org_counts {
+        let mut cfg = base.clone();
+        if figure {
+            cfg.orgs = k;
+            cfg.check()?;
+        }
+        rows.extend(exp::run(&traces, &cfg, &|| pb.inc(1))?);
+    }
+    pb.finish_and_clear();
+    let stats = exp::stats(&rows, (!figure).then_some(t));
+    let mut notes = vec![
+        format!(
+            "Δψ/p_tot in seconds: the average unjustified delay (or speed-up) of a unit of work against REF; mean (sample std) over {} random windows of {} s per trace.",
+            a.instances, window
+        ),
+        format!(
+            "The paper's {} are not available here: not run.",
+            UNAVAILABLE.join(" and ")
+        ),
+        "Exact numbers differ from the paper's (its seeds, Zipf exponent and log versions are unknown; see docs/shapley.md): compare the orderings (rank columns).".into(),
+    ];
+    let empty: u32 = stats
+        .iter()
+        .filter(|s| s.algorithm == "REF")
+        .map(|s| s.empty)
+        .sum();
+    if empty > 0 {
+        notes.push(format!(
+            "{empty} window(s) had no work (p_tot = 0) and are left out of the means."
+        ));
+    }
+
+    // The table on standard output.
+    let title = if figure {
+        format!("Figure 1 — Δψ/p_tot vs organizations on LPC-EGEE, windows of {window} s")
+    } else {
+        format!(
+            "Table {} — Δψ/p_tot (s), windows of {window} s, {} organizations, ownership {}",
+            a.table,
+            base.orgs(),
+            if base.platform.is_some() {
+                "from --platform".to_string()
+            } else {
+                base.ownership.to_string()
+            }
+        )
+    };
+    let mut table = Table::new([
+        "trace",
+        "orgs",
+        "algorithm",
+        "ours mean (std)",
+        "paper mean (std)",
+        "rank ours",
+        "rank paper",
+        "n",
+    ])
+    .title(title);
+    for tr in &traces {
+        for &k in &org_counts {
+            let sel: Vec<&Stat> = stats
+                .iter()
+                .filter(|s| s.trace == tr.name && s.orgs == k && s.algorithm != "REF")
+                .collect();
+            let ours = ranks(&sel.iter().map(|s| s.mean).collect::<Vec<_>>());
+            let paper_means: Option<Vec<f64>> = sel.iter().map(|s| s.paper.map(|p| p.0)).collect();
+            let theirs = paper_means.map(|m| ranks(&m));
+            for (i, s) in sel.iter().enumerate() {
+                table.row([
+                    s.trace.clone(),
+                    s.orgs.to_string(),
+                    s.algorithm.clone(),
+                    cell(s.mean, s.std),
+                    s.paper.map(|p| cell(p.0, p.1)).unwrap_or_else(|| "—".into()),
+                    ours[i].to_string(),
+                    theirs
+                        .as_ref()
+                        .map(|r| r[i].to_string())
+                        .unwrap_or_else(|| "—".into()),
+                    s.instances.to_string(),
+                ]);
+            }
+        }
+    }
+    for n in &notes {
+        table.note(n.clone());
+    }
+    sayln!("{}", table.to_text());
+
+    // Files.
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let summary = Summary {
+        experiment: "shapley",
+        table: (!figure).then_some(a.table),
+        figure: a.figure,
+        window_s: window,
+        instances: a.instances,
+        orgs: org_counts.clone(),
+        ownership: base.ownership.to_string(),
+        platform: a.platform.as_ref().map(|p| p.display().to_string()),
+        seed: a.seed,
+        reference: base.reference.to_string(),
+        traces: traces
+            .iter()
+            .map(|t| TraceMeta {
+                name: t.name.clone(),
+                path: t.path.clone(),
+                procs: t.procs,
+                jobs: t.jobs.len(),
+                filters: t.filters,
+            })
+            .collect(),
+        unavailable: &UNAVAILABLE,
+        stats: &stats,
+        notes,
+        wall_time_s: started.elapsed().as_secs_f64(),
+    };
+    write_atomic(
+        &out.join("summary.json"),
+        &fairsched_report::files::json_bytes(&summary),
+    )?;
+    write_atomic(&out.join("shapley.csv"), csv(&rows).as_bytes())?;
+    let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
+    write_atomic(&out.join("shapley.svg"), svg.as_bytes())?;
+    sayln!(
+        "wrote {} (summary.json, shapley.csv, shapley.svg) in {:.1} s",
+        out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn chart(
+    stats: &[Stat],
+    traces: &[LoadedTrace],
+    orgs: &[u32],
+    figure: bool,
+    table: u8,
+    window: i64,
+) -> Result<String, String> {
+    let algos: Vec<&str> = ALGORITHMS.iter().map(|a| a.label).collect();
+    if figure {
+        let xs: Vec<f64> = orgs.iter().map(|&k| k as f64).collect();
+        let series: Vec<Series> = algos
+            .iter()
+            .map(|&al| Series {
+                name: al.to_string(),
+                values: orgs
+                    .iter()
+                    .map(|&k| {
+                        stats
+                            .iter()
+                            .find(|s| s.orgs == k && s.algorithm == al)
+                            .map_or(f64::NAN, |s| s.mean)
+                    })
+                    .collect(),
+            })
+            .collect();
+        lines(
+            &format!("Δψ/p_tot vs organizations, LPC-EGEE, windows of {window} s"),
+            "organizations",
+            "Δψ/p_tot (s)",
+            &xs,
+            &series,
+        )
+    } else {
+        let groups: Vec<String> = traces.iter().map(|t| t.name.clone()).collect();
+        let mut series: Vec<Series> = algos
+            .iter()
+            .map(|&al| Series {
+                name: al.to_string(),
+                values: traces
+                    .iter()
+                    .map(|t| {
+                        stats
+                            .iter()
+                            .find(|s| s.trace == t.name && s.algorithm == al)
+                            .map_or(f64::NAN, |s| s.mean)
+                    })
+                    .collect(),
+            })
+            .collect();
+        // The paper's DIRECTCONTR beside ours, where it has a column.
+        if traces.iter().any(|t| PAPER_TRACES.contains(&t.name.as_str())) {
+            series.push(Series {
+                name: "DIRECTCONTR (paper)".into(),
+                values: traces
+                    .iter()
+                    .map(|t| {
+                        stats
+                            .iter()
+                            .find(|s| s.trace == t.name && s.algorithm == "DIRECTCONTR")
+                            .and_then(|s| s.paper)
+                            .map_or(f64::NAN, |p| p.0)
+                    })
+                    .collect(),
+            });
+        }
+        grouped_bars(
+            &format!("Table {table}: Δψ/p_tot by algorithm (log scale), windows of {window} s"),
+            "Δψ/p_tot (s)",
+            &groups,
+            &series,
+        )
+    }
+}
