@@ -231,6 +231,9 @@ impl RunConfig {
         let allocate = self.allocate();
         build_allocate(&allocate).map_err(|e| bad("--allocate", &allocate, e))?;
         build_order(&self.order).map_err(|e| bad("--policy", &self.order, e))?;
+        let orgs = self.platform_file.as_ref().map_or(self.orgs, |f| f.orgs());
+        fairsched_core::policy::shapley::reference::check_orgs(&self.order, orgs as usize)
+            .map_err(|e| SimError::Config(format!("--policy {e}")))?;
         if let Some(c) = &self.control {
             build_control(c).map_err(|e| bad("--control", c, e))?;
         }

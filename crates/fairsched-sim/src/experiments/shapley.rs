@@ -26,6 +26,7 @@ use crate::engine::{Arrival, RunStats, Simulation};
 use crate::errors::SimError;
 use crate::platform_file::PlatformFile;
 use crate::{Ownership, TraceInput};
+use fairsched_core::policy::shapley::reference::check_orgs;
 use fairsched_core::registry::{build_allocate, build_order};
 use fairsched_core::shapley::{PsiMeter, Units, delta_psi};
 use fairsched_core::{OrgId, Platform, PolicySpec, Scheduler, TaskId, TaskSpec, Time, UserId, derive_seed};
@@ -265,12 +266,7 @@ impl Config {
         let k = self.orgs() as usize;
         for p in std::iter::once(&self.reference).chain(self.algorithms.iter().map(|a| &a.1)) {
             build_order(p).map_err(|e| SimError::Config(format!("{p}: {e}")))?;
-            if p.name == "ref" && k > fairsched_core::shapley::MAX_ORGS {
-                return Err(SimError::Config(format!(
-                    "{p}: exact REF simulates 2^k coalitions and accepts at most {} organizations, not {k}",
-                    fairsched_core::shapley::MAX_ORGS
-                )));
-            }
+            check_orgs(p, k).map_err(SimError::Config)?;
         }
         Ok(())
     }

@@ -23,7 +23,8 @@
 //! what one step Δ₁+Δ₂ gives), so it is applied lazily, whenever the
 //! policy is told or asked something, and always before a count changes.
 //! A random permutation's first free processor is a uniformly random free
-//! processor: free slots are kept in an array (O(1) removal by position),
+//! processor: free slots are kept in an array (O(1) removal by position, kept per
+//! slot id),
 //! and one is drawn uniformly for each start. Cost per event: O(k).
 //!
 //! Units: φ and ψ in [`Units`] (2·10⁶ per s², exact on a millisecond
@@ -40,6 +41,7 @@ use crate::shapley::Units;
 use crate::state::View;
 use crate::time::Time;
 use rand::RngExt;
+use smallvec::SmallVec;
 
 pub const NAME: &str = "direct-contr";
 
@@ -68,33 +70,47 @@ pub struct Books {
     pub run_procs: i128,
 }
 
-/// Free slots of one machine, in an array with positions (O(1) removal).
+/// Free slots of one machine, in an array with positions (O(1) removal);
+/// positions are indexed by slot id (dense).
 #[derive(Clone, Debug, Default)]
 struct FreeSlots {
     built: bool,
     slots: Vec<SlotId>,
-    pos: FxHashMap<SlotId, usize>,
+    /// `pos[slot]`: where the slot is in `slots`, `u32::MAX` if not free.
+    pos: Vec<u32>,
 }
 
 impl FreeSlots {
     fn add(&mut self, s: SlotId) {
-        if !self.pos.contains_key(&s) {
-            self.pos.insert(s, self.slots.len());
+        let i = s.index();
+        if i >= self.pos.len() {
+            self.pos.resize(i + 1, u32::MAX);
+        }
+        if self.pos[i] == u32::MAX {
+            self.pos[i] = self.slots.len() as u32;
             self.slots.push(s);
         }
     }
     fn remove(&mut self, s: SlotId) {
-        if let Some(i) = self.pos.remove(&s) {
-            self.slots.swap_remove(i);
-            if let Some(&moved) = self.slots.get(i) {
-                self.pos.insert(moved, i);
-            }
+        let Some(&p) = self.pos.get(s.index()) else { return };
+        if p == u32::MAX {
+            return;
         }
+        self.pos[s.index()] = u32::MAX;
+        self.slots.swap_remove(p as usize);
+        if let Some(&moved) = self.slots.get(p as usize) {
+            self.pos[moved.index()] = p;
+        }
+    }
+    fn swap(&mut self, i: usize, j: usize) {
+        self.slots.swap(i, j);
+        self.pos[self.slots[i].index()] = i as u32;
+        self.pos[self.slots[j].index()] = j as u32;
     }
 }
 
 /// A running task: its owner and the slots it holds with their owners.
-type Run = (usize, Vec<(SlotId, Option<OrgId>)>);
+type Run = (usize, SmallVec<[(SlotId, Option<OrgId>); 1]>);
 
 /// See the module docs.
 #[derive(Clone, Debug, Default)]
@@ -159,7 +175,7 @@ impl Order for DirectContr {
             Notice::Started { task, machine } => {
                 let Some(t) = view.task(task) else { return };
                 let o = t.org().index();
-                let held: Vec<(SlotId, Option<OrgId>)> =
+                let held: SmallVec<[(SlotId, Option<OrgId>); 1]> =
                     t.held_slots().iter().map(|&s| (s, view.slot_owner(s))).collect();
                 let f = self.free_of(view, machine);
                 for &(s, _) in &held {
@@ -218,10 +234,7 @@ impl Order for DirectContr {
         // The first q free processors of a uniformly random order.
         for i in 0..q {
             let j = rng.random_range(i..f.slots.len());
-            f.slots.swap(i, j);
-            let (a, b) = (f.slots[i], f.slots[j]);
-            f.pos.insert(a, i);
-            f.pos.insert(b, j);
+            f.swap(i, j);
         }
         Some(Pick::StartOn(task, f.slots[..q].to_vec()))
     }

@@ -57,6 +57,17 @@ pub const ENTRY: Entry = Entry {
     build: Ctor::ClairvoyantOrder(from_params),
 };
 
+/// Refuses exact REF for more organizations than it handles (a driver
+/// calls it at configuration time, when it knows the organizations).
+pub fn check_orgs(spec: &crate::registry::PolicySpec, orgs: usize) -> Result<(), String> {
+    if spec.name == NAME && orgs > MAX_ORGS {
+        return Err(format!(
+            "{spec}: exact REF simulates 2^k coalitions and accepts at most {MAX_ORGS} organizations, not {orgs}"
+        ));
+    }
+    Ok(())
+}
+
 fn from_params(p: &Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError> {
     let mode = match p.choice("sub", &["fair", "fifo"])? {
         "fifo" => SubSchedule::Fifo,
