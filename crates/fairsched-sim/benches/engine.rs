@@ -33,6 +33,17 @@ use fairsched_trace::ownership_zipf;
 const LOAD: f64 = 0.9;
 /// Mean runtime of the synthetic tasks (ms): 10 minutes.
 const MEAN_RUNTIME_MS: f64 = 600_000.0;
+/// The orders measured on sequential tasks (every one that serves
+/// organizations, and two controls).
+const ORG_ORDERS: [&str; 7] = [
+    "fifo",
+    "priority",
+    "fair-share",
+    "round-robin",
+    "direct-contr",
+    "ut-fair-share",
+    "curr-fair-share",
+];
 /// Organizations of the order-cost workload (fair-share, round-robin).
 const ORGS: u32 = 5;
 
@@ -150,15 +161,7 @@ fn order_cost_vs_processors(c: &mut Criterion) {
         let shares = ownership_zipf(procs, ORGS, 1.0).expect("zipf shares");
         let platform = Platform::owned_pool(&shares);
         let arrivals = sequential(TASKS, procs, LOAD, ORGS, 2);
-        for order in [
-            "fifo",
-            "priority",
-            "fair-share",
-            "round-robin",
-            "direct-contr",
-            "ut-fair-share",
-            "curr-fair-share",
-        ] {
+        for order in ORG_ORDERS {
             check(&platform, order, &arrivals);
             group.bench_with_input(BenchmarkId::new(order, procs), &arrivals, |b, arrivals| {
                 bench_run(b, &platform, order, arrivals)
@@ -184,17 +187,7 @@ fn decision_vs_processors(c: &mut Criterion) {
     const WAITING: u64 = 2_000;
     let mut group = c.benchmark_group("engine/decision_vs_processors");
     group.throughput(Throughput::Elements(1));
-    for order in [
-        "fifo",
-        "priority",
-        "fair-share",
-        "round-robin",
-        "direct-contr",
-        "ut-fair-share",
-        "curr-fair-share",
-        "fcfs",
-        "easy",
-    ] {
+    for order in ORG_ORDERS.into_iter().chain(["fcfs", "easy"]) {
         for procs in [64u32, 512, 4096, 8192] {
             let platform = Platform::owned_pool(&ownership_zipf(procs, ORGS, 1.0).expect("zipf shares"));
             let mut core = Scheduler::new(

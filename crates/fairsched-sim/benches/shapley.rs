@@ -16,26 +16,21 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fairsched_core::PolicySpec;
-use fairsched_sim::TraceInput;
 use fairsched_sim::experiments::shapley::{
-    Config, Instance, LoadedTrace, SHARED_LOGS, WINDOWS, instance, run_policy,
+    Config, Instance, LoadedTrace, SharedLog, WINDOWS, instance, run_policy,
 };
 use std::path::PathBuf;
 use std::time::Duration;
 
 fn load(name: &str) -> LoadedTrace {
-    let log = SHARED_LOGS.iter().find(|l| l.name == name).expect("a shared log");
-    let path = PathBuf::from(concat!(
+    let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/data/traces/swf"
-    ))
-    .join(log.file);
-    assert!(
-        path.exists(),
-        "{} not found: the benches need ../shared/data",
-        path.display()
-    );
-    LoadedTrace::load(name, &TraceInput::Path(path), log.procs).expect("the log loads")
+    ));
+    SharedLog::named(name)
+        .expect("a shared log")
+        .load(&dir)
+        .expect("the log loads (needs ../shared beside the repository)")
 }
 
 /// The instance among the first `n` with the most tasks.

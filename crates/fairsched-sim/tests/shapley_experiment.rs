@@ -3,26 +3,18 @@
 //! REF's own Δψ, and results independent of the thread count. CI runs a
 //! reduced instance count (the paper uses 100).
 
-use fairsched_sim::TraceInput;
-use fairsched_sim::experiments::shapley::{self as exp, Config, LoadedTrace, Row, SHARED_LOGS, WINDOWS};
+use fairsched_sim::experiments::shapley::{self as exp, Config, LoadedTrace, Row, SharedLog, WINDOWS};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 fn lpc_egee() -> &'static LoadedTrace {
     static T: OnceLock<LoadedTrace> = OnceLock::new();
     T.get_or_init(|| {
-        let log = SHARED_LOGS.iter().find(|l| l.name == "LPC-EGEE").unwrap();
-        let path = PathBuf::from(concat!(
+        let dir = PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../../shared/data/traces/swf"
-        ))
-        .join(log.file);
-        assert!(
-            path.exists(),
-            "{} is needed (../shared beside the repository)",
-            path.display()
-        );
-        LoadedTrace::load(log.name, &TraceInput::Path(path), log.procs).unwrap()
+        ));
+        SharedLog::named("LPC-EGEE").unwrap().load(&dir).unwrap()
     })
 }
 

@@ -7,7 +7,8 @@ use fairsched_report::plot::{Series, grouped_bars, lines};
 use fairsched_report::table::push_csv_line;
 use fairsched_report::{Table, fixed, write_atomic};
 use fairsched_sim::experiments::shapley::{
-    self as exp, ALGORITHMS, Config, LoadedTrace, PAPER_TRACES, Row, SHARED_LOGS, Stat, UNAVAILABLE, WINDOWS,
+    self as exp, ALGORITHMS, Config, LoadedTrace, PAPER_TRACES, Row, SHARED_LOGS, SharedLog, Stat,
+    UNAVAILABLE, WINDOWS,
 };
 use fairsched_sim::platform_file::PlatformFile;
 use fairsched_sim::{Ownership, TraceInput};
@@ -97,9 +98,23 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<()> {
     }
 }
 
+/// Where a log of the experiment comes from.
+enum Source {
+    Shared(&'static SharedLog),
+    File { name: String, path: PathBuf, procs: u32 },
+}
+
+impl Source {
+    fn name(&self) -> String {
+        match self {
+            Source::Shared(l) => l.name.to_string(),
+            Source::File { name, .. } => name.clone(),
+        }
+    }
+}
+
 /// The logs to run, loaded (in parallel).
 fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>> {
-    let mut wanted: Vec<(String, TraceInput, u32)> = Vec::new();
     let names: Vec<String> = if figure {
         if !a.traces.is_empty() || !a.trace_files.is_empty() {
             bail!("--figure 1 runs on LPC-EGEE (as in the paper): leave out --traces and --trace");
@@ -110,9 +125,9 @@ fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>
     } else {
         a.traces.clone()
     };
+    let mut wanted = Vec::new();
     for n in &names {
-        let log = SHARED_LOGS.iter().find(|l| l.name.eq_ignore_ascii_case(n));
-        let Some(log) = log else {
+        let Some(log) = SharedLog::named(n) else {
             let known: Vec<&str> = SHARED_LOGS.iter().map(|l| l.name).collect();
             let hint = if UNAVAILABLE.iter().any(|u| u.eq_ignore_ascii_case(n)) {
                 " (the paper's log, not available here)"
@@ -121,15 +136,7 @@ fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>
             };
             bail!("--traces: unknown log {n:?}{hint}; known: {}", known.join(", "));
         };
-        let path = a.traces_dir.join(log.file);
-        if !path.exists() {
-            bail!(
-                "{}: not found (the shared logs are expected in --traces-dir {}; or give --trace FILE:PROCS)",
-                path.display(),
-                a.traces_dir.display()
-            );
-        }
-        wanted.push((log.name.to_string(), TraceInput::Path(path), log.procs));
+        wanted.push(Source::Shared(log));
     }
     for (file, procs) in &a.trace_files {
         let name = file
@@ -141,18 +148,26 @@ fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>
                     .to_string()
             })
             .unwrap_or_else(|| file.display().to_string());
-        wanted.push((name, TraceInput::Path(file.clone()), *procs));
+        wanted.push(Source::File {
+            name,
+            path: file.clone(),
+            procs: *procs,
+        });
     }
     let mut seen = std::collections::BTreeSet::new();
-    for (n, _, _) in &wanted {
-        if !seen.insert(n.clone()) {
-            bail!("log {n:?} is given twice");
+    for s in &wanted {
+        if !seen.insert(s.name()) {
+            bail!("log {:?} is given twice", s.name());
         }
     }
     wanted
         .par_iter()
-        .map(|(name, input, procs)| {
-            LoadedTrace::load(name, input, *procs).with_context(|| format!("reading {}", input.name()))
+        .map(|s| match s {
+            Source::Shared(log) => Ok(log.load(&a.traces_dir)?),
+            Source::File { name, path, procs } => {
+                LoadedTrace::load(name, &TraceInput::Path(path.clone()), *procs)
+                    .with_context(|| format!("reading {}", path.display()))
+            }
         })
         .collect()
 }

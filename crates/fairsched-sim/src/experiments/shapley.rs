@@ -53,6 +53,26 @@ pub struct SharedLog {
     pub procs: u32,
 }
 
+impl SharedLog {
+    /// The log named `name` (case-insensitive), if it is a shared one.
+    pub fn named(name: &str) -> Option<&'static SharedLog> {
+        SHARED_LOGS.iter().find(|l| l.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Loads it from `dir`; a missing file is an error naming it.
+    pub fn load(&self, dir: &std::path::Path) -> Result<LoadedTrace, SimError> {
+        let path = dir.join(self.file);
+        if !path.exists() {
+            return Err(SimError::Config(format!(
+                "{}: not found (the shared logs are expected in {}; or give --trace FILE:PROCS)",
+                path.display(),
+                dir.display()
+            )));
+        }
+        LoadedTrace::load(self.name, &TraceInput::Path(path), self.procs)
+    }
+}
+
 /// Every shared log, the paper's first.
 pub const SHARED_LOGS: &[SharedLog] = &[
     SharedLog {

@@ -19,17 +19,14 @@
 //! schedules only ([`ClairvoyantOrder`]). When the organizations or their
 //! processors change, orderings are drawn again and the schedules rebuilt.
 
-use super::reference::GameJobs;
-use super::{RealPsi, best};
+use super::Game;
 use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{ClairvoyantOrder, Pick, RuntimeOracle, SimRng};
-use crate::policy::queue::OrgQueues;
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
 use crate::shapley::{Coalitions, SubSchedule, Units, full_mask};
 use crate::state::View;
-use crate::time::Time;
 use rand::RngExt;
 
 pub const NAME: &str = "rand";
@@ -61,13 +58,8 @@ fn from_params(p: &Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError> {
     }
     Ok(Box::new(Rand {
         n: n as u32,
-        queues: OrgQueues::default(),
-        real: RealPsi::default(),
-        jobs: GameJobs::default(),
-        game: None,
+        g: Game::default(),
         samples: Vec::new(),
-        keys: Vec::new(),
-        keys_at: None,
     }))
 }
 
@@ -75,15 +67,9 @@ fn from_params(p: &Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError> {
 #[derive(Clone, Debug)]
 pub struct Rand {
     n: u32,
-    queues: OrgQueues,
-    real: RealPsi,
-    jobs: GameJobs,
-    game: Option<Coalitions>,
+    g: Game,
     /// Per organization, the predecessor set T of each sampled ordering.
     samples: Vec<Vec<u32>>,
-    /// Σ_samples (v(T∪u) − v(T)) − n·ψ_u at `keys_at`.
-    keys: Vec<Units>,
-    keys_at: Option<Time>,
 }
 
 /// Predecessor sets of `n` uniformly random orderings, for every
@@ -113,61 +99,50 @@ fn draw(k: usize, n: u32, rng: &mut SimRng) -> Vec<Vec<u32>> {
 }
 
 impl Rand {
+    /// Brings the sampled schedules up to `now` and computes every
+    /// organization's key, Σ_samples (v(T∪u) − v(T)) − n·ψ_u.
     fn keys(&mut self, view: &View, oracle: &dyn RuntimeOracle, rng: &mut SimRng) {
-        let now = view.now();
-        if self.jobs.changed(view) {
-            let procs = self.jobs.procs();
+        let (n, samples) = (self.n, &mut self.samples);
+        let build = |procs: &[u32]| {
             let k = procs.len();
-            if k <= MAX_ORGS {
-                self.samples = draw(k, self.n, rng);
+            (k <= MAX_ORGS).then(|| {
+                *samples = draw(k, n, rng);
                 let full = full_mask(k);
-                let masks = self
-                    .samples
+                let mut masks: Vec<u32> = samples
                     .iter()
                     .enumerate()
                     .flat_map(|(u, ts)| ts.iter().flat_map(move |&t| [t, t | (1 << u)]))
-                    .filter(|&m| m != 0 && m != full);
-                let mut masks: Vec<u32> = masks.collect();
+                    .filter(|&m| m != 0 && m != full)
+                    .collect();
                 masks.sort_unstable();
                 masks.dedup();
-                let mut g = Coalitions::new(procs, SubSchedule::Fifo, masks);
-                self.jobs.replay(&mut g);
-                self.game = Some(g);
-            } else {
-                self.game = None;
-            }
-            self.keys_at = None;
-        }
-        let Some(game) = self.game.as_mut() else {
-            return;
+                Coalitions::new(procs, SubSchedule::Fifo, masks)
+            })
         };
-        self.jobs.flush(game, oracle);
-        game.advance(now);
-        if self.keys_at == Some(now) {
+        if !self.g.advance(view, oracle, build) {
             return;
         }
+        let now = view.now();
+        let Game { game, real, keys, .. } = &mut self.g;
+        let game = game.as_mut().expect("advanced");
         let k = game.orgs();
         let full = full_mask(k);
-        let real_total: Units = (0..k).map(|u| self.real.at(u, now)).sum();
+        let real_total: Units = (0..k).map(|u| real.at(u, now)).sum();
         let v = game.values(now);
         let value = |m: u32| if m == full { real_total } else { v[m as usize] };
-        self.keys.clear();
         for u in 0..k {
             let sum: Units = self.samples[u]
                 .iter()
                 .map(|&t| value(t | (1 << u)) - value(t))
                 .sum();
-            self.keys.push(sum - self.n as Units * self.real.at(u, now));
+            keys.push(sum - self.n as Units * real.at(u, now));
         }
-        self.keys_at = Some(now);
     }
 }
 
 impl ClairvoyantOrder for Rand {
     fn notify(&mut self, view: &View, n: &Notice) {
-        self.queues.notify(view, n);
-        self.real.notify(view, n);
-        self.jobs.notify(view, n);
+        self.g.notify(view, n);
     }
 
     fn pick(
@@ -178,11 +153,7 @@ impl ClairvoyantOrder for Rand {
         rng: &mut SimRng,
     ) -> Option<Pick> {
         self.keys(view, oracle, rng);
-        let keys = &self.keys;
-        best(&mut self.queues, view, machine, |o| {
-            keys.get(o).copied().unwrap_or(Units::MIN)
-        })
-        .map(Pick::Start)
+        self.g.pick(view, machine)
     }
 }
 
