@@ -21,22 +21,32 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// A tick label: whole numbers without decimals.
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
 fn err(e: impl std::fmt::Display) -> String {
     format!("chart: {e}")
 }
 
 /// The y range covering every finite positive value, on a log scale
-/// (values ≤ 0 are drawn at the bottom).
+/// (values ≤ 0 have no bar or point: the caller's table shows them).
 fn log_range(series: &[Series]) -> (f64, f64) {
     let pos = series
         .iter()
         .flat_map(|s| s.values.iter().copied())
         .filter(|v| v.is_finite() && *v > 0.0);
     let (lo, hi) = pos.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    // Headroom above the data for the legend.
     if hi <= 0.0 {
-        (0.01, 1.0)
+        (0.01, 100.0)
     } else {
-        (lo / 2.0, hi * 2.0)
+        (lo / 2.0, hi * 50.0)
     }
 }
 
@@ -76,6 +86,7 @@ pub fn grouped_bars(
                 }
             })
             .y_desc(y_label)
+            .y_label_formatter(&|y| number(*y))
             .draw()
             .map_err(err)?;
         let k = series.len().max(1) as f64;
@@ -140,6 +151,7 @@ pub fn lines(
             .configure_mesh()
             .x_desc(x_label)
             .y_desc(y_label)
+            .y_label_formatter(&|y| number(*y))
             .draw()
             .map_err(err)?;
         for (si, s) in series.iter().enumerate() {

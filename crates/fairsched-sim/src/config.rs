@@ -112,6 +112,10 @@ impl fmt::Display for Ownership {
     }
 }
 
+/// The most processors a platform may have: every slot is simulated
+/// (16.7 million; the largest machines of the logs have 10⁵).
+pub const MAX_PROCS: u32 = 1 << 24;
+
 /// Everything that defines a run.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -188,6 +192,16 @@ impl RunConfig {
         match (&self.machines, self.procs) {
             (Some(_), Some(_)) => return cfg("give --procs or --machines, not both".into()),
             (None, Some(0)) => return cfg("--procs 0: the platform needs at least one processor".into()),
+            (None, Some(p)) if p > MAX_PROCS => {
+                return cfg(format!(
+                    "--procs {p}: at most {MAX_PROCS} processors (every slot is simulated)"
+                ));
+            }
+            (Some(m), None) if m.iter().map(|&n| n as u64).sum::<u64>() > MAX_PROCS as u64 => {
+                return cfg(format!(
+                    "--machines: at most {MAX_PROCS} processors in all (every slot is simulated)"
+                ));
+            }
             (Some(m), None) if m.is_empty() => {
                 return cfg("--machines: give at least one machine size".into());
             }

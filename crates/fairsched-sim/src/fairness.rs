@@ -38,13 +38,15 @@ pub struct OrgLine {
 /// The fairness section of `summary.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct OrgFairness {
-    /// The instant utilities are seen at (s): the window's end, else the
-    /// run's last event.
+    /// The instant utilities are seen at (s, in the log's time, re-based to
+    /// the window's start with `--window`): the window's end, else the
+    /// run's last end.
     pub at_s: f64,
     pub orgs: Vec<OrgLine>,
     /// Σ_u |φ_u − ψ_u| / p_tot (s): how far the run is from giving every
-    /// organization its contribution.
-    pub unfairness_per_work_s: Option<f64>,
+    /// organization its contribution (not the experiment's Δψ/p_tot, which
+    /// measures the distance to REF's schedule).
+    pub phi_gap_per_work_s: Option<f64>,
     pub note: Option<String>,
 }
 
@@ -135,14 +137,14 @@ impl FairnessObserver {
                 }
             })
             .collect::<Vec<_>>();
-        let unfairness_per_work_s = phi.as_ref().and_then(|_| {
+        let phi_gap_per_work_s = phi.as_ref().and_then(|_| {
             let d: f64 = orgs.iter().filter_map(|o| o.phi_minus_psi).map(f64::abs).sum();
             (work > 0.0).then(|| d / work)
         });
         OrgFairness {
             at_s: at.as_secs_f64(),
             orgs,
-            unfairness_per_work_s,
+            phi_gap_per_work_s,
             note,
         }
     }

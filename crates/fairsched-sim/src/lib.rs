@@ -38,7 +38,7 @@ pub mod run;
 pub mod workload;
 
 pub use agent::{Agent, AgentCtx, Trace};
-pub use config::{Ownership, PlatformInfo, RunConfig, RunReport, TraceInput};
+pub use config::{MAX_PROCS, Ownership, PlatformInfo, RunConfig, RunReport, TraceInput};
 pub use engine::{Arrival, RunStats, Simulation};
 pub use errors::SimError;
 pub use platform_file::PlatformFile;

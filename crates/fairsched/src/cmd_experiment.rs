@@ -7,8 +7,7 @@ use fairsched_report::plot::{Series, grouped_bars, lines};
 use fairsched_report::table::push_csv_line;
 use fairsched_report::{Table, fixed, write_atomic};
 use fairsched_sim::experiments::shapley::{
-    self as exp, ALGORITHMS, Config, LoadedTrace, PAPER_TRACES, Row, SHARED_LOGS, SharedLog, Stat,
-    UNAVAILABLE, WINDOWS,
+    self as exp, ALGORITHMS, Config, LoadedTrace, Row, SHARED_LOGS, SharedLog, Stat, UNAVAILABLE, WINDOWS,
 };
 use fairsched_sim::platform_file::PlatformFile;
 use fairsched_sim::{Ownership, TraceInput};
@@ -46,10 +45,12 @@ pub struct ShapleyArgs {
     /// Random windows per trace.
     #[arg(long, default_value_t = 100)]
     instances: u32,
-    /// Organizations (users are mapped to them uniformly at random).
+    /// Organizations (users are mapped to them uniformly at random)
+    /// [default: 5].
     #[arg(long)]
     orgs: Option<u32>,
-    /// How processors are split among organizations: zipf, zipf:S or uniform.
+    /// How processors are split among organizations: zipf, zipf:S or
+    /// uniform [default: zipf:1].
     #[arg(long)]
     ownership: Option<Ownership>,
     /// Shared logs to run, by name (default: all of them):
@@ -86,8 +87,14 @@ fn parse_trace(s: &str) -> Result<(PathBuf, u32), String> {
     let procs: u32 = procs
         .parse()
         .map_err(|_| format!("{s:?}: PROCS must be a positive whole number, not {procs:?}"))?;
-    if procs == 0 || file.is_empty() {
-        return Err(format!("{s:?}: expected FILE:PROCS with PROCS ≥ 1"));
+    if file.is_empty() {
+        return Err(format!("{s:?}: the FILE part is empty (expected FILE:PROCS)"));
+    }
+    if procs == 0 || procs > fairsched_sim::MAX_PROCS {
+        return Err(format!(
+            "{s:?}: PROCS must be between 1 and {}",
+            fairsched_sim::MAX_PROCS
+        ));
     }
     Ok((PathBuf::from(file), procs))
 }
@@ -157,7 +164,10 @@ fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>
     let mut seen = std::collections::BTreeSet::new();
     for s in &wanted {
         if !seen.insert(s.name()) {
-            bail!("log {:?} is given twice", s.name());
+            bail!(
+                "--traces/--trace: the log {:?} is given twice (names must differ: a log's name seeds its windows)",
+                s.name()
+            );
         }
     }
     wanted
@@ -207,6 +217,15 @@ fn bar(len: u64, enabled: bool) -> ProgressBar {
             .progress_chars("=> "),
     );
     pb
+}
+
+/// Creates the output folder and checks it takes files, before any work.
+fn prepare_out(out: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("--out {}: cannot create it", out.display()))?;
+    let probe = out.join(".fairsched-write-test");
+    std::fs::write(&probe, b"").with_context(|| format!("--out {}: cannot write in it", out.display()))?;
+    std::fs::remove_file(&probe).with_context(|| format!("--out {}", out.display()))?;
+    Ok(())
 }
 
 fn cell(mean: f64, std: f64) -> String {
@@ -315,6 +334,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
             format!("results/shapley-table{}", a.table)
         })
     });
+    prepare_out(&out)?;
     let traces = load_traces(&a, figure)?;
     let org_counts: Vec<u32> = if figure {
         (2..=10).collect()
@@ -339,17 +359,35 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
     }
     pb.finish_and_clear();
     let stats = exp::stats(&rows, (!figure).then_some(t));
-    let mut notes = vec![
-        format!(
-            "Δψ/p_tot in seconds: the average unjustified delay (or speed-up) of a unit of work against REF; mean (sample std) over {} random windows of {} s per trace.",
-            a.instances, window
-        ),
-        format!(
-            "The paper's {} are not available here: not run.",
+    let mut notes = vec![format!(
+        "Δψ/p_tot in seconds: the average unjustified delay (or speed-up) of a unit of work against REF; mean (sample std) over {} random windows of {} s per trace; \"Δψ=0\": windows where the algorithm gave every organization exactly REF's utility (often: no queue formed).",
+        a.instances, window
+    )];
+    if !figure {
+        notes.push(format!(
+            "The paper's {} logs are not available here: not run.",
             UNAVAILABLE.join(" and ")
-        ),
-        "Exact numbers differ from the paper's (its seeds, Zipf exponent and log versions are unknown; see docs/shapley.md): compare the orderings (rank columns).".into(),
-    ];
+        ));
+    }
+    if stats.iter().any(|s| s.paper.is_some()) {
+        notes.push("Exact numbers differ from the paper's (its seeds, Zipf exponent and log versions are unknown; see docs/shapley.md): compare the orderings (rank columns).".into());
+    }
+    for t in &traces {
+        if t.span() < window {
+            notes.push(format!(
+                "{}: the log's submits span {} s, less than the window: every instance uses the whole log (only the organizations' draw differs).",
+                t.name,
+                t.span()
+            ));
+        }
+    }
+    if let Some(p) = &base.platform {
+        notes.push(format!(
+            "Organizations, processors ({} in all) and users from {}: the logs' own processor counts are not used.",
+            p.total_procs(),
+            p.path.display()
+        ));
+    }
     let empty: u32 = stats
         .iter()
         .filter(|s| s.algorithm == "REF")
@@ -366,9 +404,10 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         format!("Figure 1 — Δψ/p_tot vs organizations on LPC-EGEE, windows of {window} s")
     } else {
         format!(
-            "Table {} — Δψ/p_tot (s), windows of {window} s, {} organizations, ownership {}",
+            "Table {} — Δψ/p_tot (s), windows of {window} s, {} organization{}, ownership {}",
             a.table,
             base.orgs(),
+            if base.orgs() == 1 { "" } else { "s" },
             if base.platform.is_some() {
                 "from --platform".to_string()
             } else {
@@ -385,6 +424,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         "rank ours",
         "rank paper",
         "n",
+        "Δψ=0",
     ])
     .title(title);
     for tr in &traces {
@@ -409,6 +449,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
                         .map(|r| r[i].to_string())
                         .unwrap_or_else(|| "—".into()),
                     s.instances.to_string(),
+                    s.zero.to_string(),
                 ]);
             }
         }
@@ -419,7 +460,6 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
     sayln!("{}", table.to_text());
 
     // Files.
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let summary = Summary {
         experiment: "shapley",
         table: (!figure).then_some(a.table),
@@ -427,7 +467,10 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         window_s: window,
         instances: a.instances,
         orgs: org_counts.clone(),
-        ownership: base.ownership.to_string(),
+        ownership: match &base.platform {
+            Some(p) => format!("platform file {}", p.path.display()),
+            None => base.ownership.to_string(),
+        },
         platform: a.platform.as_ref().map(|p| p.display().to_string()),
         seed: a.seed,
         reference: base.reference.to_string(),
@@ -436,7 +479,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
             .map(|t| TraceMeta {
                 name: t.name.clone(),
                 path: t.path.clone(),
-                procs: t.procs,
+                procs: base.platform.as_ref().map_or(t.procs, |p| p.total_procs()),
                 jobs: t.jobs.len(),
                 filters: t.filters,
             })
@@ -496,7 +539,7 @@ fn chart(
         )
     } else {
         let groups: Vec<String> = traces.iter().map(|t| t.name.clone()).collect();
-        let mut series: Vec<Series> = algos
+        let series: Vec<Series> = algos
             .iter()
             .map(|&al| Series {
                 name: al.to_string(),
@@ -511,22 +554,6 @@ fn chart(
                     .collect(),
             })
             .collect();
-        // The paper's DIRECTCONTR beside ours, where it has a column.
-        if traces.iter().any(|t| PAPER_TRACES.contains(&t.name.as_str())) {
-            series.push(Series {
-                name: "DIRECTCONTR (paper)".into(),
-                values: traces
-                    .iter()
-                    .map(|t| {
-                        stats
-                            .iter()
-                            .find(|s| s.trace == t.name && s.algorithm == "DIRECTCONTR")
-                            .and_then(|s| s.paper)
-                            .map_or(f64::NAN, |p| p.0)
-                    })
-                    .collect(),
-            });
-        }
         grouped_bars(
             &format!("Table {table}: Δψ/p_tot by algorithm (log scale), windows of {window} s"),
             "Δψ/p_tot (s)",

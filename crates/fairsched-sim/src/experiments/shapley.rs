@@ -225,6 +225,14 @@ impl LoadedTrace {
         })
     }
 
+    /// Seconds between the first and the last submit.
+    pub fn span(&self) -> i64 {
+        match (self.jobs.first(), self.jobs.last()) {
+            (Some(f), Some(l)) => l.submit - f.submit,
+            _ => 0,
+        }
+    }
+
     /// The column of the paper's tables this trace is, if any.
     pub fn paper_column(&self) -> Option<usize> {
         PAPER_TRACES.iter().position(|&p| p == self.name)
@@ -284,6 +292,11 @@ impl Config {
             ));
         }
         let k = self.orgs() as usize;
+        check_orgs(&self.reference, k).map_err(|e| {
+            SimError::Config(format!(
+                "--orgs {k}: {e} (REF is the reference every algorithm is measured against)"
+            ))
+        })?;
         for p in std::iter::once(&self.reference).chain(self.algorithms.iter().map(|a| &a.1)) {
             build_order(p).map_err(|e| SimError::Config(format!("{p}: {e}")))?;
             check_orgs(p, k).map_err(SimError::Config)?;
@@ -468,6 +481,16 @@ pub fn run_instance(inst: &Instance, cfg: &Config, orgs: u32) -> Result<Vec<Row>
 /// each instance (progress).
 pub fn run(traces: &[LoadedTrace], cfg: &Config, tick: &(dyn Fn() + Sync)) -> Result<Vec<Row>, SimError> {
     cfg.check()?;
+    if cfg.platform.is_none() {
+        for t in traces {
+            if t.procs < cfg.orgs {
+                return Err(SimError::Config(format!(
+                    "{}: {} processors cannot give each of {} organizations one (lower --orgs)",
+                    t.name, t.procs, cfg.orgs
+                )));
+            }
+        }
+    }
     let work: Vec<(usize, u32)> = (0..traces.len())
         .flat_map(|t| (0..cfg.instances).map(move |i| (t, i)))
         .collect();
@@ -500,6 +523,10 @@ pub struct Stat {
     /// Instances counted, and those left out for doing no work.
     pub instances: u32,
     pub empty: u32,
+    /// Counted instances where this algorithm's schedule gives every
+    /// organization exactly REF's utility (Δψ = 0: often a window where no
+    /// queue formed).
+    pub zero: u32,
     /// The paper's (mean, std) for this cell, when it has one.
     pub paper: Option<(f64, f64)>,
 }
@@ -537,6 +564,7 @@ pub fn stats(rows: &[Row], table: Option<usize>) -> Vec<Stat> {
                 _ => None,
             };
             Stat {
+                zero: xs.iter().filter(|&&x| x == 0.0).count() as u32,
                 empty: (sel.len() - xs.len()) as u32,
                 instances: xs.len() as u32,
                 trace,
