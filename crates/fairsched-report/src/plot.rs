@@ -23,8 +23,8 @@ const COLORS: [RGBColor; 8] = [
 
 /// A tick label: whole numbers without decimals.
 fn number(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{x:.0}")
+    if (x - x.round()).abs() < 1e-9 * x.abs().max(1.0) && x.abs() < 1e15 {
+        format!("{:.0}", x.round())
     } else {
         format!("{x}")
     }
@@ -151,6 +151,7 @@ pub fn lines(
             .configure_mesh()
             .x_desc(x_label)
             .y_desc(y_label)
+            .x_label_formatter(&|x| number(*x))
             .y_label_formatter(&|y| number(*y))
             .draw()
             .map_err(err)?;
@@ -203,5 +204,6 @@ mod tests {
         assert!(bars.starts_with("<svg") && bars.contains("alpha") && bars.contains("g2"));
         let l = lines("T", "x", "y", &[2.0, 3.0], &s).unwrap();
         assert!(l.starts_with("<svg") && l.contains("beta"));
+        assert!(!l.contains(">\n2.0\n<"), "whole-number ticks: {l}");
     }
 }
