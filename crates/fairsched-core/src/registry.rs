@@ -307,6 +307,13 @@ pub fn parse_duration(v: &str) -> Option<Time> {
 pub const REGISTRY: &[Entry] = &[
     policy::single_pool::ENTRY,
     policy::least_loaded::ENTRY,
+    policy::pffp::rand_machine::ENTRY,
+    policy::pffp::mlp::ENTRY,
+    policy::pffp::mst::ENTRY,
+    policy::pffp::mst_user::ENTRY,
+    policy::pffp::predictor::ENTRY,
+    policy::pffp::predictor::ENTRY_PFFP1,
+    policy::pffp::predictor::ENTRY_PFFP2,
     policy::fifo::ENTRY,
     policy::fcfs::ENTRY,
     policy::easy::ENTRY,

@@ -91,6 +91,11 @@ impl Harness {
     pub fn pool(n: u32, order: &str) -> Harness {
         Harness::new(Platform::pool(n), "single-pool", order)
     }
+    /// Machines of the given sizes (each with its own queue), tasks sent by
+    /// `allocate`.
+    pub fn machines(sizes: &[u32], allocate: &str, order: &str) -> Harness {
+        Harness::new(Platform::machines(sizes), allocate, order)
+    }
     pub fn owned(per_org: &[u32], order: &str) -> Harness {
         Harness::new(Platform::owned_pool(per_org), "single-pool", order)
     }

@@ -3,7 +3,8 @@
 //! Baselines: `single-pool` and `least-loaded` (Allocate); `fifo`, `fcfs`,
 //! `easy`, `priority`, `round-robin`, `fair-share` (Order); `age-boost`
 //! (Control). Papers' policies are grouped by paper in sub-modules:
-//! [`shapley`] (REF, RAND, DIRECTCONTR, UTFAIRSHARE, CURRFAIRSHARE).
+//! [`shapley`] (REF, RAND, DIRECTCONTR, UTFAIRSHARE, CURRFAIRSHARE) and
+//! [`pffp`] (Rand, MLp, MST, MSTUser, PFFP).
 
 pub mod age_boost;
 pub mod easy;
@@ -11,6 +12,7 @@ pub mod fair_share;
 pub mod fcfs;
 pub mod fifo;
 pub mod least_loaded;
+pub mod pffp;
 pub mod priority;
 pub mod queue;
 pub mod round_robin;

@@ -1,0 +1,60 @@
+//! `mlp` — MLp of spec/pffp.md: the machine minimising (n_i + 1) / m_i,
+//! n_i = tasks allocated to it and not finished (waiting + running), m_i
+//! its processors. The +1 (the task being placed) follows the paper's
+//! reference implementation (tGSF): an idle large machine wins over an
+//! idle small one. Compared exactly; ties to the lowest index.
+
+use super::argmin;
+use crate::ids::MachineId;
+use crate::model::TaskSpec;
+use crate::point::{Allocate, SimRng};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::state::View;
+use core::cmp::Ordering;
+
+pub const NAME: &str = "mlp";
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    doc: "MLp: machine minimising (unfinished tasks + 1) / processors; ties to the lowest index",
+    params: &[],
+    parallel: true,
+    build: Ctor::Allocate(from_params),
+};
+
+fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
+    Ok(Box::new(Mlp))
+}
+
+/// A fraction compared exactly.
+#[derive(Clone, Copy, Debug)]
+struct Ratio(u64, u64);
+
+impl PartialEq for Ratio {
+    fn eq(&self, o: &Ratio) -> bool {
+        self.partial_cmp(o) == Some(Ordering::Equal)
+    }
+}
+
+impl PartialOrd for Ratio {
+    fn partial_cmp(&self, o: &Ratio) -> Option<Ordering> {
+        (self.0 as u128 * o.1 as u128).partial_cmp(&(o.0 as u128 * self.1 as u128))
+    }
+}
+
+/// See the module docs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mlp;
+
+impl Allocate for Mlp {
+    fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
+        argmin(view, task, |m| {
+            let m = view.machine(m);
+            Ratio(
+                m.waiting() as u64 + m.running() as u64 + 1,
+                m.capacity().max(1) as u64,
+            )
+        })
+    }
+}

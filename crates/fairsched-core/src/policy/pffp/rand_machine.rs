@@ -1,0 +1,43 @@
+//! `rand` (Allocate) — Rand of spec/pffp.md: a uniformly random machine
+//! among those large enough for the task (seeded: the scheduler's
+//! generator).
+
+use crate::ids::MachineId;
+use crate::model::TaskSpec;
+use crate::point::{Allocate, SimRng};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::state::View;
+use rand::RngExt;
+
+pub const NAME: &str = "rand";
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    doc: "Rand: a uniformly random machine large enough for the task (seeded)",
+    params: &[],
+    parallel: true,
+    build: Ctor::Allocate(from_params),
+};
+
+fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
+    Ok(Box::new(RandMachine))
+}
+
+/// See the module docs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RandMachine;
+
+impl Allocate for RandMachine {
+    fn allocate(&mut self, view: &View, task: &TaskSpec, rng: &mut SimRng) -> Option<MachineId> {
+        let fits = view.machines().filter(|m| m.capacity() >= task.slots).count();
+        if fits == 0 {
+            return None;
+        }
+        let k = rng.random_range(0..fits);
+        view.machines()
+            .filter(|m| m.capacity() >= task.slots)
+            .nth(k)
+            .map(|m| m.id())
+    }
+}
