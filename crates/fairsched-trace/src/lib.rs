@@ -70,6 +70,7 @@ mod parse;
 mod reader;
 mod record;
 mod scan;
+pub mod stats;
 mod stream;
 pub mod transform;
 mod writer;

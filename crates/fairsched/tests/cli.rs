@@ -618,3 +618,36 @@ fn a_malformed_platform_file_names_the_file_the_line_and_the_key() {
     );
     assert!(err.contains("job ") && err.contains("user "), "{err}");
 }
+
+#[test]
+fn trace_stats_reports_finite_statistics_of_the_bundled_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = repo().join("data/KTH-SP2-1996-2.1-cln.swf.gz");
+    let out = dir.path().join("stats");
+    let text = ok(&[
+        "trace",
+        "stats",
+        log.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("Pareto I fit") && text.contains("Whittle"),
+        "{text}"
+    );
+    let s = json(&out.join("summary.json"));
+    let stats = &s["stats"];
+    assert_eq!(stats["jobs"], 28467);
+    let beta = stats["pareto"]["shape"].as_f64().unwrap();
+    assert!(beta.is_finite() && beta > 0.0, "β = {beta}");
+    let text = serde_json::to_string(&stats["hurst"]).unwrap();
+    assert!(!text.contains("null") && !text.contains("NaN"), "{text}");
+    assert!(
+        std::fs::read_to_string(out.join("aggregation.svg"))
+            .unwrap()
+            .starts_with("<svg")
+    );
+    let bad = run(&["trace", "stats", "/no/such/log.swf"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/no/such/log.swf"));
+}
