@@ -289,15 +289,15 @@ impl Coalitions {
         let mut keys = core::mem::take(&mut self.keys);
         keys.clear();
         let n = factorial(mask.count_ones() as usize);
-        let waiting: Vec<usize> = super::game::members(mask)
-            .filter(|&u| self.waiting(s, u) > 0)
-            .collect();
-        if waiting.len() == 1 {
-            keys.push((0, waiting[0]));
-        } else {
-            for &u in &waiting {
-                let key = shapley_scaled(mask, u, &self.values) - s.psi[u].at(t) * n;
-                keys.push((key, u));
+        // Members with waiting jobs; φ − ψ only matters when several wait.
+        keys.extend(
+            super::game::members(mask)
+                .filter(|&u| self.waiting(s, u) > 0)
+                .map(|u| (0, u)),
+        );
+        if keys.len() > 1 {
+            for (key, u) in keys.iter_mut() {
+                *key = shapley_scaled(mask, *u, &self.values) - s.psi[*u].at(t) * n;
             }
             rank(&mut keys);
         }
