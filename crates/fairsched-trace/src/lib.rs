@@ -17,7 +17,8 @@
 //! 4. [`JobIteratorExt`] adds the transforms: [`window`](JobIteratorExt::window),
 //!    [`split_parallel`](JobIteratorExt::split_parallel),
 //!    [`map_orgs`](JobIteratorExt::map_orgs); [`ownership_uniform`] / [`ownership_zipf`]
-//!    split the machine's processors among organizations.
+//!    split the machine's processors among organizations; [`weeks`] cuts a log into
+//!    local-time Monday–Friday weeks, with a [`LocalClock`] read from the header.
 //! 5. [`TraceInfo`] prints (or serializes) what a scan found.
 //!
 //! Every failure is a [`TraceError`] naming the file, and for bad lines the line and the
@@ -84,5 +85,8 @@ pub use reader::{FileSource, MAX_LINE, ReadOptions, SwfReader};
 pub use record::{FIELD_NAMES, SwfJob};
 pub use scan::{TraceScan, scan, scan_reader, scan_swf};
 pub use stream::{JobStream, StreamOptions};
-pub use transform::{JobItem, JobIteratorExt, MapOrgsWith, UserOrgMap, ownership_uniform, ownership_zipf};
+pub use transform::{
+    JobItem, JobIteratorExt, LocalClock, MapOrgsWith, UserOrgMap, Week, ownership_uniform, ownership_zipf,
+    weeks,
+};
 pub use writer::SwfWriter;

@@ -27,11 +27,13 @@
 mod orgs;
 mod ownership;
 mod split;
+mod weeks;
 mod window;
 
 pub use orgs::{MapOrgs, MapOrgsWith, UserOrgMap};
 pub use ownership::{ownership_uniform, ownership_zipf};
 pub use split::SplitParallel;
+pub use weeks::{LocalClock, Week, weeks};
 pub use window::Window;
 
 use crate::job::Job;
