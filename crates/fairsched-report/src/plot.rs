@@ -184,9 +184,175 @@ pub fn lines(
     Ok(svg)
 }
 
+/// Performance profiles: for each series the step function p(τ) over
+/// `taus` (linear axes, y from 0 to 1).
+pub fn profiles(title: &str, x_label: &str, taus: &[f64], series: &[Series]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 440)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let x0 = taus.first().copied().unwrap_or(1.0);
+        let x1 = taus.last().copied().filter(|&x| x > x0).unwrap_or(x0 + 1.0);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(x0..x1, 0.0..1.05)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc("p(τ): fraction of instances")
+            .draw()
+            .map_err(err)?;
+        for (si, s) in series.iter().enumerate() {
+            let color = COLORS[si % COLORS.len()];
+            // A step function: hold each value until the next τ.
+            let mut pts: Vec<(f64, f64)> = Vec::new();
+            for (i, (&t, &v)) in taus.iter().zip(&s.values).enumerate() {
+                if i > 0 {
+                    pts.push((t, pts.last().map_or(v, |p| p.1)));
+                }
+                pts.push((t, v));
+            }
+            chart
+                .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+                .map_err(err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// A heat map of `values[row][col]` (rows top to bottom), green for the
+/// lowest value to red for the highest, each cell labelled with its value.
+pub fn heatmap(
+    title: &str,
+    row_label: &str,
+    col_label: &str,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<f64>],
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (860, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let finite = values.iter().flatten().copied().filter(|v| v.is_finite());
+        let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+        let (nr, nc) = (rows.len().max(1), cols.len().max(1));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..nc as f64, 0.0..nr as f64)
+            .map_err(err)?;
+        let col_at = |x: f64| cols.get(x.floor() as usize).cloned().unwrap_or_default();
+        let row_at = |y: f64| {
+            let i = nr as isize - 1 - y.floor() as isize;
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| rows.get(i))
+                .cloned()
+                .unwrap_or_default()
+        };
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(col_label)
+            .y_desc(row_label)
+            .x_labels(nc * 2 + 1)
+            .y_labels(nr * 2 + 1)
+            .x_label_formatter(&|x| {
+                if (x.fract() - 0.5).abs() < 1e-9 {
+                    col_at(*x)
+                } else {
+                    String::new()
+                }
+            })
+            .y_label_formatter(&|y| {
+                if (y.fract() - 0.5).abs() < 1e-9 {
+                    row_at(*y)
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .map_err(err)?;
+        let color = |v: f64| {
+            if !v.is_finite() || hi <= lo {
+                return RGBColor(200, 200, 200);
+            }
+            let t = (v - lo) / (hi - lo);
+            let (r, g) = if t < 0.5 {
+                (510.0 * t, 200.0)
+            } else {
+                (255.0, 200.0 * (2.0 - 2.0 * t))
+            };
+            RGBColor(r.round() as u8, g.round() as u8, 80)
+        };
+        for (i, row) in values.iter().enumerate() {
+            let y = (nr - 1 - i) as f64;
+            for (j, &v) in row.iter().enumerate() {
+                let x = j as f64;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x, y), (x + 1.0, y + 1.0)],
+                        color(v).filled(),
+                    )))
+                    .map_err(err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{v:.3}"),
+                        (x + 0.12, y + 0.62),
+                        ("sans-serif", 11),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profiles_and_heat_maps_are_svg_documents_with_every_label() {
+        let s = vec![Series {
+            name: "PFFP".into(),
+            values: vec![0.25, 0.5, 1.0],
+        }];
+        let svg = profiles("Test 2: ρ", "τ", &[1.0, 1.5, 2.0], &s).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("PFFP") && svg.contains("Test 2"));
+        let svg = heatmap(
+            "grid",
+            "φ",
+            "ψ",
+            &["0.001".into(), "0.01".into()],
+            &["0.002".into(), "0.02".into()],
+            &[vec![1.0, 2.0], vec![1.5, f64::NAN]],
+        )
+        .unwrap();
+        for label in ["0.001", "0.02", "1.500", "grid"] {
+            assert!(svg.contains(label), "{label}");
+        }
+    }
 
     #[test]
     fn charts_are_svg_documents_with_every_label() {

@@ -31,6 +31,18 @@ pub enum ExperimentCommand {
     ///   fairsched experiment shapley --trace my.swf:128 --orgs 3 --instances 20
     #[command(verbatim_doc_comment)]
     Shapley(ShapleyArgs),
+    /// PFFP (allocation under runtime uncertainty): Tests 1–5 of the
+    /// paper on Monday–Friday weeks of seven real logs; degradation
+    /// tables or φ×ψ grids beside the paper's, performance profiles.
+    ///
+    /// Examples:
+    ///   fairsched experiment pffp --test 2 --instances 5
+    ///   fairsched experiment pffp --test 4 --out results/t4
+    ///   fairsched experiment pffp --test 3 --instances 4
+    ///   fairsched experiment pffp --test 5 --instances 3
+    ///   fairsched experiment pffp --test 2 --logs my.swf.gz,other.swf
+    #[command(verbatim_doc_comment)]
+    Pffp(crate::cmd_pffp::PffpArgs),
 }
 
 #[derive(clap::Args)]
@@ -102,6 +114,7 @@ fn parse_trace(s: &str) -> Result<(PathBuf, u32), String> {
 pub fn run(cmd: ExperimentCommand) -> anyhow::Result<()> {
     match cmd {
         ExperimentCommand::Shapley(a) => shapley(a),
+        ExperimentCommand::Pffp(a) => crate::cmd_pffp::pffp(a),
     }
 }
 
@@ -204,7 +217,7 @@ fn config(a: &ShapleyArgs, window: i64) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
-fn bar(len: u64, enabled: bool) -> ProgressBar {
+pub(crate) fn bar(len: u64, enabled: bool, unit: &str) -> ProgressBar {
     let target = if enabled && std::io::stderr().is_terminal() {
         ProgressDrawTarget::stderr()
     } else {
@@ -212,15 +225,17 @@ fn bar(len: u64, enabled: bool) -> ProgressBar {
     };
     let pb = ProgressBar::with_draw_target(Some(len), target);
     pb.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} instances ({elapsed}, ETA {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(&format!(
+            "{{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{elapsed}}, ETA {{eta}})"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     pb
 }
 
 /// Creates the output folder and checks it takes files, before any work.
-fn prepare_out(out: &std::path::Path) -> anyhow::Result<()> {
+pub(crate) fn prepare_out(out: &std::path::Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("--out {}: cannot create it", out.display()))?;
     let probe = out.join(".fairsched-write-test");
     std::fs::write(&probe, b"").with_context(|| format!("--out {}: cannot write in it", out.display()))?;
@@ -342,7 +357,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         vec![base.orgs()]
     };
     let total = (traces.len() * org_counts.len()) as u64 * a.instances as u64;
-    let pb = bar(total, !a.no_progress);
+    let pb = bar(total, !a.no_progress, "instances");
     pb.set_prefix(if figure {
         "figure 1".to_string()
     } else {

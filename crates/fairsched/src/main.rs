@@ -2,6 +2,7 @@
 //! prints and writes results.
 
 mod cmd_experiment;
+mod cmd_pffp;
 mod cmd_policies;
 mod cmd_simulate;
 mod cmd_trace;

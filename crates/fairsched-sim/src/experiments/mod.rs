@@ -4,3 +4,4 @@
 //! writes what they return.
 
 pub mod shapley;
+pub mod pffp;

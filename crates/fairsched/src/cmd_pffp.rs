@@ -1,0 +1,585 @@
+//! `fairsched experiment pffp`: the PFFP paper's Tests 1–5, our numbers
+//! beside the paper's.
+
+use crate::cmd_experiment::{bar, prepare_out};
+use crate::term::sayln;
+use anyhow::{Context, bail};
+use fairsched_report::plot::{Series, heatmap, profiles};
+use fairsched_report::table::push_csv_line;
+use fairsched_report::{Table, fixed, write_atomic};
+use fairsched_sim::TraceInput;
+use fairsched_sim::experiments::pffp::analysis::{Degradation, gamma_matrix, profile, taus};
+use fairsched_sim::experiments::pffp::{
+    self as exp, Cell, Instance, Kind, PAPER_LOGS, Row, Test, WeekLog, paper,
+};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct PffpArgs {
+    /// Which test of the paper's Table 3: 1 and 3 tune PFFP over the φ×ψ
+    /// grid (Workload A; 3 machines of 1, or of 2, 4, 8 processors); 2 and
+    /// 4 compare MST, PFFP1, PFFP2, MSTUser, MLp and Rand on the same
+    /// machines (Workload B); 5 compares on machines of 50, 100, 150 with
+    /// bags of tasks (Workload C).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
+    test: u8,
+    /// Test 5 only: run the φ×ψ grid (the paper's Table 9) instead of the
+    /// comparison.
+    #[arg(long)]
+    grid: bool,
+    /// Weeks to run (the first N of the workload; default all: A 18,
+    /// B 30, C 30).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    instances: Option<u32>,
+    /// SWF logs to draw the weeks from, instead of the paper's seven
+    /// (KTH-SP2, CTC-SP2, HPC2N, LANL-CM5, SDSC-BLUE, SDSC-DS, SDSC-SP2).
+    #[arg(long, value_delimiter = ',', value_name = "FILE,...")]
+    logs: Vec<PathBuf>,
+    /// Where the paper's seven logs are.
+    #[arg(long, default_value = "../shared/data/traces/swf", value_name = "DIR")]
+    traces_dir: PathBuf,
+    /// Scale every week's arrivals to this utilisation (0 < U ≤ 1)
+    /// [default: as logged; Test 5: drawn per week in 0.2–0.9].
+    #[arg(long, value_name = "U")]
+    utilization: Option<f64>,
+    /// Master seed (the weeks drawn, Rand's choices, Test 5's utilisations).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output directory [default: results/pffp-test<N>].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Never show a progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+fn log_name(p: &std::path::Path) -> String {
+    p.file_name()
+        .map(|f| {
+            let f = f.to_string_lossy();
+            let f = f.trim_end_matches(".gz").trim_end_matches(".swf");
+            f.to_string()
+        })
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+fn load_logs(a: &PffpArgs) -> anyhow::Result<Vec<WeekLog>> {
+    if a.logs.is_empty() {
+        PAPER_LOGS
+            .par_iter()
+            .map(|n| Ok(WeekLog::shared(n, &a.traces_dir)?))
+            .collect()
+    } else {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &a.logs {
+            if !seen.insert(log_name(p)) {
+                bail!("--logs: {} is given twice", p.display());
+            }
+        }
+        a.logs
+            .par_iter()
+            .map(|p| {
+                WeekLog::load(&log_name(p), &TraceInput::Path(p.clone()))
+                    .with_context(|| format!("reading {}", p.display()))
+            })
+            .collect()
+    }
+}
+
+#[derive(Serialize)]
+struct LogMeta<'a> {
+    name: &'a str,
+    path: &'a str,
+    clock: &'a str,
+    clock_note: Option<&'a str>,
+    jobs: usize,
+    weeks: usize,
+    median_estimate_s: Option<i64>,
+    filters: fairsched_trace::FilterCounts,
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    experiment: &'static str,
+    test: u8,
+    workload: &'static str,
+    machines: &'a [u32],
+    bags_of_tasks: bool,
+    seed: u64,
+    strategies: Vec<(String, String)>,
+    logs: Vec<LogMeta<'a>>,
+    instances: &'a [Instance],
+    /// Comparisons: degradation (%) per strategy, with the paper's.
+    degradation: Option<&'a Degradation>,
+    paper_degradation: Option<Vec<PaperRow>>,
+    /// Grids: mean ρ and t_w per setting, with the paper's ρ.
+    grid: Option<&'a [Cell]>,
+    missing_estimates: u64,
+    notes: &'a [String],
+    wall_time_s: f64,
+}
+
+#[derive(Serialize)]
+struct PaperRow {
+    strategy: &'static str,
+    rho: f64,
+    wait: f64,
+    mean: f64,
+    rank: u32,
+}
+
+fn paper_rows(test: u8) -> Option<&'static [paper::PaperRow]> {
+    match test {
+        2 => Some(&paper::TABLE6),
+        4 => Some(&paper::TABLE8),
+        5 => Some(&paper::TABLE10),
+        _ => None,
+    }
+}
+
+fn rows_csv(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let header = [
+        "test",
+        "instance",
+        "log",
+        "week_start",
+        "jobs",
+        "tasks",
+        "utilization",
+        "strategy",
+        "policy",
+        "makespan_s",
+        "lower_bound_s",
+        "rho",
+        "mean_wait_s",
+    ];
+    push_csv_line(&mut out, header.iter().copied());
+    for r in rows {
+        let cells = [
+            r.test.to_string(),
+            r.instance.to_string(),
+            r.log.clone(),
+            r.week_start.to_string(),
+            r.jobs.to_string(),
+            r.tasks.to_string(),
+            format!("{}", r.utilization),
+            r.strategy.clone(),
+            r.policy.clone(),
+            format!("{}", r.metrics.makespan),
+            format!("{}", r.metrics.lower_bound),
+            format!("{}", r.metrics.rho),
+            format!("{}", r.metrics.mean_wait),
+        ];
+        push_csv_line(&mut out, cells.iter().map(String::as_str));
+    }
+    out
+}
+
+fn opt(x: Option<f64>, d: usize) -> String {
+    x.map_or_else(|| "—".into(), |x| fixed(x, d))
+}
+
+pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    if a.grid && a.test != 5 {
+        bail!("--grid is for Test 5 (Tests 1 and 3 are grids already; 2 and 4 compare strategies)");
+    }
+    if let Some(u) = a.utilization
+        && !(u > 0.0 && u <= 1.0)
+    {
+        bail!("--utilization {u}: expected a fraction in (0, 1]");
+    }
+    let mut test = Test::paper(a.test, a.grid)?;
+    if a.utilization.is_some() {
+        test.utilization = a.utilization;
+    }
+    exp::check(&test)?;
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "results/pffp-test{}{}",
+            a.test,
+            if a.grid { "-grid" } else { "" }
+        ))
+    });
+    prepare_out(&out)?;
+    let logs = load_logs(&a)?;
+    let insts = exp::instances(&logs, &test, a.instances, a.seed)?;
+    let strategies = test.strategies();
+    let pb = bar((insts.len() * strategies.len()) as u64, !a.no_progress, "runs");
+    pb.set_prefix(format!("test {}", a.test));
+    let rows = exp::run(&insts, &test, a.seed, &|| pb.inc(1))?;
+    pb.finish_and_clear();
+
+    let mut notes = test.notes.clone();
+    let jobs: u64 = insts.iter().map(|i| i.jobs).sum();
+    let tasks: u64 = insts.iter().map(|i| i.tasks).sum();
+    let missing: u64 = insts.iter().map(|i| i.missing_estimates).sum();
+    let mut per_log: Vec<(String, usize)> = Vec::new();
+    for i in &insts {
+        match per_log.iter_mut().find(|p| p.0 == i.log) {
+            Some(p) => p.1 += 1,
+            None => per_log.push((i.log.clone(), 1)),
+        }
+    }
+    notes.push(format!(
+        "Workload {}: {} Monday–Friday weeks (drawn with seed {} from {} weeks with jobs): {}; {} jobs{}.",
+        test.workload.name(),
+        insts.len(),
+        a.seed,
+        exp::pool(&logs, a.seed).len(),
+        per_log
+            .iter()
+            .map(|(l, n)| format!("{l} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        jobs,
+        if test.bags {
+            format!(", {tasks} tasks")
+        } else {
+            String::new()
+        }
+    ));
+    if !test.bags {
+        notes.push(
+            "Every job is one sequential job of its run time, whatever its processor count (the paper's model; Test 5 uses bags of tasks).".into(),
+        );
+    }
+    if missing > 0 {
+        notes.push(format!(
+            "{missing} job(s) have no user estimate: MSTUser counts the log's median estimate for them."
+        ));
+    }
+    for l in &logs {
+        if let Some(n) = &l.clock_note {
+            notes.push(format!("{}: {n}", l.name));
+        }
+    }
+    let machines = test
+        .machines
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let head = format!(
+        "Test {} — Workload {} ({} weeks), machines of {machines} processors, FCFS queues",
+        a.test,
+        test.workload.name(),
+        insts.len()
+    );
+
+    let (deg, cells) = match &test.kind {
+        Kind::Compare(_) => (Some(exp::degradations(&rows, &test)), None),
+        Kind::Grid { .. } => (None, Some(exp::cells(&rows, &test))),
+    };
+    // Files first, then the tables.
+    write_atomic(&out.join("pffp.csv"), rows_csv(&rows).as_bytes())?;
+    let mut written = vec!["summary.json", "pffp.csv"];
+    if let Some(d) = &deg {
+        let mut t = degradation_table(d, a.test, &head);
+        for n in &notes {
+            t.note(n.clone());
+        }
+        write_atomic(&out.join("degradation.csv"), t.to_csv().as_bytes())?;
+        written.push("degradation.csv");
+        for (f, svg) in profile_charts(&rows, &test)? {
+            write_atomic(&out.join(&f), svg.as_bytes())?;
+        }
+        written.push("profile-*.svg");
+    }
+    if let Some(c) = &cells {
+        write_atomic(&out.join("grid.csv"), grid_csv(c).as_bytes())?;
+        written.push("grid.csv");
+        let (rows_l, cols_l, vals) = layout(c, 0.78);
+        if !vals.is_empty() {
+            let svg = heatmap(
+                &format!("Test {}: mean ρ of PFFP (H = 0.78)", a.test),
+                "φ (queue)",
+                "ψ (residual runtime)",
+                &rows_l,
+                &cols_l,
+                &vals,
+            )
+            .map_err(anyhow::Error::msg)?;
+            write_atomic(&out.join("grid.svg"), svg.as_bytes())?;
+            written.push("grid.svg");
+        }
+    }
+    let summary = Summary {
+        experiment: "pffp",
+        test: a.test,
+        workload: test.workload.name(),
+        machines: &test.machines,
+        bags_of_tasks: test.bags,
+        seed: a.seed,
+        strategies: strategies.clone(),
+        logs: logs
+            .iter()
+            .map(|l| LogMeta {
+                name: &l.name,
+                path: &l.path,
+                clock: &l.clock,
+                clock_note: l.clock_note.as_deref(),
+                jobs: l.jobs.len(),
+                weeks: l.weeks.len(),
+                median_estimate_s: l.median_estimate,
+                filters: l.filters,
+            })
+            .collect(),
+        instances: &insts,
+        degradation: deg.as_ref(),
+        paper_degradation: paper_rows(a.test).filter(|_| deg.is_some()).map(|r| {
+            r.iter()
+                .map(|&(strategy, rho, wait, mean, rank)| PaperRow {
+                    strategy,
+                    rho,
+                    wait,
+                    mean,
+                    rank,
+                })
+                .collect()
+        }),
+        grid: cells.as_deref(),
+        missing_estimates: missing,
+        notes: &notes,
+        wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+    };
+    write_atomic(
+        &out.join("summary.json"),
+        &fairsched_report::files::json_bytes(&summary),
+    )?;
+
+    if let Some(d) = &deg {
+        let mut t = degradation_table(d, a.test, &head);
+        for n in &notes {
+            t.note(n.clone());
+        }
+        sayln!("{}", t.to_text());
+    }
+    if let Some(c) = &cells {
+        sayln!("{}", grid_text(c, a.test, &head, &notes));
+    }
+    sayln!(
+        "wrote {} ({}) in {:.1} s",
+        out.display(),
+        written.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn degradation_table(d: &Degradation, test: u8, head: &str) -> Table {
+    let paper = paper_rows(test).unwrap_or(&[]);
+    let mut t = Table::new([
+        "strategy",
+        "ρ %",
+        "paper ρ %",
+        "t_w %",
+        "paper t_w %",
+        "mean %",
+        "paper mean %",
+        "rank",
+        "paper rank",
+    ])
+    .title(format!("{head}: degradation against the best strategy per week"));
+    for r in &d.rows {
+        let p = paper.iter().find(|p| p.0 == r.strategy);
+        t.row([
+            r.strategy.clone(),
+            fixed(r.rho, 2),
+            opt(p.map(|p| p.1), 2),
+            fixed(r.wait, 2),
+            opt(p.map(|p| p.2), 2),
+            fixed(r.mean, 2),
+            opt(p.map(|p| p.3), 2),
+            r.rank.to_string(),
+            p.map_or_else(|| "—".into(), |p| p.4.to_string()),
+        ]);
+    }
+    if d.left_out.iter().any(|&n| n > 0) {
+        t.note(format!(
+            "Weeks left out because the best value was 0 while another strategy's was not (γ infinite): ρ {}, t_w {}.",
+            d.left_out[0], d.left_out[1]
+        ));
+    }
+    t
+}
+
+/// Rows φ, columns ψ of the cells at `h`, in grid order.
+fn layout(cells: &[Cell], h: f64) -> (Vec<String>, Vec<String>, Vec<Vec<f64>>) {
+    let g = paper::grid_values();
+    let labels: Vec<String> = g.iter().map(|x| format!("{x}")).collect();
+    let mut vals = Vec::new();
+    for &phi in &g {
+        let row: Vec<f64> = g
+            .iter()
+            .filter_map(|&psi| {
+                cells
+                    .iter()
+                    .find(|c| c.h == h && c.phi == phi && c.psi == psi)
+                    .map(|c| c.rho)
+            })
+            .collect();
+        if row.len() == g.len() {
+            vals.push(row);
+        }
+    }
+    (labels.clone(), labels, vals)
+}
+
+fn grid_csv(cells: &[Cell]) -> String {
+    let mut out = String::new();
+    push_csv_line(
+        &mut out,
+        ["h", "phi", "psi", "rho", "mean_wait_s", "paper_rho"].into_iter(),
+    );
+    for c in cells {
+        let row = [
+            format!("{}", c.h),
+            format!("{}", c.phi),
+            format!("{}", c.psi),
+            format!("{}", c.rho),
+            format!("{}", c.mean_wait),
+            c.paper.map(|x| format!("{x}")).unwrap_or_default(),
+        ];
+        push_csv_line(&mut out, row.iter().map(String::as_str));
+    }
+    out
+}
+
+/// The φ×ψ grid as the paper lays it out (ours, then the paper's), the
+/// best cells, and for Test 1 the paper's Table 4.
+fn grid_text(cells: &[Cell], test: u8, head: &str, notes: &[String]) -> String {
+    let (rows_l, cols_l, vals) = layout(cells, 0.78);
+    let mut s = String::new();
+    let grid = |title: String, vals: &[Vec<f64>], d: usize| {
+        let mut t =
+            Table::new(std::iter::once("φ \\ ψ".to_string()).chain(cols_l.iter().cloned())).title(title);
+        for (i, row) in vals.iter().enumerate() {
+            t.row(std::iter::once(rows_l[i].clone()).chain(row.iter().map(|&x| fixed(x, d))));
+        }
+        t.to_text()
+    };
+    let argmin = |vals: &[Vec<f64>]| {
+        let mut best = (0, 0, f64::INFINITY);
+        for (i, r) in vals.iter().enumerate() {
+            for (j, &x) in r.iter().enumerate() {
+                if x < best.2 {
+                    best = (i, j, x);
+                }
+            }
+        }
+        best
+    };
+    let paper_table = match test {
+        1 => Some(&paper::TABLE5),
+        3 => Some(&paper::TABLE7),
+        5 => Some(&paper::TABLE9),
+        _ => None,
+    };
+    if !vals.is_empty() {
+        s += &grid(
+            format!("{head}: mean competitive factor ρ of PFFP, H = 0.78 (rows φ, columns ψ)"),
+            &vals,
+            3,
+        );
+        if let Some(p) = paper_table {
+            let pv: Vec<Vec<f64>> = p.iter().map(|r| r.to_vec()).collect();
+            let table_no = match test {
+                1 => 5,
+                3 => 7,
+                _ => 9,
+            };
+            s += "\n";
+            s += &grid(format!("The paper's Table {table_no}"), &pv, 3);
+            let (oi, oj, ov) = argmin(&vals);
+            let (pi, pj, pv) = argmin(&pv);
+            s += &format!(
+                "\nbest: ours φ = {}, ψ = {} (ρ = {}); the paper's φ = {}, ψ = {} (ρ = {}); the paper's best cell has ρ = {} in ours\n",
+                rows_l[oi],
+                cols_l[oj],
+                fixed(ov, 3),
+                rows_l[pi],
+                cols_l[pj],
+                fixed(pv, 3),
+                fixed(vals[pi][pj], 3)
+            );
+        }
+    }
+    if test == 1 {
+        let mut t = Table::new(["exp.", "H", "φ", "ψ", "ρ ours", "ρ paper"])
+            .title("Test 1 — the paper's Table 4: competitive factor of eight (H, φ, ψ) settings");
+        for (k, e) in paper::TABLE4.iter().enumerate() {
+            let ours = cells
+                .iter()
+                .find(|c| (c.h, c.phi, c.psi) == (e.0, e.1, e.2))
+                .map(|c| c.rho);
+            t.row([
+                (k + 1).to_string(),
+                format!("{}", e.0),
+                format!("{}", e.1),
+                format!("{}", e.2),
+                opt(ours, 3),
+                fixed(e.3, 2),
+            ]);
+        }
+        s += "\n";
+        s += &t.to_text();
+    }
+    let mut t = Table::new([""; 0]);
+    for n in notes {
+        t.note(n.clone());
+    }
+    s += &t.to_text();
+    s
+}
+
+/// Performance profiles of ρ, t_w and their mean, over τ ∈ [1, 2] and
+/// [1, 5]: (file name, SVG).
+fn profile_charts(rows: &[Row], test: &Test) -> anyhow::Result<Vec<(String, String)>> {
+    let labels: Vec<String> = test.strategies().into_iter().map(|s| s.0).collect();
+    let values = exp::values(rows, labels.len());
+    let per_metric: Vec<Vec<Option<Vec<f64>>>> = (0..2).map(|m| gamma_matrix(&values, m)).collect();
+    // The mean of the two γ, on weeks where both are defined.
+    let mean: Vec<Option<Vec<f64>>> = per_metric[0]
+        .iter()
+        .zip(&per_metric[1])
+        .map(|(a, b)| match (a, b) {
+            (Some(a), Some(b)) => Some(a.iter().zip(b).map(|(x, y)| (x + y) / 2.0).collect()),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (name, title, g) in [
+        ("rho", "ρ", &per_metric[0]),
+        ("tw", "t_w", &per_metric[1]),
+        ("mean", "mean of ρ and t_w", &mean),
+    ] {
+        for hi in [2.0, 5.0] {
+            let ts = taus(1.0, hi, 200);
+            let series: Vec<Series> = labels
+                .iter()
+                .enumerate()
+                .map(|(s, l)| Series {
+                    name: l.clone(),
+                    values: profile(&g.iter().flatten().map(|v| v[s]).collect::<Vec<_>>(), &ts),
+                })
+                .collect();
+            let svg = profiles(
+                &format!(
+                    "Test {}: performance profile of {title}, τ ∈ [1, {hi}]",
+                    test.number
+                ),
+                "τ (ratio to the week's best)",
+                &ts,
+                &series,
+            )
+            .map_err(anyhow::Error::msg)?;
+            out.push((format!("profile-{name}-{hi}.svg"), svg));
+        }
+    }
+    Ok(out)
+}
