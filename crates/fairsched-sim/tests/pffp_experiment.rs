@@ -9,7 +9,10 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 fn dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/traces/swf"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/traces/swf"
+    ))
 }
 
 /// Two of the paper's logs (the smallest ones), loaded once.
@@ -63,8 +66,14 @@ fn test_on(machines: Vec<u32>, bags: bool, strategies: &[(&str, &str)]) -> Test 
         machines,
         bags,
         utilization: None,
-        kind: Kind::Compare(strategies.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()),
+        kind: Kind::Compare(
+            strategies
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+        ),
         notes: Vec::new(),
+        fitted: None,
     }
 }
 
@@ -86,23 +95,41 @@ fn a_tiny_week_by_hand() {
     let inst = exp::instance(&log, log.weeks[0], 0, &t, 0);
     assert_eq!((inst.jobs, inst.tasks, inst.scale), (3, 3, 1.0));
     let m = exp::run_strategy(&inst, &t.machines, "mst", 0).unwrap();
-    assert_eq!((m.makespan, m.lower_bound, m.rho, m.mean_wait), (20.0, 20.0, 1.0, 3.0));
+    assert_eq!(
+        (m.makespan, m.lower_bound, m.rho, m.mean_wait),
+        (20.0, 20.0, 1.0, 3.0)
+    );
     // Three jobs without an estimate: MSTUser gets the log's median.
     assert_eq!(inst.missing_estimates, 3);
-    assert_eq!(exp::spec_for("mst-user", &inst).unwrap().to_string(), "mst-user[missing=7]");
-    assert_eq!(exp::spec_for("mst-user[missing=9]", &inst).unwrap().to_string(), "mst-user[missing=9]");
+    assert_eq!(
+        exp::spec_for("mst-user", &inst).unwrap().to_string(),
+        "mst-user[missing=7]"
+    );
+    assert_eq!(
+        exp::spec_for("mst-user[missing=9]", &inst).unwrap().to_string(),
+        "mst-user[missing=9]"
+    );
 }
 
 /// Bags of tasks: a q-processor job becomes q sequential tasks of its
 /// run time; the arrival scaling reaches the target utilisation.
 #[test]
 fn bags_of_tasks_and_the_utilisation_target() {
-    let log = hand_log(vec![job(1, 1000, 100, 4, Some(50)), job(2, 1000 + 3600, 200, 2, None)]);
+    let log = hand_log(vec![
+        job(1, 1000, 100, 4, Some(50)),
+        job(2, 1000 + 3600, 200, 2, None),
+    ]);
     let mut t = test_on(vec![2, 2], true, &[("MLp", "mlp")]);
     let inst = exp::instance(&log, log.weeks[0], 0, &t, 0);
     assert_eq!((inst.jobs, inst.tasks), (2, 6));
     let runtimes: Vec<i64> = inst.arrivals.iter().map(|a| a.runtime.millis()).collect();
-    assert_eq!(runtimes, vec![100_000; 4].into_iter().chain(vec![200_000; 2]).collect::<Vec<_>>());
+    assert_eq!(
+        runtimes,
+        vec![100_000; 4]
+            .into_iter()
+            .chain(vec![200_000; 2])
+            .collect::<Vec<_>>()
+    );
     // Work 800 s on 4 processors over 432 000 s.
     let natural = 800.0 / (4.0 * 432_000.0);
     t.utilization = Some(0.5);
@@ -144,7 +171,9 @@ fn workloads_are_disjoint_and_instances_take_a_prefix() {
     // A pool too small for a workload is an error that says why.
     let err = exp::workload_weeks(&pool[..20], Workload::B, None).map(|w| w.len());
     assert_eq!(err.ok(), Some(2));
-    let err = exp::workload_weeks(&pool[..18], Workload::B, None).unwrap_err().to_string();
+    let err = exp::workload_weeks(&pool[..18], Workload::B, None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("18 weeks") && err.contains("Workload B"), "{err}");
 }
 
@@ -199,7 +228,10 @@ fn grid_tests_run_every_setting() {
 fn results_do_not_depend_on_the_thread_count() {
     let t = Test::paper(2, false).unwrap();
     let go = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         pool.install(|| {
             let insts = exp::instances(logs(), &t, Some(3), 5).unwrap();
             let rows = exp::run(&insts, &t, 5, &|| {}).unwrap();
@@ -207,4 +239,32 @@ fn results_do_not_depend_on_the_thread_count() {
         })
     };
     assert_eq!(go(1), go(3));
+}
+
+/// `--fitted`: the workload's own Pareto fit, mean and Hurst estimate go
+/// into every PFFP spec (not into the others), and a grid runs at the
+/// fitted H.
+#[test]
+fn fitted_parameters_reach_every_pffp_spec() {
+    let f = exp::Fitted::on(logs(), 0).unwrap();
+    assert!(f.jobs > 0 && f.beta > 0.0 && f.sm > 0.0 && f.mu > 0.0);
+    assert!(f.h > 0.0 && f.h <= 1.0);
+    assert_eq!(f.hurst.len(), 9);
+    let t = Test::paper(2, false).unwrap().with_fitted(f.clone());
+    for (label, spec) in t.strategies() {
+        let p: fairsched_core::PolicySpec = spec.parse().unwrap();
+        let has = |k: &str| p.params.iter().any(|(key, _)| key == k);
+        assert_eq!(
+            has("beta") && has("sm") && has("mu") && has("h"),
+            label.starts_with("PFFP"),
+            "{spec}"
+        );
+    }
+    // An explicit H is kept.
+    assert!(
+        f.apply("pffp[h=0.5]").contains("h=0.5") && !f.apply("pffp[h=0.5]").contains(&format!("h={}", f.h))
+    );
+    let g = Test::paper(3, false).unwrap().with_fitted(f.clone());
+    assert!(g.strategies().iter().all(|s| s.1.contains(&format!("h={}", f.h))));
+    assert!(exp::check(&g).is_ok());
 }

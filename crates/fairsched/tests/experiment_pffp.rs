@@ -32,13 +32,29 @@ fn text(o: &Output) -> (String, String) {
 fn test_2_prints_the_degradation_beside_the_papers_and_writes_its_files() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let o = run(&["experiment", "pffp", "--test", "2", "--instances", "3", "--out", out, "--no-progress"]);
+    let o = run(&[
+        "experiment",
+        "pffp",
+        "--test",
+        "2",
+        "--instances",
+        "3",
+        "--out",
+        out,
+        "--no-progress",
+    ]);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
-    for s in ["paper ρ %", "MSTUser", "191.72", "Workload B: 3 Monday–Friday weeks"] {
+    for s in [
+        "paper ρ %",
+        "MSTUser",
+        "191.72",
+        "Workload B: 3 Monday–Friday weeks",
+    ] {
         assert!(stdout.contains(s), "{s:?} missing in:\n{stdout}");
     }
-    let summary: Value = serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
     let rows = summary["degradation"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 6);
     assert_eq!(summary["instances"].as_array().unwrap().len(), 3);
@@ -54,7 +70,12 @@ fn test_2_prints_the_degradation_beside_the_papers_and_writes_its_files() {
     }
     let csv = std::fs::read_to_string(dir.path().join("pffp.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 6);
-    for f in ["degradation.csv", "profile-rho-2.svg", "profile-tw-5.svg", "profile-mean-2.svg"] {
+    for f in [
+        "degradation.csv",
+        "profile-rho-2.svg",
+        "profile-tw-5.svg",
+        "profile-mean-2.svg",
+    ] {
         let body = std::fs::read_to_string(dir.path().join(f)).unwrap();
         assert!(!body.is_empty(), "{f}");
     }
@@ -79,11 +100,18 @@ fn a_grid_on_a_users_own_log_is_laid_out_like_the_papers() {
     ]);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("φ \\ ψ") && stdout.contains("The paper's Table 7"), "{stdout}");
+    assert!(
+        stdout.contains("φ \\ ψ") && stdout.contains("The paper's Table 7"),
+        "{stdout}"
+    );
     assert!(stdout.contains("KTH-SP2-1996-2.1-cln 2"), "{stdout}");
     let grid = std::fs::read_to_string(dir.path().join("grid.csv")).unwrap();
     assert_eq!(grid.lines().count(), 1 + 121);
-    assert!(std::fs::read_to_string(dir.path().join("grid.svg")).unwrap().contains("<svg"));
+    assert!(
+        std::fs::read_to_string(dir.path().join("grid.svg"))
+            .unwrap()
+            .contains("<svg")
+    );
 }
 
 #[test]
@@ -95,7 +123,10 @@ fn bad_input_is_refused_with_a_reason() {
         (&["--test", "2", "--grid"], "--grid"),
         (&["--test", "2", "--utilization", "1.5"], "--utilization"),
         (&["--test", "2", "--instances", "0"], "--instances"),
-        (&["--test", "2", "--logs", "/nonexistent/log.swf"], "/nonexistent/log.swf"),
+        (
+            &["--test", "2", "--logs", "/nonexistent/log.swf"],
+            "/nonexistent/log.swf",
+        ),
         (&["--test", "2", "--traces-dir", "/nonexistent"], "/nonexistent"),
     ];
     for (args, needle) in cases {
@@ -111,17 +142,49 @@ fn bad_input_is_refused_with_a_reason() {
     // Test 1 on the three weeks it has (Workload A is truncated).
     let log = dir.path().join("short.swf");
     let lines: String = (0..30)
-        .map(|d| format!("{} {} 0 600 1 -1 -1 1 900 -1 1 1 1 -1 1 -1 -1 -1\n", d + 1, d * 86_400 + 3600))
+        .map(|d| {
+            format!(
+                "{} {} 0 600 1 -1 -1 1 900 -1 1 1 1 -1 1 -1 -1 -1\n",
+                d + 1,
+                d * 86_400 + 3600
+            )
+        })
         .collect();
     std::fs::write(&log, lines).unwrap();
     let log = log.to_str().unwrap();
-    let o = run(&["experiment", "pffp", "--test", "2", "--logs", log, "--out", out, "--no-progress"]);
+    let o = run(&[
+        "experiment",
+        "pffp",
+        "--test",
+        "2",
+        "--logs",
+        log,
+        "--out",
+        out,
+        "--no-progress",
+    ]);
     let (_, stderr) = text(&o);
     assert!(!o.status.success());
-    assert!(stderr.contains("3 weeks with jobs") && stderr.contains("Workload B"), "{stderr}");
-    let o = run(&["experiment", "pffp", "--test", "1", "--logs", log, "--out", out, "--no-progress"]);
+    assert!(
+        stderr.contains("3 weeks with jobs") && stderr.contains("Workload B"),
+        "{stderr}"
+    );
+    let o = run(&[
+        "experiment",
+        "pffp",
+        "--test",
+        "1",
+        "--logs",
+        log,
+        "--out",
+        out,
+        "--no-progress",
+    ]);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
     assert!(stdout.contains("Workload A: 3 Monday–Friday weeks"), "{stdout}");
-    assert!(stdout.contains("no UnixStartTime"), "the clock's assumption is said: {stdout}");
+    assert!(
+        stdout.contains("no UnixStartTime"),
+        "the clock's assumption is said: {stdout}"
+    );
 }

@@ -99,6 +99,10 @@ pub struct DegradationRow {
     pub wait: f64,
     /// (rho + wait) / 2.
     pub mean: f64,
+    /// Medians over instances of (γ − 1)·100 for ρ and t_w: a few weeks
+    /// whose best t_w is near 0 can dominate the means.
+    pub rho_median: f64,
+    pub wait_median: f64,
     /// 1 = lowest mean; equal means share a rank (1, 2, 2, 4).
     pub rank: u32,
 }
@@ -118,6 +122,7 @@ pub struct Degradation {
 pub fn degradation(strategies: &[String], values: &[Vec<[f64; 2]>]) -> Degradation {
     let n = strategies.len();
     let mut sums = [vec![0.0; n], vec![0.0; n]];
+    let mut all: [Vec<Vec<f64>>; 2] = [vec![Vec::new(); n], vec![Vec::new(); n]];
     let mut counted = [0u32; 2];
     let mut left_out = [0u32; 2];
     for m in 0..2 {
@@ -125,8 +130,9 @@ pub fn degradation(strategies: &[String], values: &[Vec<[f64; 2]>]) -> Degradati
             match g {
                 Some(g) => {
                     counted[m] += 1;
-                    for (s, x) in sums[m].iter_mut().zip(g) {
-                        *s += (x - 1.0) * 100.0;
+                    for (i, x) in g.into_iter().enumerate() {
+                        sums[m][i] += (x - 1.0) * 100.0;
+                        all[m][i].push((x - 1.0) * 100.0);
                     }
                 }
                 None => left_out[m] += 1,
@@ -150,6 +156,8 @@ pub fn degradation(strategies: &[String], values: &[Vec<[f64; 2]>]) -> Degradati
                 rho,
                 wait,
                 mean: (rho + wait) / 2.0,
+                rho_median: median(&mut all[0][i].clone()),
+                wait_median: median(&mut all[1][i].clone()),
                 rank: 0,
             }
         })
@@ -162,6 +170,16 @@ pub fn degradation(strategies: &[String], values: &[Vec<[f64; 2]>]) -> Degradati
         rows,
         counted,
         left_out,
+    }
+}
+
+/// The median (mean of the two middle values; 0 when empty).
+fn median(x: &mut [f64]) -> f64 {
+    x.sort_by(f64::total_cmp);
+    match x.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => x[n / 2],
+        n => (x[n / 2 - 1] + x[n / 2]) / 2.0,
     }
 }
 
@@ -230,6 +248,9 @@ mod tests {
             vec![(50.0, 0.0, 25.0, 2), (25.0, 0.0, 12.5, 1), (50.0, 100.0, 75.0, 3)]
         );
         assert_eq!((d.counted, d.left_out), ([2, 2], [0, 0]));
+        // Medians of two: the means here; C's t_w: (200 + 0)/2.
+        let med: Vec<(f64, f64)> = d.rows.iter().map(|r| (r.rho_median, r.wait_median)).collect();
+        assert_eq!(med, vec![(50.0, 0.0), (25.0, 0.0), (50.0, 100.0)]);
     }
 
     #[test]

@@ -166,6 +166,9 @@ pub struct Test {
     pub kind: Kind,
     /// What we read differently from the paper, printed with the results.
     pub notes: Vec<String>,
+    /// PFFP's workload parameters fitted on the logs instead of the
+    /// paper's Table 3 values.
+    pub fitted: Option<Fitted>,
 }
 
 fn compare(labels: &[(&str, &str)]) -> Kind {
@@ -213,6 +216,7 @@ impl Test {
                      strategy is the same, so we read it as Test 2's 3 machines of 1"
                         .into(),
                 ],
+                fitted: None,
             },
             2 => Test {
                 number: 2,
@@ -222,6 +226,7 @@ impl Test {
                 utilization: None,
                 kind: versus,
                 notes: Vec::new(),
+                fitted: None,
             },
             3 => Test {
                 number: 3,
@@ -231,6 +236,7 @@ impl Test {
                 utilization: None,
                 kind: full(),
                 notes: Vec::new(),
+                fitted: None,
             },
             4 => Test {
                 number: 4,
@@ -240,6 +246,7 @@ impl Test {
                 utilization: None,
                 kind: versus,
                 notes: Vec::new(),
+                fitted: None,
             },
             5 => Test {
                 number: 5,
@@ -264,6 +271,7 @@ impl Test {
                      (the paper says utilisation oscillates in that range)"
                         .into(),
                 ],
+                fitted: None,
             },
             _ => {
                 return Err(SimError::Config(format!("--test {n}: the paper has Tests 1 to 5")));
@@ -277,8 +285,29 @@ impl Test {
         Ok(t)
     }
 
+    /// Uses the parameters fitted on the logs: the grids run at the
+    /// fitted H, and every PFFP spec gets the fitted β, S_m, μ (and H
+    /// unless it sets one).
+    pub fn with_fitted(mut self, f: Fitted) -> Test {
+        if let Kind::Grid { grid_h, .. } = &mut self.kind {
+            *grid_h = vec![f.h];
+        }
+        self.fitted = Some(f);
+        self
+    }
+
     /// The strategies run, as (label, policy spec), in column order.
     pub fn strategies(&self) -> Vec<(String, String)> {
+        let mut all = self.specs();
+        if let Some(f) = &self.fitted {
+            for (_, spec) in &mut all {
+                *spec = f.apply(spec);
+            }
+        }
+        all
+    }
+
+    fn specs(&self) -> Vec<(String, String)> {
         match &self.kind {
             Kind::Compare(s) => s.clone(),
             Kind::Grid { grid_h, extra } => {
@@ -295,6 +324,90 @@ impl Test {
                 out
             }
         }
+    }
+}
+
+/// PFFP's workload parameters fitted on the logs (spec/pffp.md: "the
+/// `fit` tool computes the workload's own values and a flag uses them").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fitted {
+    /// Run times fitted: Workload A's jobs, week after week in submission
+    /// order (the paper tunes on Workload A).
+    pub jobs: usize,
+    /// Pareto I shape and scale (MLE shape, scale by minimum KS distance).
+    pub beta: f64,
+    pub sm: f64,
+    /// Mean run time (s): with β ≤ 1 the fitted law has no mean, so the
+    /// sample mean.
+    pub mu: f64,
+    /// Median of the nine Hurst estimators on the raw series.
+    pub h: f64,
+    pub hurst: Vec<(String, Option<f64>)>,
+}
+
+impl Fitted {
+    /// Fits Workload A's run times of `logs` (pool drawn with `seed`).
+    pub fn on(logs: &[WeekLog], seed: u64) -> Result<Fitted, SimError> {
+        let pool = pool(logs, seed);
+        let weeks = workload_weeks(&pool, Workload::A, None)?;
+        let x: Vec<f64> = weeks
+            .iter()
+            .flat_map(|(l, w)| logs[*l].jobs_in(w).iter().map(|j| j.runtime as f64))
+            .collect();
+        let fit = fairsched_trace::stats::pareto::fit_pareto(&x).ok_or_else(|| {
+            SimError::Config(format!(
+                "--fitted: {} run times in Workload A, too few (or all equal) for a Pareto fit",
+                x.len()
+            ))
+        })?;
+        let hurst: Vec<(String, Option<f64>)> = fairsched_trace::stats::hurst::Estimator::ALL
+            .iter()
+            .map(|e| (e.name().to_string(), e.estimate(&x)))
+            .collect();
+        let mut hs: Vec<f64> = hurst
+            .iter()
+            .filter_map(|h| h.1)
+            .filter(|h| h.is_finite())
+            .collect();
+        hs.sort_by(f64::total_cmp);
+        if hs.is_empty() {
+            return Err(SimError::Config(format!(
+                "--fitted: no Hurst estimator gives a value on {} run times",
+                x.len()
+            )));
+        }
+        // PFFP takes 0 < H ≤ 1.
+        let h = hs[hs.len() / 2].clamp(0.01, 1.0);
+        let round = |v: f64| (v * 1e4).round() / 1e4;
+        Ok(Fitted {
+            jobs: x.len(),
+            beta: round(fit.shape),
+            sm: round(fit.scale),
+            mu: round(x.iter().sum::<f64>() / x.len() as f64),
+            h: round(h),
+            hurst,
+        })
+    }
+
+    /// `spec` with the fitted parameters, if it is a PFFP strategy.
+    pub fn apply(&self, spec: &str) -> String {
+        let Ok(mut p) = spec.parse::<PolicySpec>() else {
+            return spec.to_string();
+        };
+        if !p.name.starts_with("pffp") {
+            return spec.to_string();
+        }
+        for (k, v) in [
+            ("h", self.h),
+            ("beta", self.beta),
+            ("sm", self.sm),
+            ("mu", self.mu),
+        ] {
+            if !p.params.iter().any(|(key, _)| key == k) {
+                p.params.push((k.to_string(), format!("{v}")));
+            }
+        }
+        p.to_string()
     }
 }
 
@@ -622,10 +735,10 @@ pub fn cells(rows: &[Row], test: &Test) -> Vec<Cell> {
             let k = mine.len().max(1) as f64;
             let pos = |x: f64| g.iter().position(|&v| v == x);
             let in_grid = match (pos(phi), pos(psi)) {
-                (Some(i), Some(j)) if h == 0.78 => table.map(|t| t[i][j]),
+                (Some(i), Some(j)) if h == 0.78 && test.fitted.is_none() => table.map(|t| t[i][j]),
                 _ => None,
             };
-            let in_table4 = (test.number == 1)
+            let in_table4 = (test.number == 1 && test.fitted.is_none())
                 .then(|| {
                     paper::TABLE4
                         .iter()
