@@ -10,9 +10,11 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// An I/O error on a named file.
+/// An I/O error on a named file. Its message names the operation and the
+/// file; the OS error is its `source()`, not repeated in the message (so a
+/// printer that walks the chain says it once).
 #[derive(Debug, thiserror::Error)]
-#[error("{op} {}: {source}", path.display())]
+#[error("{op} {}", path.display())]
 pub struct FileError {
     pub op: &'static str,
     pub path: PathBuf,
@@ -118,5 +120,8 @@ mod tests {
         assert!(!partial(&p).exists());
         let e = write_atomic(&d.path().join("no/such/dir/x"), b"").unwrap_err();
         assert!(e.to_string().contains("no/such/dir/x.partial"), "{e}");
+        // The OS error is the source, said by the source only.
+        let os = std::error::Error::source(&e).expect("a source").to_string();
+        assert!(!e.to_string().contains(&os), "{e} / {os}");
     }
 }

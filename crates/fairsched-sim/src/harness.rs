@@ -58,6 +58,17 @@ impl Run {
             .filter(|(_, a)| matches!(a, Action::Priority { .. }))
             .count()
     }
+    /// The instants (whole seconds) of the timers the Control asked for,
+    /// in the order asked.
+    pub fn timers(&self) -> Vec<i64> {
+        self.actions
+            .iter()
+            .filter_map(|(_, a)| match a {
+                Action::Timer { at, .. } => Some(at.whole_secs()),
+                _ => None,
+            })
+            .collect()
+    }
     /// The end record of `id`.
     pub fn end(&self, id: u64) -> &EndRecord {
         self.ended

@@ -1,7 +1,7 @@
 //! `fairsched simulate`: replay a log under one or more policies.
 
 use crate::progress::Bars;
-use crate::term::{say, sayln};
+use crate::term::{self, say, sayln};
 use anyhow::Context;
 use fairsched_core::{Fanout, PolicySpec};
 use fairsched_report::aggregates::OrgUtility;
@@ -154,9 +154,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         },
     };
     let sweep = Sweep::over_orders(&base, &policies);
-    // Every policy and flag is checked before anything is read.
+    // Every policy and flag is checked before anything is read; a value
+    // refused here is a command-line error (exit 2), as clap's are.
     for r in &sweep.runs {
-        r.config.check()?;
+        r.config.check().map_err(term::usage)?;
     }
 
     let t0 = Instant::now();
@@ -302,8 +303,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         t.note("head waits while other organizations' narrow jobs fill the machine. Their papers split jobs into");
         t.note("sequential tasks: try `fairsched simulate --split-parallel`.");
     }
-    sayln!();
-    say!("{}", t.to_text());
+    // Every result file is written before the table is printed.
     if several {
         write_atomic(&a.out.join("comparison.csv"), t.to_csv().as_bytes())?;
         write_atomic(
@@ -311,6 +311,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             &fairsched_report::files::json_bytes(&t.to_json()),
         )?;
     }
+    sayln!();
+    say!("{}", t.to_text());
     sayln!(
         "\nwrote {}/{} ({:.2} s)",
         a.out.display(),

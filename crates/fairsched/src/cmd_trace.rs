@@ -51,7 +51,8 @@ struct StatsReport {
 pub fn run(c: TraceCommand) -> anyhow::Result<()> {
     match c {
         TraceCommand::Info { file, lenient, json } => {
-            let s = scan(&file, lenient).with_context(|| format!("reading {}", file.display()))?;
+            // The trace's errors name the file (and line, and field).
+            let s = scan(&file, lenient)?;
             let info = TraceInfo::from_scan(&s);
             if json {
                 sayln!("{}", serde_json::to_string_pretty(&info)?);
@@ -66,8 +67,7 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
             lenient,
             json,
         } => {
-            let report =
-                stats_report(&file, lenient).with_context(|| format!("reading {}", file.display()))?;
+            let report = stats_report(&file, lenient)?;
             if let Some(dir) = &out {
                 write_outputs(dir, &report)?;
             }

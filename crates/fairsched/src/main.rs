@@ -50,11 +50,6 @@ fn main() -> ExitCode {
         Command::Policies(a) => cmd_policies::run(a),
         Command::Experiment(c) => cmd_experiment::run(c),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", term::one_line(&e));
-            ExitCode::FAILURE
-        }
-    }
+    // Exit 0, 1 (the run failed) or 2 (the command line is wrong).
+    term::finish(result)
 }

@@ -1,36 +1,51 @@
-//! Standard output that a closed pipe does not stop: with `fairsched … |
-//! head`, `head` reads what it wants and the run goes on to write its
-//! result files. Other write errors are reported.
+//! The terminal edge: standard output that cannot stop a run, errors
+//! printed once, and exit codes.
+//!
+//! - Printing never loses a result: with `fairsched … | head`, `head` reads
+//!   what it wants and the run goes on to write its result files. A closed
+//!   pipe just ends the printing; any other write error (a full disk behind
+//!   `> file`) ends it too, and is reported when the command is done, with
+//!   exit status 1. Nothing here can panic on a closed stdout or stderr.
+//! - An error prints as one line, each cause once (see [`one_line`]).
+//! - Exit status: 0 done; 1 the run failed (a file, the data, the
+//!   platform); 2 the command line is wrong: clap's own errors, and values
+//!   that parse but are refused before anything is read ([`usage`]).
 
 use std::fmt;
 use std::io::{self, Write};
+use std::process::ExitCode;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set once a write found the reader gone: nothing more is printed.
+/// Set once a write to standard output failed: nothing more is printed.
 static CLOSED: AtomicBool = AtomicBool::new(false);
+/// The first write error other than a closed pipe, reported at the end.
+static FAILED: Mutex<Option<io::Error>> = Mutex::new(None);
 
-/// Writes to standard output; a closed pipe is not an error.
+/// Writes to standard output. Never fails: a closed pipe ends the printing
+/// quietly, another error ends it and is reported by [`finish`]; either
+/// way the command goes on and writes its files.
 pub fn out(args: fmt::Arguments) -> anyhow::Result<()> {
     if CLOSED.load(Ordering::Relaxed) {
         return Ok(());
     }
     let mut stdout = io::stdout().lock();
-    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-            CLOSED.store(true, Ordering::Relaxed);
-            Ok(())
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            let mut failed = FAILED.lock().unwrap_or_else(|p| p.into_inner());
+            failed.get_or_insert(e);
         }
-        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
     }
+    Ok(())
 }
 
-/// `print!` through [`out`]; returns from the function on a real error.
+/// `print!` through [`out`].
 macro_rules! say {
     ($($t:tt)*) => { $crate::term::out(format_args!($($t)*))? };
 }
 
-/// `println!` through [`out`]; returns from the function on a real error.
+/// `println!` through [`out`].
 macro_rules! sayln {
     () => { $crate::term::out(format_args!("\n"))? };
     ($($t:tt)*) => { $crate::term::out(format_args!("{}\n", format_args!($($t)*)))? };
@@ -38,18 +53,63 @@ macro_rules! sayln {
 
 pub(crate) use {say, sayln};
 
-/// An error and its causes on one line, leaving out a cause whose text the
-/// message already holds (a file error that names its OS error).
+/// A value the command line gave that is refused before any work (exit 2).
+#[derive(Debug)]
+pub struct Usage(String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Marks an error as the command line's (exit status 2, as clap's own).
+pub fn usage(e: impl fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Usage(e.to_string()))
+}
+
+/// An error and its causes on one line, each said once. A cause is left
+/// out when the message before it already ends with it: error types that
+/// write their source into their own message (`path: {source}`) and also
+/// return it as `source()` would otherwise say it twice.
 pub fn one_line(e: &anyhow::Error) -> String {
     let mut msg = e.to_string();
+    let mut last = msg.clone();
     for cause in e.chain().skip(1) {
         let c = cause.to_string();
-        if !msg.contains(&c) {
+        if !last.ends_with(&c) {
             msg.push_str(": ");
             msg.push_str(&c);
         }
+        last = c;
     }
     msg
+}
+
+/// Prints the outcome of a command on standard error and turns it into the
+/// exit status (see the module docs).
+pub fn finish(result: anyhow::Result<()>) -> ExitCode {
+    // Standard error may be closed too: what cannot be said is dropped.
+    let mut err = io::stderr().lock();
+    let failed = FAILED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(e) = &failed {
+        let _ = writeln!(err, "error: writing to standard output: {e}");
+    }
+    match result {
+        Ok(()) if failed.is_some() => ExitCode::FAILURE,
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(err, "error: {}", one_line(&e));
+            if e.chain().any(|c| c.is::<Usage>()) {
+                let _ = writeln!(err, "\nFor more information, try '--help'.");
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -57,11 +117,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn causes_already_said_are_left_out() {
-        let io = io::Error::new(io::ErrorKind::NotFound, "No such file or directory (os error 2)");
-        let e = anyhow::Error::new(io).context("x.swf: No such file or directory (os error 2)");
+    fn each_cause_is_said_once() {
+        let io = || io::Error::new(io::ErrorKind::NotFound, "No such file or directory (os error 2)");
+        // A cause its message already ends with (`{path}: {source}` and
+        // `#[source]`) is left out...
+        let e = anyhow::Error::new(io()).context("x.swf: No such file or directory (os error 2)");
         assert_eq!(one_line(&e), "x.swf: No such file or directory (os error 2)");
+        // ...one it does not hold is said once, after it.
+        let e = anyhow::Error::new(io()).context("creating out");
+        assert_eq!(
+            one_line(&e),
+            "creating out: No such file or directory (os error 2)"
+        );
         let e = anyhow::anyhow!("inner").context("outer");
         assert_eq!(one_line(&e), "outer: inner");
+        // Only the end counts: a message that merely mentions the cause's
+        // words keeps it.
+        let e = anyhow::anyhow!("denied").context("denied by policy x");
+        assert_eq!(one_line(&e), "denied by policy x: denied");
+    }
+
+    #[test]
+    fn usage_errors_are_recognized_through_context() {
+        let e = usage("--procs 0: no").context("simulate");
+        assert!(e.chain().any(|c| c.is::<Usage>()));
+        assert_eq!(one_line(&e), "simulate: --procs 0: no");
     }
 }

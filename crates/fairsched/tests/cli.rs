@@ -304,8 +304,9 @@ fn bad_input_is_a_clear_error() {
     assert_eq!(json(&out.path().join("summary.json"))["jobs"], 1);
 
     // An unknown policy names the known ones; a bad parameter names itself.
+    // Both are command-line errors (exit 2).
     let (code, err) = simulate_fails(&["--policy", "fastest"]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(err.contains("fcfs"), "{err}");
     let (_, err) = simulate_fails(&["--policy", "priority", "--control", "age-boost[after=soon]"]);
     assert!(err.contains("soon"), "{err}");
@@ -367,7 +368,7 @@ fn flags_are_checked_before_the_trace_is_read() {
         ("--orgs", "0", "--orgs 0"),
     ] {
         let (code, err) = simulate_fails(&["--trace", "/nonexistent/x.swf", "--policy", "fcfs", flag, value]);
-        assert_eq!(code, Some(1));
+        assert_eq!(code, Some(2));
         assert!(err.contains(says) && !err.contains("x.swf"), "{flag}: {err}");
     }
     // A file error says the OS error once.
@@ -533,7 +534,7 @@ fn a_platform_file_sets_the_organizations_and_who_belongs_to_them() {
         "--machines",
         "60,60",
     ]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(
         err.contains("--machines gives 120 processors") && err.contains("platform.toml declares 100"),
         "{err}"
