@@ -2,7 +2,7 @@
 //! the papers'.
 
 use crate::term::sayln;
-use anyhow::{Context, bail};
+use anyhow::Context;
 use fairsched_report::plot::{Series, grouped_bars, lines};
 use fairsched_report::table::push_csv_line;
 use fairsched_report::{Table, fixed, write_atomic};
@@ -137,7 +137,9 @@ impl Source {
 fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>> {
     let names: Vec<String> = if figure {
         if !a.traces.is_empty() || !a.trace_files.is_empty() {
-            bail!("--figure 1 runs on LPC-EGEE (as in the paper): leave out --traces and --trace");
+            return Err(crate::term::usage(
+                "--figure 1 runs on LPC-EGEE (as in the paper): leave out --traces and --trace",
+            ));
         }
         vec!["LPC-EGEE".into()]
     } else if a.traces.is_empty() && a.trace_files.is_empty() {
@@ -154,7 +156,10 @@ fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>
             } else {
                 ""
             };
-            bail!("--traces: unknown log {n:?}{hint}; known: {}", known.join(", "));
+            return Err(crate::term::usage(format!(
+                "--traces: unknown log {n:?}{hint}; known: {}",
+                known.join(", ")
+            )));
         };
         wanted.push(Source::Shared(log));
     }
@@ -177,10 +182,10 @@ fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>
     let mut seen = std::collections::BTreeSet::new();
     for s in &wanted {
         if !seen.insert(s.name()) {
-            bail!(
+            return Err(crate::term::usage(format!(
                 "--traces/--trace: the log {:?} is given twice (names must differ: a log's name seeds its windows)",
                 s.name()
-            );
+            )));
         }
     }
     wanted
@@ -188,8 +193,7 @@ fn load_traces(a: &ShapleyArgs, figure: bool) -> anyhow::Result<Vec<LoadedTrace>
         .map(|s| match s {
             Source::Shared(log) => Ok(log.load(&a.traces_dir)?),
             Source::File { name, path, procs } => {
-                LoadedTrace::load(name, &TraceInput::Path(path.clone()), *procs)
-                    .with_context(|| format!("reading {}", path.display()))
+                Ok(LoadedTrace::load(name, &TraceInput::Path(path.clone()), *procs)?)
             }
         })
         .collect()
@@ -201,9 +205,9 @@ fn config(a: &ShapleyArgs, window: i64) -> anyhow::Result<Config> {
     cfg.seed = a.seed;
     if let Some(p) = &a.platform {
         if a.orgs.is_some() || a.ownership.is_some() {
-            bail!(
-                "--platform gives the organizations and their processors: leave out --orgs and --ownership"
-            );
+            return Err(crate::term::usage(
+                "--platform gives the organizations and their processors: leave out --orgs and --ownership",
+            ));
         }
         cfg.platform = Some(PlatformFile::load(p)?);
     }
@@ -213,7 +217,7 @@ fn config(a: &ShapleyArgs, window: i64) -> anyhow::Result<Config> {
     if let Some(o) = a.ownership {
         cfg.ownership = o;
     }
-    cfg.check()?;
+    cfg.check().map_err(crate::term::usage)?;
     Ok(cfg)
 }
 
@@ -340,7 +344,9 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
     let window = WINDOWS[t];
     let base = config(&a, window)?;
     if figure && (a.platform.is_some() || a.orgs.is_some()) {
-        bail!("--figure 1 sweeps 2…10 organizations: leave out --orgs and --platform");
+        return Err(crate::term::usage(
+            "--figure 1 sweeps 2…10 organizations: leave out --orgs and --platform",
+        ));
     }
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(if figure {
@@ -368,7 +374,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         let mut cfg = base.clone();
         if figure {
             cfg.orgs = k;
-            cfg.check()?;
+            cfg.check().map_err(crate::term::usage)?;
         }
         rows.extend(exp::run(&traces, &cfg, &|| pb.inc(1))?);
     }
@@ -414,6 +420,43 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         ));
     }
 
+    // Files.
+    let summary = Summary {
+        experiment: "shapley",
+        table: (!figure).then_some(a.table),
+        figure: a.figure,
+        window_s: window,
+        instances: a.instances,
+        orgs: org_counts.clone(),
+        ownership: match &base.platform {
+            Some(p) => format!("platform file {}", p.path.display()),
+            None => base.ownership.to_string(),
+        },
+        platform: a.platform.as_ref().map(|p| p.display().to_string()),
+        seed: a.seed,
+        reference: base.reference.to_string(),
+        traces: traces
+            .iter()
+            .map(|t| TraceMeta {
+                name: t.name.clone(),
+                path: t.path.clone(),
+                procs: base.platform.as_ref().map_or(t.procs, |p| p.total_procs()),
+                jobs: t.jobs.len(),
+                filters: t.filters,
+            })
+            .collect(),
+        unavailable: &UNAVAILABLE,
+        stats: &stats,
+        notes: notes.clone(),
+        wall_time_s: started.elapsed().as_secs_f64(),
+    };
+    write_atomic(
+        &out.join("summary.json"),
+        &fairsched_report::files::json_bytes(&summary),
+    )?;
+    write_atomic(&out.join("shapley.csv"), csv(&rows).as_bytes())?;
+    let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
+    write_atomic(&out.join("shapley.svg"), svg.as_bytes())?;
     // The table on standard output.
     let title = if figure {
         format!("Figure 1 — Δψ/p_tot vs organizations on LPC-EGEE, windows of {window} s")
@@ -472,45 +515,8 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
     for n in &notes {
         table.note(n.clone());
     }
-    sayln!("{}", table.to_text());
 
-    // Files.
-    let summary = Summary {
-        experiment: "shapley",
-        table: (!figure).then_some(a.table),
-        figure: a.figure,
-        window_s: window,
-        instances: a.instances,
-        orgs: org_counts.clone(),
-        ownership: match &base.platform {
-            Some(p) => format!("platform file {}", p.path.display()),
-            None => base.ownership.to_string(),
-        },
-        platform: a.platform.as_ref().map(|p| p.display().to_string()),
-        seed: a.seed,
-        reference: base.reference.to_string(),
-        traces: traces
-            .iter()
-            .map(|t| TraceMeta {
-                name: t.name.clone(),
-                path: t.path.clone(),
-                procs: base.platform.as_ref().map_or(t.procs, |p| p.total_procs()),
-                jobs: t.jobs.len(),
-                filters: t.filters,
-            })
-            .collect(),
-        unavailable: &UNAVAILABLE,
-        stats: &stats,
-        notes,
-        wall_time_s: started.elapsed().as_secs_f64(),
-    };
-    write_atomic(
-        &out.join("summary.json"),
-        &fairsched_report::files::json_bytes(&summary),
-    )?;
-    write_atomic(&out.join("shapley.csv"), csv(&rows).as_bytes())?;
-    let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
-    write_atomic(&out.join("shapley.svg"), svg.as_bytes())?;
+    sayln!("{}", table.to_text());
     sayln!(
         "wrote {} (summary.json, shapley.csv, shapley.svg) in {:.1} s",
         out.display(),

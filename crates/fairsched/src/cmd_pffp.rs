@@ -3,7 +3,6 @@
 
 use crate::cmd_experiment::{bar, prepare_out};
 use crate::term::sayln;
-use anyhow::{Context, bail};
 use fairsched_report::plot::{Series, heatmap, profiles};
 use fairsched_report::table::push_csv_line;
 use fairsched_report::{Table, fixed, write_atomic};
@@ -81,15 +80,15 @@ fn load_logs(a: &PffpArgs) -> anyhow::Result<Vec<WeekLog>> {
         let mut seen = std::collections::BTreeSet::new();
         for p in &a.logs {
             if !seen.insert(log_name(p)) {
-                bail!("--logs: {} is given twice", p.display());
+                return Err(crate::term::usage(format!(
+                    "--logs: {} is given twice",
+                    p.display()
+                )));
             }
         }
         a.logs
             .par_iter()
-            .map(|p| {
-                WeekLog::load(&log_name(p), &TraceInput::Path(p.clone()))
-                    .with_context(|| format!("reading {}", p.display()))
-            })
+            .map(|p| Ok(WeekLog::load(&log_name(p), &TraceInput::Path(p.clone()))?))
             .collect()
     }
 }
@@ -192,12 +191,16 @@ fn opt(x: Option<f64>, d: usize) -> String {
 pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     if a.grid && a.test != 5 {
-        bail!("--grid is for Test 5 (Tests 1 and 3 are grids already; 2 and 4 compare strategies)");
+        return Err(crate::term::usage(
+            "--grid is for Test 5 (Tests 1 and 3 are grids already; 2 and 4 compare strategies)",
+        ));
     }
     if let Some(u) = a.utilization
         && !(u > 0.0 && u <= 1.0)
     {
-        bail!("--utilization {u}: expected a fraction in (0, 1]");
+        return Err(crate::term::usage(format!(
+            "--utilization {u}: expected a fraction in (0, 1]"
+        )));
     }
     let mut test = Test::paper(a.test, a.grid)?;
     if a.utilization.is_some() {

@@ -137,6 +137,9 @@ fn bad_input_is_refused_with_a_reason() {
         assert!(!o.status.success(), "{args:?} succeeded");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        // The command line's mistakes exit 2 (as clap's own), a missing file 1.
+        let want = if needle.starts_with('/') { 1 } else { 2 };
+        assert_eq!(o.status.code(), Some(want), "{args:?}: {stderr}");
     }
     // A log of three weeks cannot give Workload B's weeks 19–48; it runs
     // Test 1 on the three weeks it has (Workload A is truncated).
