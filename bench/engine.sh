@@ -11,13 +11,13 @@
 source "$(dirname "$0")/lib.sh"
 
 if [ -z "${NO_RUN:-}" ]; then
-    cargo bench -p fairsched-sim -- --warm-up-time 1 --measurement-time 3 "$@" >&2
+    cargo bench -p fairsched-sim --bench engine -- --warm-up-time 1 --measurement-time 3 "$@" >&2
 fi
 [ -d target/criterion ] || die "no criterion results in target/criterion: run without NO_RUN"
 mkdir -p bench/results
 out=bench/results/engine.txt
 {
-    echo "cargo bench -p fairsched-sim -- --warm-up-time 1 --measurement-time 3"
+    echo "cargo bench -p fairsched-sim --bench engine -- --warm-up-time 1 --measurement-time 3"
     machine_line
     echo
     python3 - << 'EOF'
