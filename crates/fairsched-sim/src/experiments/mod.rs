@@ -3,5 +3,5 @@
 //! identical results whatever the thread count). The CLI prints and
 //! writes what they return.
 
-pub mod shapley;
 pub mod pffp;
+pub mod shapley;
