@@ -42,7 +42,7 @@ pub struct PffpArgs {
     traces_dir: PathBuf,
     /// Scale every week's arrivals to this utilisation (0 < U ≤ 1)
     /// [default: as logged; Test 5: drawn per week in 0.2–0.9].
-    #[arg(long, value_name = "U")]
+    #[arg(long, value_name = "U", allow_negative_numbers = true)]
     utilization: Option<f64>,
     /// PFFP with the workload's own parameters instead of the paper's
     /// Table 3 (H = 0.78, β = 0.524, S_m = 1320, μ = 5248): Pareto fit,
@@ -50,7 +50,7 @@ pub struct PffpArgs {
     #[arg(long)]
     fitted: bool,
     /// Master seed (the weeks drawn, Rand's choices, Test 5's utilisations).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
     /// Output directory [default: results/pffp-test<N>].
     #[arg(long)]
@@ -59,6 +59,19 @@ pub struct PffpArgs {
     #[arg(long)]
     no_progress: bool,
 }
+
+/// Every file a run may write besides summary.json and pffp.csv.
+const STALE: [&str; 9] = [
+    "degradation.csv",
+    "grid.csv",
+    "grid.svg",
+    "profile-rho-2.svg",
+    "profile-rho-5.svg",
+    "profile-tw-2.svg",
+    "profile-tw-5.svg",
+    "profile-mean-2.svg",
+    "profile-mean-5.svg",
+];
 
 fn log_name(p: &std::path::Path) -> String {
     p.file_name()
@@ -264,14 +277,38 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
             "Every job is one sequential job of its run time, whatever its processor count (the paper's model; Test 5 uses bags of tasks).".into(),
         );
     }
-    if missing > 0 {
+    if missing > 0 && strategies.iter().any(|s| s.1.starts_with("mst-user")) {
         notes.push(format!(
             "{missing} job(s) have no user estimate: MSTUser counts the log's median estimate for them."
         ));
     }
+    if let Some(u) = a.utilization {
+        notes.push(format!(
+            "--utilization {u}: every week's arrival times are scaled so that its work fills {}% of the processors over the week.",
+            u * 100.0
+        ));
+    }
+    if let Some(n) = a.instances
+        && (n as usize) > insts.len()
+    {
+        notes.push(format!(
+            "--instances {n}: Workload {} has {} weeks here; all of them ran.",
+            test.workload.name(),
+            insts.len()
+        ));
+    }
+    for l in &logs {
+        if l.jobs.is_empty() || l.weeks.is_empty() {
+            notes.push(format!(
+                "{}: no complete Monday–Friday week with jobs ({} jobs after cleaning); it adds no instance.",
+                l.path,
+                l.jobs.len()
+            ));
+        }
+    }
     if let Some(f) = &test.fitted {
         notes.push(format!(
-            "PFFP parameters fitted on Workload A's {} run times: β = {}, S_m = {} s, μ = {} s (sample mean), H = {} (median of the nine estimators); the paper's Table 3 has 0.524, 1320, 5248, 0.78, so the paper's grid values are not comparable cell by cell.",
+            "PFFP parameters fitted on Workload A's {} run times: β = {}, S_m = {} s, μ = {} s (sample mean), H = {} (median of the nine estimators); the paper's Table 3 has 0.524, 1320, 5248, 0.78, so the paper's numbers are not comparable one by one.",
             f.jobs, f.beta, f.sm, f.mu, f.h
         ));
     }
@@ -297,7 +334,11 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         Kind::Compare(_) => (Some(exp::degradations(&rows, &test)), None),
         Kind::Grid { .. } => (None, Some(exp::cells(&rows, &test))),
     };
-    // Files first, then the tables.
+    // Files first, then the tables; files an earlier run of another test
+    // left in the same folder go, so the folder describes this run only.
+    for f in STALE {
+        let _ = std::fs::remove_file(out.join(f));
+    }
     write_atomic(&out.join("pffp.csv"), rows_csv(&rows).as_bytes())?;
     let mut written = vec!["summary.json", "pffp.csv"];
     if let Some(d) = &deg {
@@ -465,7 +506,17 @@ fn grid_csv(cells: &[Cell]) -> String {
     let mut out = String::new();
     push_csv_line(
         &mut out,
-        ["h", "phi", "psi", "rho", "mean_wait_s", "paper_rho"].into_iter(),
+        [
+            "h",
+            "phi",
+            "psi",
+            "rho",
+            "mean_wait_s",
+            "paper_rho",
+            "table4_exp",
+            "table4_paper_rho",
+        ]
+        .into_iter(),
     );
     for c in cells {
         let row = [
@@ -475,6 +526,8 @@ fn grid_csv(cells: &[Cell]) -> String {
             format!("{}", c.rho),
             format!("{}", c.mean_wait),
             c.paper.map(|x| format!("{x}")).unwrap_or_default(),
+            c.table4.map(|t| t.0.to_string()).unwrap_or_default(),
+            c.table4.map(|t| format!("{}", t.1)).unwrap_or_default(),
         ];
         push_csv_line(&mut out, row.iter().map(String::as_str));
     }
@@ -560,11 +613,11 @@ fn grid_text(cells: &[Cell], test: u8, h: f64, head: &str, notes: &[String]) -> 
         s += "\n";
         s += &t.to_text();
     }
-    let mut t = Table::new([""; 0]);
+    s += "\n";
     for n in notes {
-        t.note(n.clone());
+        s += n;
+        s += "\n";
     }
-    s += &t.to_text();
     s
 }
 

@@ -212,8 +212,8 @@ impl Test {
                         .collect(),
                 },
                 notes: vec![
-                    "the paper's Table 3 prints one machine of 1 processor for Test 1; with one machine every \
-                     strategy is the same, so we read it as Test 2's 3 machines of 1"
+                    "The paper's Table 3 prints one machine of 1 processor for Test 1; with one machine every \
+                     strategy is the same, so we read it as Test 2's 3 machines of 1."
                         .into(),
                 ],
                 fitted: None,
@@ -266,9 +266,9 @@ impl Test {
                     ])
                 },
                 notes: vec![
-                    "Workload C (the paper's 77.6 M tasks) is 30 more weeks of the same seven logs, as bags of \
-                     tasks; each week's arrivals are scaled to a utilisation drawn uniformly in [20 %, 90 %] \
-                     (the paper says utilisation oscillates in that range)"
+                    "Workload C (the paper's 77.6 M tasks) is weeks 49–78 of the same shuffled pool, as bags \
+                     of tasks; each week's arrivals are scaled to a utilisation drawn uniformly in [20 %, 90 %] \
+                     (the paper says utilisation oscillates in that range)."
                         .into(),
                 ],
                 fitted: None,
@@ -700,8 +700,12 @@ pub struct Cell {
     pub psi: f64,
     pub rho: f64,
     pub mean_wait: f64,
-    /// The paper's ρ for this cell, if it has one.
+    /// The paper's ρ for this cell in its grid (Table 5, 7 or 9), if it
+    /// has one.
     pub paper: Option<f64>,
+    /// Test 1: the experiment number of the paper's Table 4 this setting
+    /// is, and Table 4's ρ.
+    pub table4: Option<(u8, f64)>,
 }
 
 /// One cell per setting of a grid test, in the strategies' order.
@@ -738,12 +742,12 @@ pub fn cells(rows: &[Row], test: &Test) -> Vec<Cell> {
                 (Some(i), Some(j)) if h == 0.78 && test.fitted.is_none() => table.map(|t| t[i][j]),
                 _ => None,
             };
-            let in_table4 = (test.number == 1 && test.fitted.is_none())
+            let table4 = (test.number == 1 && test.fitted.is_none())
                 .then(|| {
                     paper::TABLE4
                         .iter()
-                        .find(|e| (e.0, e.1, e.2) == (h, phi, psi))
-                        .map(|e| e.3)
+                        .position(|e| (e.0, e.1, e.2) == (h, phi, psi))
+                        .map(|k| (k as u8 + 1, paper::TABLE4[k].3))
                 })
                 .flatten();
             Cell {
@@ -752,11 +756,8 @@ pub fn cells(rows: &[Row], test: &Test) -> Vec<Cell> {
                 psi,
                 rho: mine.iter().map(|r| r.metrics.rho).sum::<f64>() / k,
                 mean_wait: mine.iter().map(|r| r.metrics.mean_wait).sum::<f64>() / k,
-                paper: if test.number == 1 && h != 0.78 {
-                    in_table4
-                } else {
-                    in_grid
-                },
+                paper: in_grid,
+                table4,
             }
         })
         .collect()
