@@ -320,6 +320,7 @@ pub const REGISTRY: &[Entry] = &[
     policy::priority::ENTRY,
     policy::round_robin::ENTRY,
     policy::fair_share::ENTRY,
+    policy::diet_ethic::ENTRY,
     policy::shapley::reference::ENTRY,
     policy::shapley::rand::ENTRY,
     policy::shapley::direct_contr::ENTRY,

@@ -4,9 +4,11 @@
 //! `easy`, `priority`, `round-robin`, `fair-share` (Order); `age-boost`
 //! (Control). Papers' policies are grouped by paper in sub-modules:
 //! [`shapley`] (REF, RAND, DIRECTCONTR, UTFAIRSHARE, CURRFAIRSHARE) and
-//! [`pffp`] (Rand, MLp, MST, MSTUser, PFFP).
+//! [`pffp`] (Rand, MLp, MST, MSTUser, PFFP); Diet-ethic's server queue is
+//! one file, [`diet_ethic`].
 
 pub mod age_boost;
+pub mod diet_ethic;
 pub mod easy;
 pub mod fair_share;
 pub mod fcfs;
