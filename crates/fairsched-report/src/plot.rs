@@ -328,9 +328,129 @@ pub fn heatmap(
     Ok(svg)
 }
 
+/// One panel of [`panels`]: its y label and its series over the shared xs.
+pub struct Panel {
+    pub y_label: String,
+    pub series: Vec<Series>,
+}
+
+/// Panels side by side sharing a log-scaled x axis, each with a linear y
+/// axis from 0 (a legend in the first).
+pub fn panels(title: &str, x_label: &str, xs: &[f64], panels: &[Panel]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let w = 380 * panels.len().max(1) as u32;
+        let root = SVGBackend::with_string(&mut svg, (w, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let root = root.titled(title, ("sans-serif", 18)).map_err(err)?;
+        let areas = root.split_evenly((1, panels.len().max(1)));
+        let x0 = xs
+            .iter()
+            .copied()
+            .filter(|x| *x > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (x0, x1) = if x0.is_finite() && x1 > x0 {
+            (x0, x1)
+        } else {
+            (1.0, 10.0)
+        };
+        for (k, (p, area)) in panels.iter().zip(areas.iter()).enumerate() {
+            let hi = p
+                .series
+                .iter()
+                .flat_map(|s| s.values.iter().copied())
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, f64::max);
+            let hi = if hi > 0.0 { hi * 1.15 } else { 1.0 };
+            let mut chart = ChartBuilder::on(area)
+                .margin(10)
+                .x_label_area_size(40)
+                .y_label_area_size(55)
+                .build_cartesian_2d((x0..x1).log_scale(), 0.0..hi)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_desc(x_label)
+                .y_desc(p.y_label.as_str())
+                .x_label_formatter(&|x| number(*x))
+                .draw()
+                .map_err(err)?;
+            for (si, s) in p.series.iter().enumerate() {
+                let color = COLORS[si % COLORS.len()];
+                let pts: Vec<(f64, f64)> = xs
+                    .iter()
+                    .zip(&s.values)
+                    .filter(|(x, v)| **x > 0.0 && v.is_finite())
+                    .map(|(&x, &v)| (x, v))
+                    .collect();
+                let drawn = chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .map_err(err)?;
+                if k == 0 {
+                    drawn.label(s.name.clone()).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                    });
+                }
+                chart
+                    .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                    .map_err(err)?;
+            }
+            if k == 0 {
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .draw()
+                    .map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panels_are_one_svg_with_every_label() {
+        let s = |n: &str, v: Vec<f64>| Series {
+            name: n.into(),
+            values: v,
+        };
+        let svg = panels(
+            "night",
+            "n_submit",
+            &[3.0, 100.0, 1000.0],
+            &[
+                Panel {
+                    y_label: "unhappy users".into(),
+                    series: vec![
+                        s("legacy", vec![0.0, 2.0, 9.0]),
+                        s("diet-ethic", vec![0.0, 0.0, 0.0]),
+                    ],
+                },
+                Panel {
+                    y_label: "unfairness".into(),
+                    series: vec![s("legacy", vec![1.0, 0.5, 0.2])],
+                },
+            ],
+        )
+        .unwrap();
+        for label in [
+            "night",
+            "n_submit",
+            "unhappy users",
+            "unfairness",
+            "legacy",
+            "diet-ethic",
+        ] {
+            assert!(svg.contains(label), "{label}");
+        }
+    }
 
     #[test]
     fn profiles_and_heat_maps_are_svg_documents_with_every_label() {

@@ -135,11 +135,11 @@ struct RawOrg {
 }
 
 /// Turns byte offsets into ``FILE:LINE: key `KEY` `` prefixes.
-struct Locator<'a> {
-    file: String,
-    text: &'a str,
+pub(crate) struct Locator<'a> {
+    pub(crate) file: String,
+    pub(crate) text: &'a str,
     /// The document's structure with spans, when it parses.
-    root: Option<DeTable<'a>>,
+    pub(crate) root: Option<DeTable<'a>>,
 }
 
 impl<'a> Locator<'a> {
@@ -160,13 +160,13 @@ impl<'a> Locator<'a> {
     }
 
     /// `FILE:LINE: key `KEY`: MESSAGE` for a mistake at `span`.
-    fn error(&self, span: Range<usize>, msg: impl std::fmt::Display) -> SimError {
+    pub(crate) fn error(&self, span: Range<usize>, msg: impl std::fmt::Display) -> SimError {
         let line = self.line(span.start);
         let key = self.key_at(span.start);
         self.error_at(line, key.as_deref(), msg)
     }
 
-    fn error_at(&self, line: usize, key: Option<&str>, msg: impl std::fmt::Display) -> SimError {
+    pub(crate) fn error_at(&self, line: usize, key: Option<&str>, msg: impl std::fmt::Display) -> SimError {
         let mut s = format!("{}:{line}: ", self.file);
         if let Some(k) = key {
             let _ = write!(s, "key `{k}`: ");
@@ -176,7 +176,7 @@ impl<'a> Locator<'a> {
     }
 
     /// A TOML or serde error, located, with a hint for the usual mistakes.
-    fn toml_error(&self, e: &toml::de::Error, what: &str) -> SimError {
+    pub(crate) fn toml_error(&self, e: &toml::de::Error, what: &str) -> SimError {
         let raw = e.message().trim_end();
         let msg = match raw
             .strip_prefix("invalid type: integer `")

@@ -40,9 +40,21 @@ pub enum ExperimentCommand {
     ///   fairsched experiment pffp --test 4 --out results/t4
     ///   fairsched experiment pffp --test 3 --instances 4
     ///   fairsched experiment pffp --test 5 --instances 3
-    ///   fairsched experiment pffp --test 2 --logs my.swf.gz,other.swf
+    ///   fairsched experiment pffp --test 2 --logs ../shared/data/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz
     #[command(verbatim_doc_comment)]
     Pffp(crate::cmd_pffp::PffpArgs),
+    /// Diet-ethic (mandatory and optional requests with deadlines): the
+    /// paper's scenarios, Diet-ethic against the legacy system over the
+    /// legacy clients' n_submit; unhappy users, unfairness, completed
+    /// requests (medians over runs).
+    ///
+    /// Examples:
+    ///   fairsched experiment diet-ethic --scenario night-consecutive
+    ///   fairsched experiment diet-ethic --scenario day-irregular --runs 20
+    ///   fairsched experiment diet-ethic --scenario scalability --n-submit 100,1000,10000
+    ///   fairsched experiment diet-ethic --scenario-file examples/diet.toml --runs 5
+    #[command(verbatim_doc_comment)]
+    DietEthic(crate::cmd_diet::DietArgs),
 }
 
 #[derive(clap::Args)]
@@ -115,6 +127,7 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<()> {
     match cmd {
         ExperimentCommand::Shapley(a) => shapley(a),
         ExperimentCommand::Pffp(a) => crate::cmd_pffp::pffp(a),
+        ExperimentCommand::DietEthic(a) => crate::cmd_diet::diet(a),
     }
 }
 

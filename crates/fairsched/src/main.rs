@@ -1,6 +1,7 @@
 //! `fairsched`: the one binary. Thin: parses flags, calls the libraries,
 //! prints and writes results.
 
+mod cmd_diet;
 mod cmd_experiment;
 mod cmd_pffp;
 mod cmd_policies;

@@ -3,5 +3,6 @@
 //! identical results whatever the thread count). The CLI prints and
 //! writes what they return.
 
+pub mod diet;
 pub mod pffp;
 pub mod shapley;
