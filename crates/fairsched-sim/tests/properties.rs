@@ -80,6 +80,10 @@ impl OrderKind {
                 Greedy::NoFittingTaskWaits
             }
             OrderKind::Registry("fcfs" | "easy") => Greedy::HeadNeverFits,
+            // Strict key order: the request at the front of the key order
+            // may block smaller ones on a multi-slot machine (Diet-ethic
+            // servers have one slot); an idle machine still serves.
+            OrderKind::Registry("diet-ethic") => Greedy::IdleServesAFittingTask,
             OrderKind::Registry(
                 "round-robin" | "fair-share" | "direct-contr" | "ut-fair-share" | "curr-fair-share",
             ) => Greedy::OrgHeadNeverFits,
@@ -98,6 +102,9 @@ enum Greedy {
     /// No organization's oldest waiting task fits in the free slots (for
     /// sequential tasks, the same as `NoFittingTaskWaits`).
     OrgHeadNeverFits,
+    /// A machine with every slot free has no waiting task that fits (on a
+    /// single-slot machine, the same as `NoFittingTaskWaits`).
+    IdleServesAFittingTask,
     Nothing,
 }
 
@@ -938,6 +945,11 @@ impl Observer for Checker<'_> {
             match self.rule {
                 Greedy::NoFittingTaskWaits => {
                     if let Some(w) = q.iter().find(|w| w.1 <= free) {
+                        fail(w, "task");
+                    }
+                }
+                Greedy::IdleServesAFittingTask => {
+                    if let Some(w) = q.iter().find(|w| used == 0 && w.1 <= free) {
                         fail(w, "task");
                     }
                 }

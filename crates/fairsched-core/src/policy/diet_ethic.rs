@@ -288,7 +288,11 @@ impl Order for DietEthic {
             }
             s.enqueue(task, r);
         }
-        let (&head_key, &head) = s.queue.first_key_value()?;
+        // A request wider than the server's present capacity (slots left)
+        // cannot run until slots join: the next in key order is the front.
+        let cap = view.machine(machine).capacity();
+        let requests = &self.requests;
+        let (&head_key, &head) = s.queue.iter().find(|(_, t)| requests[*t].slots <= cap)?;
         let width = self.requests[&head].slots;
         let free = view.machine(machine).free();
         if width <= free {
