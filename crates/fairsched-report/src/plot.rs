@@ -30,6 +30,21 @@ fn number(x: f64) -> String {
     }
 }
 
+/// The series legend, on a white box with a border, at `pos`.
+fn legend<'a, DB, CT>(chart: &mut ChartContext<'a, DB, CT>, pos: SeriesLabelPosition) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(pos)
+        .draw()
+        .map_err(err)
+}
+
 fn err(e: impl std::fmt::Display) -> String {
     format!("chart: {e}")
 }
@@ -108,13 +123,7 @@ pub fn grouped_bars(
                 .label(s.name.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -172,13 +181,7 @@ pub fn lines(
                 .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -222,13 +225,7 @@ pub fn profiles(title: &str, x_label: &str, taus: &[f64], series: &[Series]) -> 
                 .label(s.name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -397,13 +394,7 @@ pub fn panels(title: &str, x_label: &str, xs: &[f64], panels: &[Panel]) -> Resul
                     .map_err(err)?;
             }
             if k == 0 {
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .draw()
-                    .map_err(err)?;
+                legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
             }
         }
         root.present().map_err(err)?;

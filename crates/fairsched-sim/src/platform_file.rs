@@ -143,6 +143,24 @@ pub(crate) struct Locator<'a> {
 }
 
 impl<'a> Locator<'a> {
+    /// Parses `text` as TOML into `T`, keeping the document's spans so
+    /// later checks can locate their mistakes; messages name `path`.
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+        path: &Path,
+        text: &'a str,
+    ) -> Result<(Locator<'a>, T), SimError> {
+        let mut loc = Locator {
+            file: path.display().to_string(),
+            text,
+            root: None,
+        };
+        let root = DeTable::parse(text).map_err(|e| loc.toml_error(&e, "invalid TOML: "))?;
+        loc.root = Some(root.into_inner());
+        let de = toml::de::Deserializer::parse(text).map_err(|e| loc.toml_error(&e, "invalid TOML: "))?;
+        let raw = T::deserialize(de).map_err(|e| loc.toml_error(&e, ""))?;
+        Ok((loc, raw))
+    }
+
     fn line(&self, pos: usize) -> usize {
         let pos = pos.min(self.text.len());
         1 + self.text.as_bytes()[..pos]
@@ -332,15 +350,7 @@ impl PlatformFile {
 
     /// Parses and checks `text`; messages name `path_for_messages`.
     pub fn parse(path_for_messages: &Path, text: &str) -> Result<PlatformFile, SimError> {
-        let mut loc = Locator {
-            file: path_for_messages.display().to_string(),
-            text,
-            root: None,
-        };
-        let root = DeTable::parse(text).map_err(|e| loc.toml_error(&e, "invalid TOML: "))?;
-        loc.root = Some(root.into_inner());
-        let de = toml::de::Deserializer::parse(text).map_err(|e| loc.toml_error(&e, "invalid TOML: "))?;
-        let raw = RawFile::deserialize(de).map_err(|e| loc.toml_error(&e, ""))?;
+        let (loc, raw) = Locator::parse::<RawFile>(path_for_messages, text)?;
 
         let Some(org_list) = raw.org else {
             return Err(loc.error_at(

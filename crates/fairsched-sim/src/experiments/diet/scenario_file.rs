@@ -21,7 +21,6 @@ use fairsched_core::Time;
 use serde::Deserialize;
 use std::path::Path;
 use toml::Spanned;
-use toml::de::DeTable;
 
 /// Limits that keep a file from asking for more than a machine can hold.
 const MAX_SERVERS: i64 = 100_000;
@@ -75,15 +74,7 @@ pub fn load(path: &Path) -> Result<Setup, SimError> {
 
 /// Parses `text`; messages name `path`.
 pub fn parse(path: &Path, text: &str) -> Result<Setup, SimError> {
-    let mut loc = Locator {
-        file: path.display().to_string(),
-        text,
-        root: None,
-    };
-    let root = DeTable::parse(text).map_err(|e| loc.toml_error(&e, "invalid TOML: "))?;
-    loc.root = Some(root.into_inner());
-    let de = toml::de::Deserializer::parse(text).map_err(|e| loc.toml_error(&e, "invalid TOML: "))?;
-    let raw = RawFile::deserialize(de).map_err(|e| loc.toml_error(&e, ""))?;
+    let (loc, raw) = Locator::parse::<RawFile>(path, text)?;
     let servers = *raw.servers.get_ref();
     if !(1..=MAX_SERVERS).contains(&servers) {
         return Err(loc.error(
