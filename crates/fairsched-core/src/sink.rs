@@ -2,7 +2,7 @@
 //! metrics, a CSV file, a progress bar, a time-series, a Gantt chart) is one
 //! implementation. The core itself never formats anything.
 
-use crate::event::{Action, EndRecord};
+use crate::event::{Action, EndRecord, Event};
 use crate::metrics::Metrics;
 use crate::prelude::*;
 use crate::state::View;
@@ -51,6 +51,17 @@ pub trait Observer {
     fn wants_steps(&self) -> bool {
         true
     }
+    /// The events the driver is about to hand the core in a step at `now`
+    /// (submissions, completions, phase changes, cancellations, slots…),
+    /// in order: what an observer needs to follow the platform as the
+    /// scheduler sees it (the η_u series). Called only when
+    /// [`Observer::wants_events`] says so.
+    fn on_events(&mut self, _now: Time, _events: &[Event]) {}
+    /// False (the default) when [`Observer::on_events`] does nothing
+    /// (asked once, before the run).
+    fn wants_events(&self) -> bool {
+        false
+    }
 }
 
 impl Observer for Metrics {
@@ -81,6 +92,12 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn wants_steps(&self) -> bool {
         (**self).wants_steps()
     }
+    fn on_events(&mut self, now: Time, events: &[Event]) {
+        (**self).on_events(now, events)
+    }
+    fn wants_events(&self) -> bool {
+        (**self).wants_events()
+    }
 }
 
 /// Fans out to several observers, in order. A sized value, so it can be
@@ -110,5 +127,13 @@ impl Observer for Fanout<'_> {
     }
     fn wants_steps(&self) -> bool {
         self.0.iter().any(|o| o.wants_steps())
+    }
+    fn on_events(&mut self, now: Time, events: &[Event]) {
+        for o in &mut self.0 {
+            o.on_events(now, events);
+        }
+    }
+    fn wants_events(&self) -> bool {
+        self.0.iter().any(|o| o.wants_events())
     }
 }

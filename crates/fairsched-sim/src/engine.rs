@@ -18,7 +18,8 @@
 use crate::agent::{Agent, AgentCtx, Trace};
 use crate::errors::SimError;
 use fairsched_core::{
-    Action, Event, Observer, Phase, RuntimeOracle, Sample, Scheduler, TaskId, TaskMeta, TaskSpec, Time,
+    Action, Event, Observer, Phase, RuntimeOracle, Sample, Scheduler, SlotId, TaskId, TaskMeta, TaskSpec,
+    Time,
 };
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -361,6 +362,11 @@ pub struct Simulation<'a> {
     due: Vec<usize>,
     /// Whether the observer wants `on_step` (asked once per run).
     steps_wanted: bool,
+    /// Whether the observer wants `on_events` (asked once per run).
+    events_wanted: bool,
+    /// Speed of each slot (1 = nominal): a run on a slot of speed s takes
+    /// its phases' durations divided by s.
+    speed: Option<Box<dyn Fn(SlotId) -> f64 + 'a>>,
 }
 
 impl<'a> Simulation<'a> {
@@ -390,11 +396,23 @@ impl<'a> Simulation<'a> {
             ended: Vec::new(),
             due: Vec::new(),
             steps_wanted: true,
+            events_wanted: false,
+            speed: None,
         }
     }
 
     pub fn core(&self) -> &Scheduler {
         &self.core
+    }
+
+    /// Heterogeneous slots: a task started on slot `s` (its first slot)
+    /// runs `1 / speed(s)` times as long as its arrival says, every phase
+    /// alike (rounded to the millisecond, at least 1 ms for a non-zero
+    /// duration). `speed` must be finite and positive; other values count
+    /// as 1. The core never sees speeds: only the times they produce.
+    pub fn slot_speed(&mut self, speed: impl Fn(SlotId) -> f64 + 'a) -> &mut Self {
+        self.speed = Some(Box::new(speed));
+        self
     }
 
     /// Schedules an outside event (a cancel, a slot joining, a priority
@@ -441,6 +459,7 @@ impl<'a> Simulation<'a> {
         O: Observer + ?Sized,
     {
         self.steps_wanted = obs.wants_steps();
+        self.events_wanted = obs.wants_events();
         for i in 0..self.agents.len() {
             self.call_agent(i, Deliver::Later, |a, ctx| a.start(ctx))?;
         }
@@ -580,6 +599,9 @@ impl<'a> Simulation<'a> {
         let now = self.w.clock;
         self.stats.steps += 1;
         self.stats.end = now;
+        if self.events_wanted {
+            obs.on_events(now, &self.w.batch);
+        }
         self.core.step(
             now,
             self.w.batch.drain(..),
@@ -636,12 +658,35 @@ impl<'a> Simulation<'a> {
     fn apply(&mut self, now: Time, a: &Action) {
         let w = &mut self.w;
         match a {
-            &Action::Start { task, .. } => {
+            Action::Start { task, slots, .. } => {
+                let task = *task;
                 let Some(l) = w.live.get_mut(&task) else {
                     return;
                 };
                 l.attempt += 1;
-                let (attempt, runtime, phases) = (l.attempt, l.runtime, l.phases);
+                let (attempt, mut runtime, mut phases) = (l.attempt, l.runtime, l.phases);
+                let factor = match (&self.speed, slots.first()) {
+                    (Some(f), Some(&slot)) => f(slot),
+                    _ => 1.0,
+                };
+                if factor.is_finite() && factor > 0.0 && factor != 1.0 {
+                    let scale = |d: Time| {
+                        if d <= Time::ZERO {
+                            d
+                        } else {
+                            Time::from_millis(((d.millis() as f64 / factor).round() as i64).max(1))
+                        }
+                    };
+                    match &mut phases {
+                        Some(ph) => {
+                            for d in ph.iter_mut() {
+                                *d = scale(*d);
+                            }
+                            runtime = ph.iter().fold(Time::ZERO, |a, &p| a + p);
+                        }
+                        None => runtime = scale(runtime),
+                    }
+                }
                 l.outstanding = 1 + if phases.is_some() { 4 } else { 0 };
                 if let Some(ph) = phases {
                     let mut at = now;

@@ -755,3 +755,67 @@ fn recorder_sees_every_sample_change() {
     // occupancy, no new sample); t=20: idle.
     assert_eq!(times, vec![s(0), s(20)]);
 }
+
+#[test]
+fn slot_speed_scales_every_phase_of_the_run() {
+    // Two slots: slot 0 at speed 2, slot 1 at speed 0.5. Task 1 starts on
+    // one of them, task 2 on the other; each phase is divided by the speed.
+    let core = scheduler(&Platform::pool(2), "single-pool", "fifo", None);
+    let mut sim = Simulation::new(core);
+    sim.slot_speed(|slot: SlotId| if slot.0 == 0 { 2.0 } else { 0.5 });
+    let arrivals = vec![
+        Arrival::with_phases(task(1), s(0), [s(2), s(4), s(6), s(8)]),
+        Arrival::with_phases(task(2), s(0), [s(2), s(4), s(6), s(8)]),
+    ];
+    let (_, rec) = run(sim, arrivals);
+    for id in [1, 2] {
+        let r = rec.end(id);
+        let speed = if r.slot() == Some(SlotId(0)) { 2.0 } else { 0.5 };
+        let want: Vec<Option<Time>> = [2.0, 4.0, 6.0, 8.0]
+            .iter()
+            .map(|d| Some(Time::from_millis((d * 1000.0 / speed) as i64)))
+            .collect();
+        assert_eq!(r.phases.to_vec(), want, "task {id}");
+        assert_eq!(r.end, Time::from_millis((20_000.0 / speed) as i64), "task {id}");
+    }
+}
+
+/// Records what the driver hands the core.
+#[derive(Default)]
+struct EventLog(Vec<(Time, String)>);
+
+impl fairsched_core::Observer for EventLog {
+    fn on_events(&mut self, now: Time, events: &[Event]) {
+        for e in events {
+            let name = format!("{e:?}");
+            self.0.push((now, name.split([' ', '{', '(']).next().unwrap().to_string()));
+        }
+    }
+    fn wants_events(&self) -> bool {
+        true
+    }
+    fn wants_steps(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn observers_can_follow_the_events_the_core_receives() {
+    let core = scheduler(&Platform::pool(1), "single-pool", "fifo", None);
+    let mut sim = Simulation::new(core);
+    let mut log = EventLog::default();
+    let arrivals = vec![Arrival::with_phases(task(1), s(0), [s(1), s(0), s(2), s(0)])];
+    sim.run(common::ok(arrivals), &mut log).unwrap();
+    let got: Vec<(i64, &str)> = log.0.iter().map(|(t, n)| (t.millis() / 1000, n.as_str())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, "Submit"),
+            (0, "Phase"),
+            (1, "Phase"),
+            (1, "Phase"),
+            (3, "Phase"),
+            (3, "Complete"),
+        ]
+    );
+}
