@@ -320,6 +320,7 @@ pub const REGISTRY: &[Entry] = &[
     policy::priority::ENTRY,
     policy::round_robin::ENTRY,
     policy::fair_share::ENTRY,
+    policy::workflow_fairness::FCFS_ENTRY,
     policy::diet_ethic::ENTRY,
     policy::shapley::reference::ENTRY,
     policy::shapley::rand::ENTRY,
@@ -327,6 +328,7 @@ pub const REGISTRY: &[Entry] = &[
     policy::shapley::ut_fair_share::ENTRY,
     policy::shapley::curr_fair_share::ENTRY,
     policy::age_boost::ENTRY,
+    policy::workflow_fairness::ENTRY,
 ];
 
 pub fn entry(kind: Kind, name: &str) -> Result<&'static Entry, SpecError> {

@@ -76,9 +76,9 @@ impl OrderKind {
     /// What the order promises after every step.
     fn greedy(self) -> Greedy {
         match self {
-            OrderKind::Registry("fifo" | "priority") | OrderKind::Diet | OrderKind::Lottery => {
-                Greedy::NoFittingTaskWaits
-            }
+            OrderKind::Registry("fifo" | "priority" | "workflow-fcfs")
+            | OrderKind::Diet
+            | OrderKind::Lottery => Greedy::NoFittingTaskWaits,
             OrderKind::Registry("fcfs" | "easy") => Greedy::HeadNeverFits,
             // Strict key order: the request at the front of the key order
             // may block smaller ones on a multi-slot machine (Diet-ethic

@@ -5,7 +5,9 @@
 //! (Control). Papers' policies are grouped by paper in sub-modules:
 //! [`shapley`] (REF, RAND, DIRECTCONTR, UTFAIRSHARE, CURRFAIRSHARE) and
 //! [`pffp`] (Rand, MLp, MST, MSTUser, PFFP); Diet-ethic's server queue is
-//! one file, [`diet_ethic`].
+//! one file, [`diet_ethic`]; workflow fairness's Control
+//! (`workflow-fairness`) and its FCFS baseline (`workflow-fcfs`, an Order)
+//! are [`workflow_fairness`].
 
 pub mod age_boost;
 pub mod diet_ethic;
@@ -20,3 +22,4 @@ pub mod queue;
 pub mod round_robin;
 pub mod shapley;
 pub mod single_pool;
+pub mod workflow_fairness;

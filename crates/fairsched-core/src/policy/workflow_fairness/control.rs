@@ -1,0 +1,359 @@
+//! `workflow-fairness[tau=…,every=…]`: the Control of spec/workflow-fairness.md
+//! (Algorithms 1 and 2). See the module docs of [`super`].
+
+use crate::event::Notice;
+use crate::ids::TaskId;
+use crate::model::{Outcome, Phase};
+use crate::point::{Control, ControlOut};
+use crate::prelude::*;
+use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::state::{TaskView, View};
+use crate::time::Time;
+use alloc::collections::{BTreeMap, BTreeSet};
+
+use super::eta::{ActivityKey, Eta, Tracker, delta, end_phases};
+
+pub const NAME: &str = "workflow-fairness";
+
+pub const ENTRY: Entry = Entry {
+    name: NAME,
+    doc: "raise waiting workflow tasks' priorities when the workflow unfairness η_u exceeds τ (workflow fairness control)",
+    params: &[
+        ParamDoc {
+            name: "tau",
+            default: "0.2",
+            doc: "threshold τ_u on η_u (a number ≥ 0)",
+        },
+        ParamDoc {
+            name: "every",
+            default: "0",
+            doc: "0: act at every workflow task status change; otherwise act on a timer every `every` (s; or 3m, 1h, 250ms)",
+        },
+    ],
+    parallel: true,
+    build: Ctor::Control(from_params),
+};
+
+fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {
+    let tau = p.f64("tau")?;
+    if tau < 0.0 {
+        return Err(SpecError::BadValue {
+            policy: NAME.into(),
+            key: "tau".into(),
+            value: format!("{tau}"),
+            reason: "must be ≥ 0".into(),
+        });
+    }
+    Ok(Box::new(WorkflowFairness::new(tau, p.duration("every")?)))
+}
+
+/// The token of this Control's timers.
+const TICK: u64 = 0;
+
+/// What the Control keeps of a live workflow task.
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    key: ActivityKey,
+    seq: u64,
+    priority: i64,
+    waiting: bool,
+}
+
+/// See the module docs of [`super`].
+#[derive(Clone, Debug)]
+pub struct WorkflowFairness {
+    tau: f64,
+    /// `Time::ZERO`: react at every status change; else the timer period.
+    every: Time,
+    tracker: Tracker,
+    tasks: FxHashMap<TaskId, Meta>,
+    /// Waiting tasks of each activity, oldest (`seq`) first.
+    waiting: BTreeMap<ActivityKey, BTreeSet<(u64, TaskId)>>,
+    /// Multiset of the priorities of live workflow tasks (maxPriority).
+    priorities: BTreeMap<i64, u32>,
+    /// A workflow task changed status since the last evaluation.
+    dirty: bool,
+    /// A timer is pending (timer mode).
+    timer_pending: bool,
+    changes: u64,
+    evaluations: u64,
+    last_eta: f64,
+    scratch: Eta,
+}
+
+impl WorkflowFairness {
+    /// `every == Time::ZERO` reacts at every status change of a workflow task.
+    pub fn new(tau: f64, every: Time) -> WorkflowFairness {
+        WorkflowFairness {
+            tau,
+            every,
+            tracker: Tracker::new(),
+            tasks: FxHashMap::default(),
+            waiting: BTreeMap::new(),
+            priorities: BTreeMap::new(),
+            dirty: false,
+            timer_pending: false,
+            changes: 0,
+            evaluations: 0,
+            last_eta: 0.0,
+            scratch: Eta::default(),
+        }
+    }
+
+    /// Priority changes emitted so far.
+    pub fn priority_changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Times η_u was computed (one per reaction that looked).
+    pub fn evaluations(&self) -> u64 {
+        self.evaluations
+    }
+
+    /// η_u at the last evaluation.
+    pub fn last_eta(&self) -> f64 {
+        self.last_eta
+    }
+
+    /// The η_u state (read-only).
+    pub fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
+    fn add_priority(&mut self, p: i64) {
+        *self.priorities.entry(p).or_insert(0) += 1;
+    }
+
+    fn remove_priority(&mut self, p: i64) {
+        if let alloc::collections::btree_map::Entry::Occupied(mut e) = self.priorities.entry(p) {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+    }
+
+    fn set_priority(&mut self, task: TaskId, new: i64) {
+        let Some(m) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        let old = core::mem::replace(&mut m.priority, new);
+        self.remove_priority(old);
+        self.add_priority(new);
+    }
+
+    fn set_waiting(&mut self, task: TaskId, waiting: bool) {
+        let Some(m) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        if m.waiting == waiting {
+            return;
+        }
+        m.waiting = waiting;
+        let entry = (m.seq, task);
+        let set = self.waiting.entry(m.key).or_default();
+        if waiting {
+            set.insert(entry);
+        } else {
+            set.remove(&entry);
+            if set.is_empty() {
+                self.waiting.remove(&m.key);
+            }
+        }
+    }
+
+    /// Algorithm 2 (when η_u > τ): raise the oldest Δ_ij waiting tasks of
+    /// every activity far enough above W_min to maxPriority + 1.
+    fn act(&mut self, now: Time, out: &mut ControlOut) {
+        self.evaluations += 1;
+        let mut eta = core::mem::take(&mut self.scratch);
+        self.tracker.eta_into(now, &mut eta);
+        self.last_eta = eta.eta_u;
+        if eta.eta_u > self.tau
+            && let Some((&max_priority, _)) = self.priorities.last_key_value()
+        {
+            let raised = max_priority.saturating_add(1);
+            let first = out.priorities.len();
+            for (i, wf) in eta.workflows.iter().enumerate() {
+                if wf.w - eta.w_min <= self.tau {
+                    continue;
+                }
+                for a in eta.activities_of(i) {
+                    if a.w - eta.w_min <= self.tau {
+                        continue;
+                    }
+                    let d = delta(a.q, a.r, a.p, a.t_hat, self.tau, eta.w_min) as usize;
+                    let Some(queue) = self.waiting.get(&(a.workflow, a.activity)) else {
+                        continue;
+                    };
+                    let tasks = &self.tasks;
+                    out.priorities.extend(
+                        queue
+                            .iter()
+                            .filter(|(_, t)| tasks[t].priority <= max_priority)
+                            .take(d)
+                            .map(|&(_, t)| (t, raised)),
+                    );
+                }
+            }
+            // The core does not tell a Control of its own changes.
+            for i in first..out.priorities.len() {
+                let (task, p) = out.priorities[i];
+                self.set_priority(task, p);
+                self.changes += 1;
+            }
+        }
+        self.scratch = eta;
+    }
+}
+
+/// The measured phase durations of a task that completes now, from the
+/// view (delivered before the task is removed): finished phases, plus the
+/// current one ending now; a task that reported no phase is one `exec`
+/// phase of its whole run. The same values as `EndRecord::phases`.
+fn phases_at_end(t: &TaskView, now: Time) -> [Time; 4] {
+    let mut d = Phase::ALL.map(|p| t.phase_duration(p));
+    if let Some((p, since)) = t.phase() {
+        d[p as usize] = Some(now - since);
+    }
+    end_phases(d, t.elapsed())
+}
+
+impl Control for WorkflowFairness {
+    fn notify(&mut self, view: &View, n: &Notice) {
+        let now = view.now();
+        match *n {
+            Notice::Queued { task, .. } => {
+                let Some(t) = view.task(task) else { return };
+                let Some(wf) = t.spec().workflow else { return };
+                if self.tasks.contains_key(&task) {
+                    return;
+                }
+                self.tracker.queued(task, wf.workflow, wf.activity);
+                self.tasks.insert(
+                    task,
+                    Meta {
+                        key: (wf.workflow, wf.activity),
+                        seq: t.seq(),
+                        priority: t.priority(),
+                        waiting: false,
+                    },
+                );
+                self.add_priority(t.priority());
+                self.set_waiting(task, true);
+                self.dirty = true;
+            }
+            Notice::Started { task, .. } if self.tasks.contains_key(&task) => {
+                self.tracker.started(task, now);
+                self.set_waiting(task, false);
+                self.dirty = true;
+            }
+            Notice::Requeued { task, .. } if self.tasks.contains_key(&task) => {
+                self.tracker.requeued(task);
+                self.set_waiting(task, true);
+                self.dirty = true;
+            }
+            Notice::PhaseStarted { task, phase } => {
+                // Observed for t_u; not a status change.
+                self.tracker.phase_started(task, phase, now);
+            }
+            Notice::Left {
+                task,
+                outcome,
+                was_running,
+                ..
+            } if self.tasks.contains_key(&task) => {
+                match view.task(task) {
+                    Some(t) if outcome == Outcome::Completed && was_running => {
+                        self.tracker.completed(task, phases_at_end(&t, now));
+                    }
+                    _ => self.tracker.left(task),
+                }
+                self.set_waiting(task, false);
+                let m = self.tasks.remove(&task).expect("checked");
+                self.remove_priority(m.priority);
+                self.dirty = true;
+            }
+            Notice::PriorityChanged { task, new, .. } => self.set_priority(task, new),
+            _ => {}
+        }
+    }
+
+    fn react(&mut self, view: &View, _notices: &[Notice], timers: &[u64], out: &mut ControlOut) {
+        let now = view.now();
+        if self.every == Time::ZERO {
+            if core::mem::take(&mut self.dirty) {
+                self.act(now, out);
+            }
+            return;
+        }
+        // Timer mode (Algorithm 1's timeout): act only when the timer fires;
+        // keep one pending while any workflow is active.
+        if timers.contains(&TICK) {
+            self.timer_pending = false;
+            self.dirty = false;
+            self.act(now, out);
+        }
+        if !self.timer_pending && !self.tracker.is_idle() {
+            self.timer_pending = true;
+            out.timers.push((now + self.every, TICK));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Kind, build_control, check};
+
+    // End-to-end runs on the simulator: tests/workflow_fairness.rs (an
+    // integration test, so it can name the types the harness takes).
+
+    #[test]
+    fn unknown_tasks_are_ignored_and_nothing_is_done_without_a_change() {
+        use crate::state::{Platform, State};
+        let mut c = WorkflowFairness::new(0.2, Time::ZERO);
+        let st = State::new(&Platform::pool(1));
+        let n = Notice::PriorityChanged {
+            task: TaskId(1),
+            old: 1,
+            new: 5,
+        };
+        c.notify(&st.view(), &n);
+        assert!(c.priorities.is_empty());
+        let mut out = ControlOut::default();
+        c.react(&st.view(), &[n], &[], &mut out);
+        assert_eq!(out, ControlOut::default());
+        assert_eq!((c.priority_changes(), c.evaluations(), c.last_eta()), (0, 0, 0.0));
+        assert!(c.tracker().is_idle());
+    }
+
+    #[test]
+    fn registry_builds_and_refuses_bad_params() {
+        for s in [
+            "workflow-fairness",
+            "workflow-fairness[tau=0.3,every=180]",
+            "workflow-fairness[tau=0,every=3m]",
+        ] {
+            check(Kind::Control, &s.parse().unwrap()).unwrap_or_else(|e| panic!("{s}: {e}"));
+        }
+        for (s, needle) in [
+            ("workflow-fairness[tau=-0.1]", "≥ 0"),
+            ("workflow-fairness[tau=high]", "number"),
+            ("workflow-fairness[every=-5]", "duration"),
+            ("workflow-fairness[every=soon]", "duration"),
+            ("workflow-fairness[taux=1]", "tau, every"),
+        ] {
+            let e = build_control(&s.parse().unwrap())
+                .err()
+                .unwrap_or_else(|| panic!("{s} built"));
+            assert!(e.to_string().contains(needle), "{s}: {e}");
+        }
+        let e = check(Kind::Order, &"workflow-fcfs".parse().unwrap()).unwrap();
+        assert_eq!(e.name, super::super::fcfs::NAME);
+        assert!(check(Kind::Order, &"workflow-fcfs[x=1]".parse().unwrap()).is_err());
+        // The Control is not an Order, nor the Order a Control.
+        assert!(check(Kind::Order, &"workflow-fairness".parse().unwrap()).is_err());
+        assert!(check(Kind::Control, &"workflow-fcfs".parse().unwrap()).is_err());
+    }
+}
