@@ -74,6 +74,7 @@ mod scan;
 pub mod stats;
 mod stream;
 pub mod transform;
+pub mod workflow;
 mod writer;
 
 pub use errors::{Result, TraceError};
