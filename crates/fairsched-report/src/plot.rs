@@ -231,6 +231,62 @@ pub fn profiles(title: &str, x_label: &str, taus: &[f64], series: &[Series]) -> 
     Ok(svg)
 }
 
+/// Step functions over time, each series its own (x, y) points (linear
+/// axes, y from 0): the value holds until the next point.
+pub fn steps(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 440)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let all = || series.iter().flat_map(|s| s.1.iter());
+        let x0 = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let x0 = if x0.is_finite() { x0 } else { 0.0 };
+        let x1 = all().map(|p| p.0).fold(x0, f64::max).max(x0 + 1.0);
+        let y1 = all()
+            .map(|p| p.1)
+            .filter(|y| y.is_finite())
+            .fold(0.0, f64::max)
+            .max(1e-9)
+            * 1.05;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .draw()
+            .map_err(err)?;
+        for (si, (name, points)) in series.iter().enumerate() {
+            let color = COLORS[si % COLORS.len()];
+            let mut pts: Vec<(f64, f64)> = Vec::with_capacity(points.len() * 2);
+            for &(x, y) in points {
+                if let Some(&(_, prev)) = pts.last() {
+                    pts.push((x, prev));
+                }
+                pts.push((x, y));
+            }
+            chart
+                .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 /// A heat map of `values[row][col]` (rows top to bottom), green for the
 /// lowest value to red for the highest, each cell labelled with its value.
 pub fn heatmap(

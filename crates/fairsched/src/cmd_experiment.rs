@@ -55,6 +55,17 @@ pub enum ExperimentCommand {
     ///   fairsched experiment diet-ethic --scenario-file examples/diet.toml --runs 5
     #[command(verbatim_doc_comment)]
     DietEthic(crate::cmd_diet::DietArgs),
+    /// Workflow fairness (the η_u controller): the paper's Experiments 1–3
+    /// or your own workflows, Fairness against No-Fairness (FCFS) on
+    /// identical simulated grids; σ_s, σ_m, μ, makespans, slowdowns and
+    /// η_u over time.
+    ///
+    /// Examples:
+    ///   fairsched experiment workflow-fairness --exp 2
+    ///   fairsched experiment workflow-fairness --exp 1 --repetitions 8 --every 180
+    ///   fairsched experiment workflow-fairness --workflows gate,simubloch --grid examples/grid.toml
+    #[command(verbatim_doc_comment)]
+    WorkflowFairness(crate::cmd_workflow::WorkflowArgs),
 }
 
 #[derive(clap::Args)]
@@ -128,6 +139,7 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<()> {
         ExperimentCommand::Shapley(a) => shapley(a),
         ExperimentCommand::Pffp(a) => crate::cmd_pffp::pffp(a),
         ExperimentCommand::DietEthic(a) => crate::cmd_diet::diet(a),
+        ExperimentCommand::WorkflowFairness(a) => crate::cmd_workflow::workflow(a),
     }
 }
 

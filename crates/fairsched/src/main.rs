@@ -2,6 +2,7 @@
 //! prints and writes results.
 
 mod cmd_diet;
+mod cmd_workflow;
 mod cmd_experiment;
 mod cmd_pffp;
 mod cmd_policies;

@@ -6,3 +6,4 @@
 pub mod diet;
 pub mod pffp;
 pub mod shapley;
+pub mod workflow;

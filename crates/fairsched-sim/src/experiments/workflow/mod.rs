@@ -1,0 +1,291 @@
+//! The workflow-fairness paper's experiments (spec/workflow-fairness.md,
+//! "Experiments to reproduce"): workflow sets submitted one after the other
+//! on a shared, dynamic grid, run with the η_u controller (Fairness:
+//! `priority` queue + `workflow-fairness` Control) and without it
+//! (No-Fairness: the `workflow-fcfs` queue) under identical grid
+//! conditions; σ_s, σ_m, μ, makespans and slowdowns.
+
+pub mod grid;
+pub mod observe;
+pub mod stats;
+pub mod world;
+
+use self::grid::Grid;
+use self::observe::EtaSeries;
+use self::stats::{area, std_dev};
+use self::world::{WorkflowOutcome, World, slot_speed};
+use crate::agent::{Agent, AgentCtx};
+use crate::engine::Simulation;
+use crate::errors::SimError;
+use fairsched_core::registry::{build_allocate, build_control, build_order};
+use fairsched_core::{Action, Platform, Scheduler, Time, derive_seed};
+use fairsched_trace::workflow::WorkflowSource;
+use rand::SeedableRng;
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// The paper's workflow sets (builtin profile names).
+pub fn experiment(n: u32) -> Option<&'static [&'static str]> {
+    match n {
+        1 => Some(&["gate", "gate", "gate"]),
+        2 => Some(&["gate", "gate", "gate", "simubloch"]),
+        3 => Some(&["gate", "field2", "pet-sorteo", "simubloch"]),
+        _ => None,
+    }
+}
+
+/// Which system runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum System {
+    /// `priority` queue and the `workflow-fairness[tau=…,every=…]` Control
+    /// (`every` in seconds; 0 = at every status change).
+    Fairness { tau: f64, every: f64 },
+    /// The `workflow-fcfs` queue (earlier workflows first), no Control;
+    /// raises mirrored from a Fairness run, if any.
+    NoFairness,
+}
+
+/// What one run gives.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunOutcome {
+    pub workflows: Vec<WorkflowOutcome>,
+    /// σ of the slowdowns (population).
+    pub sigma_s: f64,
+    /// σ of the makespans (population).
+    pub sigma_m: f64,
+    /// Area under η_u until the set's makespan (η · s).
+    pub mu: f64,
+    /// Priority changes the core made (the Control's raises, or the
+    /// mirrored ones).
+    pub priority_changes: u64,
+    /// End of the last workflow − first submission, s.
+    pub set_makespan_s: f64,
+    /// (t s, η_u), thinned to at most [`SERIES_POINTS`] points for plots
+    /// (μ is computed on every sample).
+    pub eta: Vec<(f64, f64)>,
+    /// Instants of the core's priority changes (for mirroring).
+    #[serde(skip)]
+    pub raises: Vec<Time>,
+    pub tasks_run: u64,
+}
+
+/// Points kept per η_u series in outputs.
+pub const SERIES_POINTS: usize = 2000;
+
+/// A borrowed agent.
+struct Lend<'b, A: Agent>(&'b mut A);
+impl<A: Agent> Agent for Lend<'_, A> {
+    fn start(&mut self, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        self.0.start(ctx)
+    }
+    fn on_wake(&mut self, token: u64, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        self.0.on_wake(token, ctx)
+    }
+    fn on_action(&mut self, action: &Action, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        self.0.on_action(action, ctx)
+    }
+}
+
+/// Draws the instances of `sources` for `seed` (the same in every system)
+/// and their submission times: workflow k at k × `spacing`.
+pub fn instances(
+    sources: &[WorkflowSource],
+    seed: u64,
+    spacing: Time,
+) -> Vec<(Time, fairsched_trace::workflow::Workflow)> {
+    sources
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(seed, 0x1457), k as u64));
+            (
+                Time::from_millis(spacing.millis() * k as i64),
+                s.instantiate(&mut rng),
+            )
+        })
+        .collect()
+}
+
+/// Runs `system` once on `grid` with `seed`; `mirror`: raise instants to
+/// replay (No-Fairness only).
+pub fn run(
+    grid: &Grid,
+    seed: u64,
+    sources: &[WorkflowSource],
+    spacing: Time,
+    system: &System,
+    mirror: Vec<Time>,
+) -> Result<RunOutcome, SimError> {
+    let (order, control) = match system {
+        System::Fairness { tau, every } => (
+            "priority",
+            Some(build_control(
+                &format!("workflow-fairness[tau={tau},every={every}]")
+                    .parse()
+                    .map_err(|e| SimError::Config(format!("workflow-fairness: {e}")))?,
+            )?),
+        ),
+        System::NoFairness => ("workflow-fcfs", None),
+    };
+    let core = Scheduler::new(
+        &Platform::pool(grid.initial_slots),
+        derive_seed(seed, 1),
+        build_allocate(&"single-pool".parse().expect("registered"))?,
+        build_order(&order.parse().expect("registered"))?,
+        control,
+    );
+    let mut world = World::new(grid.clone(), seed, instances(sources, seed, spacing)).mirror(mirror);
+    let mut eta = EtaSeries::new();
+    let stats = {
+        let mut sim = Simulation::new(core);
+        let g = grid.clone();
+        sim.slot_speed(move |slot| slot_speed(&g, seed, slot));
+        sim.add_agent(Lend(&mut world));
+        sim.run_agents(&mut eta)?
+    };
+    let workflows = world.outcomes();
+    let first = workflows.iter().map(|w| w.submit_s).fold(f64::INFINITY, f64::min);
+    let end = world.end();
+    let slow: Vec<f64> = workflows
+        .iter()
+        .map(|w| w.slowdown)
+        .filter(|s| s.is_finite())
+        .collect();
+    let spans: Vec<f64> = workflows.iter().map(|w| w.makespan_s).collect();
+    Ok(RunOutcome {
+        sigma_s: std_dev(&slow),
+        sigma_m: std_dev(&spans),
+        mu: area(&eta.series, end),
+        priority_changes: eta.priority_changes,
+        set_makespan_s: end.as_secs_f64() - if first.is_finite() { first } else { 0.0 },
+        eta: thin(&eta.series, end, SERIES_POINTS),
+        raises: std::mem::take(&mut world.raises),
+        tasks_run: stats.submitted,
+        workflows,
+    })
+}
+
+/// At most `n` points of `series` up to `until`, evenly picked (the last
+/// one kept).
+fn thin(series: &[(Time, f64)], until: Time, n: usize) -> Vec<(f64, f64)> {
+    let s: Vec<&(Time, f64)> = series.iter().take_while(|p| p.0 <= until).collect();
+    if s.len() <= n {
+        return s.iter().map(|p| (p.0.as_secs_f64(), p.1)).collect();
+    }
+    let step = s.len() as f64 / n as f64;
+    let mut out: Vec<(f64, f64)> = (0..n)
+        .map(|i| s[(i as f64 * step) as usize])
+        .map(|p| (p.0.as_secs_f64(), p.1))
+        .collect();
+    let last = s[s.len() - 1];
+    out.push((last.0.as_secs_f64(), last.1));
+    out
+}
+
+/// Fairness and No-Fairness on the same grid.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pair {
+    pub repetition: u32,
+    pub seed: u64,
+    pub fairness: RunOutcome,
+    pub no_fairness: RunOutcome,
+}
+
+/// How a pair of runs is set up.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Protocol {
+    /// Between two workflow submissions.
+    pub spacing: Time,
+    /// The controller's τ_u.
+    pub tau: f64,
+    /// The controller's period, s (0: every status change).
+    pub every: f64,
+    /// Mirror the Fairness run's lifts in the No-Fairness run.
+    pub mirror: bool,
+}
+
+impl Default for Protocol {
+    /// Submissions 5 minutes apart, τ_u = 0.2 at every status change,
+    /// lifts mirrored.
+    fn default() -> Protocol {
+        Protocol {
+            spacing: Time::from_millis(300_000),
+            tau: 0.2,
+            every: 0.0,
+            mirror: true,
+        }
+    }
+}
+
+/// One repetition: Fairness first, then No-Fairness on the same grid with
+/// the Fairness run's lifts mirrored (if `p.mirror`), as the paper did.
+pub fn pair(
+    grid: &Grid,
+    seed: u64,
+    sources: &[WorkflowSource],
+    p: &Protocol,
+) -> Result<(RunOutcome, RunOutcome), SimError> {
+    let system = System::Fairness {
+        tau: p.tau,
+        every: p.every,
+    };
+    let f = run(grid, seed, sources, p.spacing, &system, Vec::new())?;
+    let raises = if p.mirror { f.raises.clone() } else { Vec::new() };
+    let nf = run(grid, seed, sources, p.spacing, &System::NoFairness, raises)?;
+    Ok((f, nf))
+}
+
+/// `n` pairs, with seeds derived from `seed`, in parallel; results in
+/// repetition order whatever the thread count.
+pub fn repetitions(
+    grid: &Grid,
+    seed: u64,
+    sources: &[WorkflowSource],
+    p: &Protocol,
+    n: u32,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<Pair>, SimError> {
+    (0..n)
+        .into_par_iter()
+        .map(|r| {
+            let s = derive_seed(seed, 0x5E7 + r as u64);
+            let (fairness, no_fairness) = pair(grid, s, sources, p)?;
+            tick();
+            Ok(Pair {
+                repetition: r + 1,
+                seed: s,
+                fairness,
+                no_fairness,
+            })
+        })
+        .collect()
+}
+
+/// The paper's headline factors (No-Fairness / Fairness, "up to").
+pub struct PaperFactors {
+    pub sigma_s: f64,
+    pub mu: f64,
+    pub sigma_m: Option<f64>,
+}
+
+/// Paper §3.2.
+pub fn paper(n: u32) -> Option<PaperFactors> {
+    match n {
+        1 => Some(PaperFactors {
+            sigma_s: 7.0,
+            mu: 2.0,
+            sigma_m: Some(15.0),
+        }),
+        2 => Some(PaperFactors {
+            sigma_s: 5.9,
+            mu: 1.9,
+            sigma_m: None,
+        }),
+        3 => Some(PaperFactors {
+            sigma_s: 3.8,
+            mu: 1.9,
+            sigma_m: None,
+        }),
+        _ => None,
+    }
+}

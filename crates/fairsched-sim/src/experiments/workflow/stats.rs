@@ -1,0 +1,141 @@
+//! The workflow-fairness paper's summary statistics: standard deviations of
+//! slowdowns and makespans, the area under the η_u curve (μ), and the τ_u
+//! threshold from a histogram of η_u values (spec/workflow-fairness.md).
+
+use fairsched_core::Time;
+use serde::Serialize;
+
+/// Population standard deviation (0 for fewer than two values).
+pub fn std_dev(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    (xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt()
+}
+
+/// μ = Σ_{i≥2} η(t_i)(t_i − t_{i−1}) over the samples up to `until`
+/// (seconds × η): each sample's value weighs the time since the previous
+/// one, as the spec writes it.
+pub fn area(series: &[(Time, f64)], until: Time) -> f64 {
+    series
+        .windows(2)
+        .take_while(|w| w[1].0 <= until)
+        .map(|w| w[1].1 * (w[1].0 - w[0].0).as_secs_f64())
+        .sum()
+}
+
+/// A histogram of the non-zero η_u values and the threshold it suggests.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TauHistogram {
+    pub bin: f64,
+    /// Count per bin `[k·bin, (k+1)·bin)`.
+    pub counts: Vec<u64>,
+    /// The two highest modes (bin indices, in increasing order), if there
+    /// are two.
+    pub modes: Option<(usize, usize)>,
+    /// The centre of the emptiest bin between the two modes (the first
+    /// such bin on ties).
+    pub threshold: Option<f64>,
+}
+
+/// Histograms the non-zero, finite values of `etas` in bins of `bin` and
+/// places τ_u in the lowest-density valley between the two highest modes.
+/// A mode is a bin higher than both neighbours (a plateau counts once, at
+/// its first bin); the two highest win, ties to the lower bin.
+pub fn tau_histogram(etas: impl IntoIterator<Item = f64>, bin: f64) -> TauHistogram {
+    let mut counts: Vec<u64> = Vec::new();
+    for e in etas {
+        if !(e.is_finite() && e > 0.0) {
+            continue;
+        }
+        let k = (e / bin).floor() as usize;
+        if counts.len() <= k {
+            counts.resize(k + 1, 0);
+        }
+        counts[k] += 1;
+    }
+    let mut peaks: Vec<usize> = Vec::new();
+    let mut k = 0;
+    while k < counts.len() {
+        // A plateau [k, j) of equal counts.
+        let mut j = k + 1;
+        while j < counts.len() && counts[j] == counts[k] {
+            j += 1;
+        }
+        let left = if k == 0 { 0 } else { counts[k - 1] };
+        let right = counts.get(j).copied().unwrap_or(0);
+        if counts[k] > 0 && counts[k] > left && counts[k] > right {
+            peaks.push(k);
+        }
+        k = j;
+    }
+    peaks.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(a.cmp(&b)));
+    let modes = (peaks.len() >= 2).then(|| {
+        let (a, b) = (peaks[0], peaks[1]);
+        (a.min(b), a.max(b))
+    });
+    let threshold = modes.map(|(a, b)| {
+        let valley = (a + 1..b).min_by_key(|&k| (counts[k], k)).unwrap_or(a);
+        (valley as f64 + 0.5) * bin
+    });
+    TauHistogram {
+        bin,
+        counts,
+        modes,
+        threshold,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: i64) -> Time {
+        Time::from_millis(x * 1000)
+    }
+
+    #[test]
+    fn std_dev_is_the_population_one() {
+        assert_eq!(std_dev(&[]), 0.0);
+        assert_eq!(std_dev(&[5.0]), 0.0);
+        assert!((std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]) - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn area_weighs_each_value_by_the_time_since_the_previous_sample() {
+        let series = [
+            (s(0), 0.9),
+            (s(10), 0.5),
+            (s(15), 0.0),
+            (s(20), 1.0),
+            (s(40), 1.0),
+        ];
+        // 0.5·10 + 0·5 + 1·5, the last sample is after `until`.
+        assert!((area(&series, s(30)) - 10.0).abs() < 1e-12);
+        assert!((area(&series, s(40)) - 30.0).abs() < 1e-12);
+        assert_eq!(area(&series[..1], s(40)), 0.0);
+    }
+
+    #[test]
+    fn tau_falls_in_the_valley_between_the_two_highest_modes() {
+        // Bins of 0.05: a mode at [0.05, 0.1) (5), a smaller one at
+        // [0.3, 0.35) (2), the highest at [0.6, 0.65) (8), a valley of one
+        // value at [0.45, 0.5) and empty bins between.
+        let mut v = vec![0.0; 50]; // zeros are left out
+        v.extend([0.07; 5]);
+        v.extend([0.32; 2]);
+        v.extend([0.47]);
+        v.extend([0.56; 3]);
+        v.extend([0.61; 8]);
+        let h = tau_histogram(v, 0.05);
+        assert_eq!(h.counts.iter().sum::<u64>(), 19);
+        assert_eq!(h.modes, Some((1, 12)));
+        // Between bins 1 and 12 the emptiest are 2..=5 (0): the first one.
+        assert!((h.threshold.unwrap() - 0.125).abs() < 1e-12);
+        // One mode only: no threshold.
+        let h = tau_histogram([0.3, 0.31, 0.32], 0.05);
+        assert_eq!((h.modes, h.threshold), (None, None));
+    }
+}

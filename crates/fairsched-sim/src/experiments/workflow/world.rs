@@ -1,0 +1,450 @@
+//! The simulated world of a workflow-fairness run, as one client agent:
+//! the workflow engine (submits workflows, releases each task when its
+//! parents completed, resubmits failed and killed tasks up to the grid's
+//! limit), the pilots (slots joining and leaving), run failures, and other
+//! users' background tasks.
+//!
+//! Grid conditions are a function of the seed and of time only: pilot
+//! arrivals, lifetimes and speeds, background arrivals and durations come
+//! from their own random streams in time order, and whether a run fails
+//! (and when) is a hash of (seed, workflow, task, attempt). Two runs with
+//! the same seed — Fairness and No-Fairness — therefore see the same grid,
+//! however differently they schedule.
+//!
+//! The paper ran Fairness and No-Fairness side by side and, "for each task
+//! priority increase in the Fairness workflow set", prioritized a task of
+//! the No-Fairness set too, so that both raced equally against other
+//! users. We run them one after the other on identical grids and do the
+//! same: the No-Fairness run replays the instants of the Fairness run's
+//! priority changes as raises of its own oldest waiting workflow tasks
+//! ([`World::mirror`]).
+
+use super::grid::Grid;
+use crate::agent::{Agent, AgentCtx};
+use crate::engine::Arrival;
+use crate::errors::SimError;
+use fairsched_core::{
+    Action, Event, OrgId, Outcome, SlotId, TaskId, TaskSpec, Time, WorkflowId, WorkflowRef, derive_seed,
+};
+use fairsched_trace::workflow::Workflow;
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The user id of background tasks (workflow k is user k).
+pub const BACKGROUND_USER: i64 = 1_000_000;
+
+const SPEED: u64 = 0x5EED_0001;
+const PILOTS: u64 = 0x5EED_0002;
+const BACKGROUND: u64 = 0x5EED_0003;
+const FAILURE: u64 = 0x5EED_0004;
+
+// Wake-up tokens: kind in the top byte.
+const SUBMIT: u64 = 1 << 56;
+const JOIN: u64 = 2 << 56;
+const LEAVE: u64 = 3 << 56;
+const ARRIVE: u64 = 4 << 56;
+const FAIL: u64 = 5 << 56;
+const RAISE: u64 = 6 << 56;
+const KIND: u64 = 0xFF << 56;
+
+/// The speed of `slot` on the grid of `seed`: one draw per slot, the same
+/// in every run with this seed.
+pub fn slot_speed(grid: &Grid, seed: u64, slot: SlotId) -> f64 {
+    let mut rng = Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(seed, SPEED), slot.0 as u64));
+    grid.speed.sample(&mut rng)
+}
+
+fn secs(s: f64) -> Time {
+    Time::from_millis((s * 1000.0).round().min(9.0e15) as i64)
+}
+
+/// A uniform draw in [0, 1) from a hash of `keys` (SplitMix chains).
+fn hash_unit(seed: u64, keys: &[u64]) -> f64 {
+    let h = keys
+        .iter()
+        .fold(derive_seed(seed, FAILURE), |h, &k| derive_seed(h, k));
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// What happened to one workflow.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkflowOutcome {
+    pub name: String,
+    pub submit_s: f64,
+    /// Last task end − submission.
+    pub makespan_s: f64,
+    /// Critical path of the measured durations (the completed run of each
+    /// task, as long as it took on its slot).
+    pub m_own_s: f64,
+    /// makespan / M_own.
+    pub slowdown: f64,
+    /// Mean over tasks of (start − submission) of the completed run.
+    pub mean_wait_s: f64,
+    pub tasks: usize,
+    /// Runs that failed or were killed and were resubmitted.
+    pub resubmissions: u32,
+    /// A task failed more than the grid's retry limit: the workflow
+    /// stopped there (its figures cover what completed).
+    pub failed: bool,
+}
+
+struct Wf {
+    submit: Time,
+    wf: Workflow,
+    children: Vec<Vec<u32>>,
+    /// Parents not yet completed, per task.
+    missing: Vec<u32>,
+    attempts: Vec<u32>,
+    measured: Vec<Time>,
+    waits: Time,
+    completed: usize,
+    last_end: Time,
+    resubmissions: u32,
+    done: bool,
+    failed: bool,
+}
+
+/// Where a live task of the world comes from.
+#[derive(Clone, Copy)]
+enum Owner {
+    Workflow { wf: usize, task: u32 },
+    Background,
+}
+
+/// The world agent (see the module documentation).
+pub struct World {
+    grid: Grid,
+    seed: u64,
+    wfs: Vec<Wf>,
+    live: FxHashMap<TaskId, Owner>,
+    /// Waiting workflow tasks by release order (for mirrored raises).
+    waiting: BTreeMap<u64, TaskId>,
+    order_of: FxHashMap<TaskId, u64>,
+    released: u64,
+    top_priority: i64,
+    pilots: Pcg64Mcg,
+    background: Pcg64Mcg,
+    present: usize,
+    next_slot: u32,
+    unfinished: usize,
+    /// Instants at which the core lifted a task's priority for the first
+    /// time (the Control's raises).
+    pub raises: Vec<Time>,
+    lifted: rustc_hash::FxHashSet<TaskId>,
+    mirror: Vec<Time>,
+}
+
+impl World {
+    /// `workflows`: (submission time, instance), in submission order;
+    /// workflow k gets `WorkflowId(k)` and user k.
+    pub fn new(grid: Grid, seed: u64, workflows: Vec<(Time, Workflow)>) -> World {
+        let unfinished = workflows.len();
+        let wfs = workflows
+            .into_iter()
+            .map(|(submit, wf)| {
+                let n = wf.tasks.len();
+                Wf {
+                    submit,
+                    children: wf.children(),
+                    missing: wf.tasks.iter().map(|t| t.parents.len() as u32).collect(),
+                    attempts: vec![0; n],
+                    measured: vec![Time::ZERO; n],
+                    waits: Time::ZERO,
+                    completed: 0,
+                    last_end: submit,
+                    resubmissions: 0,
+                    done: n == 0,
+                    failed: false,
+                    wf,
+                }
+            })
+            .collect();
+        World {
+            next_slot: grid.initial_slots,
+            present: grid.initial_slots as usize,
+            pilots: Pcg64Mcg::seed_from_u64(derive_seed(seed, PILOTS)),
+            background: Pcg64Mcg::seed_from_u64(derive_seed(seed, BACKGROUND)),
+            grid,
+            seed,
+            wfs,
+            live: FxHashMap::default(),
+            waiting: BTreeMap::new(),
+            order_of: FxHashMap::default(),
+            released: 0,
+            top_priority: 1,
+            unfinished,
+            raises: Vec::new(),
+            lifted: Default::default(),
+            mirror: Vec::new(),
+        }
+    }
+
+    /// Replays these instants as raises of the oldest waiting workflow
+    /// task (one per instant listed; an instant may repeat).
+    pub fn mirror(mut self, raises: Vec<Time>) -> World {
+        self.mirror = raises;
+        self
+    }
+
+    /// Each workflow's outcome.
+    pub fn outcomes(&self) -> Vec<WorkflowOutcome> {
+        self.wfs
+            .iter()
+            .map(|w| {
+                let mut longest = vec![Time::ZERO; w.wf.tasks.len()];
+                for (i, t) in w.wf.tasks.iter().enumerate() {
+                    let before = t
+                        .parents
+                        .iter()
+                        .map(|&p| longest[p as usize])
+                        .max()
+                        .unwrap_or(Time::ZERO);
+                    longest[i] = before + w.measured[i];
+                }
+                let m_own = longest.iter().copied().max().unwrap_or(Time::ZERO).as_secs_f64();
+                let makespan = (w.last_end - w.submit).as_secs_f64();
+                WorkflowOutcome {
+                    name: w.wf.name.clone(),
+                    submit_s: w.submit.as_secs_f64(),
+                    makespan_s: makespan,
+                    m_own_s: m_own,
+                    slowdown: if m_own > 0.0 { makespan / m_own } else { f64::NAN },
+                    mean_wait_s: if w.completed > 0 {
+                        w.waits.as_secs_f64() / w.completed as f64
+                    } else {
+                        0.0
+                    },
+                    tasks: w.wf.tasks.len(),
+                    resubmissions: w.resubmissions,
+                    failed: w.failed,
+                }
+            })
+            .collect()
+    }
+
+    /// When the last workflow ended (completed or given up).
+    pub fn end(&self) -> Time {
+        self.wfs.iter().map(|w| w.last_end).max().unwrap_or(Time::ZERO)
+    }
+
+    fn release(&mut self, k: usize, i: u32, ctx: &mut AgentCtx) {
+        let w = &mut self.wfs[k];
+        let t = &w.wf.tasks[i as usize];
+        let spec = TaskSpec::new(0, k as i64, 0).priority(1);
+        let spec = TaskSpec {
+            workflow: Some(WorkflowRef {
+                workflow: WorkflowId(k as u32),
+                activity: t.activity,
+            }),
+            ..spec
+        };
+        let id = ctx.submit_new(Arrival::with_phases(spec, ctx.now(), t.phases));
+        self.live.insert(id, Owner::Workflow { wf: k, task: i });
+        self.released += 1;
+        self.waiting.insert(self.released, id);
+        self.order_of.insert(id, self.released);
+    }
+
+    fn leave_later(&mut self, slot: u32, now: Time, ctx: &mut AgentCtx) {
+        let life = self.grid.lifetime.sample(&mut self.pilots);
+        if life.is_finite() {
+            ctx.wake_at(now + secs(life), LEAVE | slot as u64);
+        }
+    }
+
+    fn next_join(&mut self, now: Time, ctx: &mut AgentCtx) {
+        if self.grid.join_per_hour > 0.0 && self.unfinished > 0 {
+            let gap = -(1.0 - self.pilots.random::<f64>()).ln() * 3600.0 / self.grid.join_per_hour;
+            ctx.wake_at(now + secs(gap), JOIN);
+        }
+    }
+
+    fn next_background(&mut self, now: Time, ctx: &mut AgentCtx) {
+        if self.grid.background_per_hour > 0.0 && self.unfinished > 0 {
+            let gap = -(1.0 - self.background.random::<f64>()).ln() * 3600.0 / self.grid.background_per_hour;
+            ctx.wake_at(now + secs(gap), ARRIVE);
+        }
+    }
+
+    fn finish(&mut self, k: usize, failed: bool) {
+        let w = &mut self.wfs[k];
+        if !w.done {
+            w.done = true;
+            w.failed = failed;
+            self.unfinished -= 1;
+        }
+    }
+}
+
+impl Agent for World {
+    fn start(&mut self, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        for s in 0..self.grid.initial_slots {
+            self.leave_later(s, Time::ZERO, ctx);
+        }
+        for (k, w) in self.wfs.iter().enumerate() {
+            ctx.wake_at(w.submit, SUBMIT | k as u64);
+        }
+        for (i, &t) in self.mirror.iter().enumerate() {
+            ctx.wake_at(t, RAISE | i as u64);
+        }
+        self.next_join(Time::ZERO, ctx);
+        self.next_background(Time::ZERO, ctx);
+        Ok(())
+    }
+
+    fn on_wake(&mut self, token: u64, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        let now = ctx.now();
+        let arg = token & !KIND;
+        match token & KIND {
+            SUBMIT => {
+                let k = arg as usize;
+                let roots: Vec<u32> = (0..self.wfs[k].wf.tasks.len() as u32)
+                    .filter(|&i| self.wfs[k].missing[i as usize] == 0)
+                    .collect();
+                for i in roots {
+                    self.release(k, i, ctx);
+                }
+            }
+            JOIN => {
+                if self.present < self.grid.max_slots as usize {
+                    ctx.send(Event::SlotJoin {
+                        machine: fairsched_core::MachineId(0),
+                        owner: OrgId(0),
+                    })?;
+                    let slot = self.next_slot;
+                    self.next_slot += 1;
+                    self.present += 1;
+                    self.leave_later(slot, now, ctx);
+                }
+                self.next_join(now, ctx);
+            }
+            LEAVE => {
+                self.present -= 1;
+                ctx.send(Event::SlotLeave {
+                    slot: SlotId(arg as u32),
+                })?;
+            }
+            ARRIVE => {
+                let d = self.grid.background_duration.sample(&mut self.background);
+                let spec = TaskSpec::new(0, BACKGROUND_USER, 0).priority(1);
+                let id = ctx.submit_new(Arrival::new(spec, now, secs(d).max(Time::from_millis(1))));
+                self.live.insert(id, Owner::Background);
+                self.next_background(now, ctx);
+            }
+            FAIL => {
+                ctx.send(Event::Fail { task: TaskId(arg) })?;
+            }
+            RAISE => {
+                if let Some((_, id)) = self.waiting.pop_first() {
+                    self.top_priority += 1;
+                    ctx.send(Event::SetPriority {
+                        task: id,
+                        priority: self.top_priority,
+                    })?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_action(&mut self, action: &Action, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        let now = ctx.now();
+        match action {
+            Action::Start { task, slots, .. } => {
+                if let Some(o) = self.order_of.get(task) {
+                    self.waiting.remove(o);
+                }
+                let Some(&Owner::Workflow { wf, task: i }) = self.live.get(task) else {
+                    return Ok(());
+                };
+                if self.grid.failure > 0.0 {
+                    let attempt = self.wfs[wf].attempts[i as usize] as u64;
+                    let keys = [wf as u64, i as u64, attempt];
+                    if hash_unit(self.seed, &keys) < self.grid.failure {
+                        let speed = slots
+                            .first()
+                            .map_or(1.0, |&s| slot_speed(&self.grid, self.seed, s));
+                        let nominal = self.wfs[wf].wf.tasks[i as usize].duration().as_secs_f64();
+                        let run = if speed.is_finite() && speed > 0.0 {
+                            nominal / speed
+                        } else {
+                            nominal
+                        };
+                        let at = hash_unit(self.seed, &[wf as u64, i as u64, attempt, 1]) * run;
+                        ctx.wake_at(now + secs(at), FAIL | task.0);
+                    }
+                }
+            }
+            Action::Stop {
+                task, requeued: true, ..
+            } => {
+                if let Some(&o) = self.order_of.get(task) {
+                    self.waiting.insert(o, *task);
+                }
+            }
+            // A task lifted for the first time: the No-Fairness run lifts
+            // one task of its own per such instant (raising the same task
+            // again changes nothing the other users see).
+            Action::Priority { task, .. } if self.lifted.insert(*task) => self.raises.push(now),
+            Action::Ended(rec) => {
+                let id = rec.spec.id;
+                if let Some(o) = self.order_of.remove(&id) {
+                    self.waiting.remove(&o);
+                }
+                let Some(Owner::Workflow { wf: k, task: i }) = self.live.remove(&id) else {
+                    return Ok(());
+                };
+                if self.wfs[k].done {
+                    return Ok(());
+                }
+                match rec.outcome {
+                    Outcome::Completed => {
+                        let w = &mut self.wfs[k];
+                        if let Some(run) = &rec.last {
+                            w.measured[i as usize] = run.stop - run.start;
+                            w.waits += run.start - rec.submit;
+                        }
+                        w.completed += 1;
+                        w.last_end = w.last_end.max(rec.end);
+                        let ready: Vec<u32> = w.children[i as usize]
+                            .iter()
+                            .copied()
+                            .filter(|&c| {
+                                w.missing[c as usize] -= 1;
+                                w.missing[c as usize] == 0
+                            })
+                            .collect();
+                        if w.completed == w.wf.tasks.len() {
+                            self.finish(k, false);
+                        }
+                        for c in ready {
+                            self.release(k, c, ctx);
+                        }
+                    }
+                    // Cancelled: only the engine's end-of-run clean-up.
+                    Outcome::Cancelled | Outcome::Rejected => {
+                        self.wfs[k].last_end = self.wfs[k].last_end.max(rec.end);
+                        self.finish(k, true);
+                    }
+                    Outcome::Failed | Outcome::Killed => {
+                        let w = &mut self.wfs[k];
+                        w.attempts[i as usize] += 1;
+                        w.last_end = w.last_end.max(rec.end);
+                        if w.attempts[i as usize] > self.grid.retries {
+                            self.finish(k, true);
+                        } else {
+                            w.resubmissions += 1;
+                            self.release(k, i, ctx);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
