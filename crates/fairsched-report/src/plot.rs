@@ -405,6 +405,9 @@ pub fn panels(title: &str, x_label: &str, xs: &[f64], panels: &[Panel]) -> Resul
         let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (x0, x1) = if x0.is_finite() && x1 > x0 {
             (x0, x1)
+        } else if x0.is_finite() {
+            // One x value: a decade around it.
+            (x0 / 3.0, x0 * 3.0)
         } else {
             (1.0, 10.0)
         };

@@ -51,7 +51,7 @@ pub enum ExperimentCommand {
     /// Examples:
     ///   fairsched experiment diet-ethic --scenario night-consecutive
     ///   fairsched experiment diet-ethic --scenario day-irregular --runs 20
-    ///   fairsched experiment diet-ethic --scenario scalability --n-submit 100,1000,10000
+    ///   fairsched experiment diet-ethic --scenario scalability --n-submit 100,1000
     ///   fairsched experiment diet-ethic --scenario-file examples/diet.toml --runs 5
     #[command(verbatim_doc_comment)]
     DietEthic(crate::cmd_diet::DietArgs),

@@ -26,11 +26,13 @@ use toml::Spanned;
 const MAX_SERVERS: i64 = 100_000;
 const MAX_USERS: i64 = 100_000;
 const MAX_REQUESTS: i64 = 10_000_000;
+/// Σ n_max over all users: what the legacy system may hold at once.
+const MAX_TOTAL_REQUESTS: i64 = 2_000_000;
 /// Times up to about 31 years, in seconds.
 const MAX_SECONDS: f64 = 1e9;
 
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a number")]
 enum Num {
     I(i64),
     F(f64),
@@ -103,8 +105,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Setup, SimError> {
                 format!("{what} must be {bound} s and at most {MAX_SECONDS} s, found {v}"),
             ));
         }
-        Ok(Time::from_millis((v * 1000.0).round() as i64))
+        let t = Time::from_millis((v * 1000.0).round() as i64);
+        if strict && t <= Time::from_millis((min * 1000.0).round() as i64) {
+            return Err(loc.error(
+                n.span(),
+                format!("{what} must be at least 0.001 s (times are kept in milliseconds), found {v}"),
+            ));
+        }
+        Ok(t)
     };
+    let mut total: i64 = 0;
     let mut users = Vec::new();
     for u in list.get_ref() {
         let u = u.get_ref();
@@ -131,6 +141,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Setup, SimError> {
         if !(1..=MAX_USERS).contains(&count) || users.len() as i64 + count > MAX_USERS {
             let span = u.count.as_ref().map_or(u.n_min.span(), |c| c.span());
             return Err(loc.error(span, format!("at most {MAX_USERS} users in all, each count ≥ 1")));
+        }
+        total = total.saturating_add(count.saturating_mul(n_max));
+        if total > MAX_TOTAL_REQUESTS {
+            let span = u.count.as_ref().map_or(u.n_max.span(), |c| c.span());
+            return Err(loc.error(
+                span,
+                format!("the users may submit {total} requests in all (count × n_max summed); at most {MAX_TOTAL_REQUESTS}"),
+            ));
         }
         for _ in 0..count {
             users.push(User {
@@ -194,6 +212,18 @@ mod tests {
                 "speed",
             ),
             ("servers = 1\n", "no user"),
+            (
+                "servers = 1\n[[user]]\narrival=0\ndeadline=1\nn_min=1\nn_max=2\nduration=0.0004\n",
+                "s.toml:7: key `user[0].duration`: duration must be at least 0.001 s",
+            ),
+            (
+                "servers = 1\n[[user]]\narrival=0\ndeadline=1\nn_min=1\nn_max=10000000\nduration=1\ncount=1000\n",
+                "s.toml:8: key `user[0].count`: the users may submit",
+            ),
+            (
+                "servers = 1\n[[user]]\narrival=\"zero\"\ndeadline=1\nn_min=1\nn_max=2\nduration=1\n",
+                "a number",
+            ),
             (
                 "servers = 1\n[[user]]\narrival=0\ndeadline=1e12\nn_min=1\nn_max=2\nduration=1\n",
                 "at most",
