@@ -94,12 +94,15 @@ pub fn scenario(name: &str, seed: u64) -> Result<Setup, SimError> {
         "day-regular" => (0..10).map(|i| user(10.0 * i as f64, one)).collect(),
         "day-irregular" | "day-irregular-random" => {
             let random = name == "day-irregular-random";
+            // Durations from their own stream: both irregular scenarios
+            // share their arrivals for a seed.
+            let mut durations = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(seed, 0xD1E8));
             let mut users = Vec::new();
             for t in 0..=100 {
                 let p = daily_cycle(t as f64 / 100.0 - 0.5) / 10.0;
                 if rng.random::<f64>() < p {
                     let d = if random {
-                        secs(rng.random_range(0.75..=2.0))
+                        secs(durations.random_range(0.75..=2.0))
                     } else {
                         one
                     };
