@@ -788,7 +788,8 @@ impl fairsched_core::Observer for EventLog {
     fn on_events(&mut self, now: Time, events: &[Event]) {
         for e in events {
             let name = format!("{e:?}");
-            self.0.push((now, name.split([' ', '{', '(']).next().unwrap().to_string()));
+            self.0
+                .push((now, name.split([' ', '{', '(']).next().unwrap().to_string()));
         }
     }
     fn wants_events(&self) -> bool {
@@ -806,7 +807,11 @@ fn observers_can_follow_the_events_the_core_receives() {
     let mut log = EventLog::default();
     let arrivals = vec![Arrival::with_phases(task(1), s(0), [s(1), s(0), s(2), s(0)])];
     sim.run(common::ok(arrivals), &mut log).unwrap();
-    let got: Vec<(i64, &str)> = log.0.iter().map(|(t, n)| (t.millis() / 1000, n.as_str())).collect();
+    let got: Vec<(i64, &str)> = log
+        .0
+        .iter()
+        .map(|(t, n)| (t.millis() / 1000, n.as_str()))
+        .collect();
     assert_eq!(
         got,
         vec![

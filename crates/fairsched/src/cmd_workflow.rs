@@ -189,8 +189,8 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
             fixed(nf.sigma_m, 0),
             fixed(f.sigma_m, 0),
             ratio(nf.sigma_m, f.sigma_m),
-            fixed(nf.mu, 0),
-            fixed(f.mu, 0),
+            fixed(nf.mu, 1),
+            fixed(f.mu, 1),
             ratio(nf.mu, f.mu),
             f.priority_changes.to_string(),
         ]);

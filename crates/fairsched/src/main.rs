@@ -2,12 +2,12 @@
 //! prints and writes results.
 
 mod cmd_diet;
-mod cmd_workflow;
 mod cmd_experiment;
 mod cmd_pffp;
 mod cmd_policies;
 mod cmd_simulate;
 mod cmd_trace;
+mod cmd_workflow;
 mod progress;
 mod term;
 
