@@ -1073,3 +1073,20 @@ procs = 0
         assert_eq!(per_org(&from_file), per_org(&from_flags));
     }
 }
+
+/// A TOML number, integer or float (the files' times and rates).
+#[derive(serde::Deserialize)]
+#[serde(untagged, expecting = "a number")]
+pub(crate) enum Num {
+    I(i64),
+    F(f64),
+}
+
+impl Num {
+    pub(crate) fn f(&self) -> f64 {
+        match *self {
+            Num::I(i) => i as f64,
+            Num::F(f) => f,
+        }
+    }
+}

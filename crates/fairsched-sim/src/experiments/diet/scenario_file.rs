@@ -16,7 +16,7 @@
 
 use super::{Setup, User};
 use crate::errors::SimError;
-use crate::platform_file::Locator;
+use crate::platform_file::{Locator, Num};
 use fairsched_core::Time;
 use serde::Deserialize;
 use std::path::Path;
@@ -30,22 +30,6 @@ const MAX_REQUESTS: i64 = 10_000_000;
 const MAX_TOTAL_REQUESTS: i64 = 2_000_000;
 /// Times up to about 31 years, in seconds.
 const MAX_SECONDS: f64 = 1e9;
-
-#[derive(Deserialize)]
-#[serde(untagged, expecting = "a number")]
-enum Num {
-    I(i64),
-    F(f64),
-}
-
-impl Num {
-    fn f(&self) -> f64 {
-        match *self {
-            Num::I(i) => i as f64,
-            Num::F(f) => f,
-        }
-    }
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

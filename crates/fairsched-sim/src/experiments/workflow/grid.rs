@@ -24,7 +24,7 @@
 //! reported as ``FILE:LINE: key `slots.lifetime.sigma`: …``.
 
 use crate::errors::SimError;
-use crate::platform_file::Locator;
+use crate::platform_file::{Locator, Num};
 use fairsched_trace::workflow::Dist;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -215,22 +215,6 @@ fn show(d: &Dist, unit: &str) -> String {
         Dist::Constant { value } => format!("{value}{unit}"),
         Dist::Uniform { low, high } => format!("uniform {low}–{high}{unit}"),
         Dist::LogNormal { median, sigma, .. } => format!("log-normal (median {median}{unit}, σ {sigma})"),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Num {
-    I(i64),
-    F(f64),
-}
-
-impl Num {
-    fn f(&self) -> f64 {
-        match *self {
-            Num::I(i) => i as f64,
-            Num::F(f) => f,
-        }
     }
 }
 
