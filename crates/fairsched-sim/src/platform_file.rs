@@ -67,6 +67,7 @@
 
 use crate::errors::SimError;
 use fairsched_trace::UserOrgMap;
+use fairsched_trace::toml_key::{key_path, line_of};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::fmt::Write as _;
@@ -74,7 +75,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::DeTable;
 
 /// A platform read from a TOML file (see the [module docs](self)).
 #[derive(Clone, Debug, PartialEq)]
@@ -162,19 +163,12 @@ impl<'a> Locator<'a> {
     }
 
     fn line(&self, pos: usize) -> usize {
-        let pos = pos.min(self.text.len());
-        1 + self.text.as_bytes()[..pos]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
+        line_of(self.text, pos)
     }
 
     /// The innermost key (`org[1].procs`) whose key or value holds `pos`.
     fn key_at(&self, pos: usize) -> Option<String> {
-        let root = self.root.as_ref()?;
-        let mut path = String::new();
-        walk_table(root, pos, &mut path);
-        (!path.is_empty()).then_some(path)
+        key_path(self.root.as_ref()?, pos)
     }
 
     /// `FILE:LINE: key `KEY`: MESSAGE` for a mistake at `span`.
@@ -266,77 +260,6 @@ impl<'a> Locator<'a> {
             Some(p) => format!("{p}.{key}"),
             None => key.to_string(),
         })
-    }
-}
-
-fn contains(span: &Range<usize>, pos: usize) -> bool {
-    span.start <= pos && (pos < span.end || span.is_empty() && pos == span.start)
-}
-
-fn push_key(path: &mut String, key: &str) {
-    if !path.is_empty() {
-        path.push('.');
-    }
-    if !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        path.push_str(key);
-    } else {
-        let _ = write!(path, "{key:?}");
-    }
-}
-
-fn walk_table(t: &DeTable<'_>, pos: usize, path: &mut String) -> bool {
-    for (k, v) in t.iter() {
-        if contains(&k.span(), pos) {
-            push_key(path, k.get_ref());
-            return true;
-        }
-        if contains(&v.span(), pos) {
-            push_key(path, k.get_ref());
-            walk_value(v.get_ref(), pos, path);
-            return true;
-        }
-    }
-    // Tables of an array of tables may have spans that do not cover their
-    // keys' values: look inside too.
-    for (k, v) in t.iter() {
-        let mut sub = String::new();
-        if walk_value(v.get_ref(), pos, &mut sub) {
-            push_key(path, k.get_ref());
-            if sub.starts_with('[') {
-                path.push_str(&sub);
-            } else {
-                path.push('.');
-                path.push_str(&sub);
-            }
-            return true;
-        }
-    }
-    false
-}
-
-fn walk_value(v: &DeValue<'_>, pos: usize, path: &mut String) -> bool {
-    match v {
-        DeValue::Table(t) => walk_table(t, pos, path),
-        DeValue::Array(a) => {
-            for (i, item) in a.iter().enumerate() {
-                let mut sub = String::new();
-                let inside = contains(&item.span(), pos);
-                if walk_value(item.get_ref(), pos, &mut sub) || inside {
-                    let _ = write!(path, "[{i}]");
-                    if !sub.is_empty() {
-                        path.push('.');
-                        path.push_str(&sub);
-                    }
-                    return true;
-                }
-            }
-            false
-        }
-        _ => false,
     }
 }
 

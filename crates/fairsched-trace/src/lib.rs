@@ -73,6 +73,7 @@ mod record;
 mod scan;
 pub mod stats;
 mod stream;
+pub mod toml_key;
 pub mod transform;
 pub mod workflow;
 mod writer;
