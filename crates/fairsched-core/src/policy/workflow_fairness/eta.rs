@@ -593,6 +593,59 @@ mod tests {
         assert_eq!(delta(1, 3, p, 1.0, 0.2, eta.w_min), 0);
     }
 
+    /// Why a short workflow arriving last (the paper's SimuBloch after
+    /// three GATE) is lifted on arrival and then falls to W_min: before
+    /// two of its tasks complete T̂ = 1, afterwards T̂ = t̃ / max t̃ is the
+    /// ratio of its task duration to the long workflow's (27 s / 950 s).
+    #[test]
+    fn a_short_workflow_is_lifted_on_arrival_then_becomes_w_min() {
+        let now = s(10_000);
+        let mut t = Tracker::new();
+        // The long workflow: 2 completed tasks of 950 s, 50 running at
+        // about the median so far, 40 waiting.
+        for id in 0..2 {
+            t.queued(TaskId(id), WF1, 0);
+            t.started(TaskId(id), s(0));
+            t.completed(TaskId(id), [20, 10, 915, 5].map(s));
+        }
+        for id in 2..52 {
+            run_at(&mut t, id, WF1, now, &[20, 10], 500);
+        }
+        for id in 52..92 {
+            t.queued(TaskId(id), WF1, 0);
+        }
+        // The short workflow arrives: 25 waiting, nothing known.
+        for id in 100..125 {
+            t.queued(TaskId(id), WF2, 0);
+        }
+        let e = t.eta(now);
+        let (long, short) = (e.workflows[0].w, e.workflows[1].w);
+        assert_eq!(short, 1.0);
+        assert!(short - e.w_min > 0.2 && long == e.w_min, "{long} {short}");
+        // W_long = 40 / (40 + 50 · 1) = 4/9 (its running tasks are within
+        // the medians: P = 1), so Δ = 25 − ⌊(0.2 + 4/9) · 25⌋ = 9.
+        assert!(close(long, 4.0 / 9.0, 1e-12), "{long}");
+        assert_eq!(delta(25, 0, 1.0, 1.0, 0.2, e.w_min), 9);
+        // Two of its tasks ran (27 s each), three more run, 20 wait.
+        for id in 100..102 {
+            t.started(TaskId(id), now - s(27));
+            t.completed(TaskId(id), [20, 2, 5, 0].map(s));
+        }
+        for id in 102..105 {
+            run_at(&mut t, id, WF2, now, &[], 3);
+        }
+        let e = t.eta(now);
+        let a = e.activities_of(1)[0];
+        assert!(close(a.t_hat, 27.0 / 950.0, 1e-9), "{}", a.t_hat);
+        assert!(e.workflows[1].w <= a.t_hat && e.workflows[1].w == e.w_min);
+        // Now the long workflow is the one far above W_min: its tasks are
+        // lifted, the short one's are not.
+        assert!(e.workflows[0].w - e.w_min > 0.2);
+        let l = e.activities_of(0)[0];
+        assert!(delta(l.q, l.r, l.p, l.t_hat, 0.2, e.w_min) > 0);
+        assert_eq!(delta(a.q, a.r, a.p, a.t_hat, 0.2, e.w_min), 0);
+    }
+
     #[test]
     fn completed_at_measures_the_phases_it_saw() {
         // Same as completing with [2, 3, 5, 1] given explicitly.
