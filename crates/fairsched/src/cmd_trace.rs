@@ -1,9 +1,14 @@
-//! `fairsched trace …`: inspect workload logs.
+//! `fairsched trace …`: inspect workload logs, and derive τ_u from
+//! workflow runs.
 
 use crate::term::{say, sayln};
 use anyhow::Context;
+use fairsched_core::Time;
 use fairsched_report::files::{json_bytes, write_atomic};
-use fairsched_report::plot::{Series, lines};
+use fairsched_report::plot::{Series, lines, steps};
+use fairsched_sim::experiments::workflow::Protocol;
+use fairsched_sim::experiments::workflow::grid::Grid;
+use fairsched_sim::experiments::workflow::tau::{TauRepetition, tau};
 use fairsched_trace::stats::{Descriptive, WorkloadStats, workload_stats};
 use fairsched_trace::{JobStream, StreamOptions, TraceInfo, scan};
 use serde::Serialize;
@@ -39,6 +44,47 @@ pub enum TraceCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Derive the workflow-fairness threshold τ_u: replay the workflows
+    /// together under No-Fairness (workflow-fcfs, no control), take η_u
+    /// after every event, histogram the non-zero values and propose the
+    /// threshold in the middle of the emptiest valley between the two highest modes.
+    Tau(TauArgs),
+}
+
+#[derive(clap::Args)]
+pub struct TauArgs {
+    /// Workflows, submitted in this order: WfCommons JSON (.json,
+    /// .json.gz), TOML profiles, or the built-in profiles gate, simubloch,
+    /// field2, pet-sorteo (also comma-separated).
+    #[arg(required = true, value_delimiter = ',', value_name = "FILE")]
+    files: Vec<String>,
+    /// The grid: pilots, failures, background load (TOML; default: the
+    /// EGI-like grid of `experiment workflow-fairness`).
+    #[arg(long, value_name = "FILE")]
+    grid: Option<PathBuf>,
+    /// Seconds between two workflow submissions [default: 300, as
+    /// `experiment workflow-fairness`].
+    #[arg(long, allow_negative_numbers = true)]
+    spacing: Option<f64>,
+    /// Runs (grids drawn from seeds derived from --seed, as the
+    /// experiment's repetitions); their samples are pooled.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repetitions: u32,
+    /// Master seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Bin width of the histogram, from 0.001 to 1.
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
+    bin: f64,
+    /// Write DIR/tau.json and DIR/tau.svg.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print JSON (the content of tau.json).
+    #[arg(long)]
+    json: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    no_progress: bool,
 }
 
 /// `summary.json` of `trace stats`.
@@ -81,6 +127,7 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        TraceCommand::Tau(a) => trace_tau(a),
     }
 }
 
@@ -215,4 +262,244 @@ fn render(file: &Path, s: &WorkloadStats) -> String {
         .collect();
     let _ = writeln!(o, "\naggregation levels: {}", levels.join(", "));
     o
+}
+
+/// The paper's τ_u.
+const PAPER_TAU: f64 = 0.2;
+
+/// One histogram bin, `[lo, hi)`.
+#[derive(Serialize)]
+struct Bin {
+    bin: usize,
+    lo: f64,
+    hi: f64,
+    count: u64,
+}
+
+/// `tau.json` of `trace tau` (and its `--json`).
+#[derive(Serialize)]
+struct TauReport {
+    command: &'static str,
+    /// The FILE arguments, as given.
+    inputs: Vec<String>,
+    /// The workflows' names.
+    workflows: Vec<String>,
+    system: &'static str,
+    grid: String,
+    spacing_s: f64,
+    seed: u64,
+    bin: f64,
+    /// η_u samples (one per instant with a step, until each run's set
+    /// makespan), all repetitions.
+    samples: u64,
+    /// The non-zero ones: the histogram's total.
+    nonzero: u64,
+    histogram: Vec<Bin>,
+    /// The two highest modes, in η_u order (empty if fewer than two).
+    modes: Vec<Bin>,
+    /// The middle of the emptiest valley between the modes.
+    threshold: Option<f64>,
+    paper_tau: f64,
+    repetitions: Vec<TauRepetition>,
+}
+
+/// `x` rounded to 10⁻⁹ (bin edges without binary noise).
+fn r9(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}
+
+/// Decimals that write `bin` exactly (at least 2, at most 6).
+fn decimals(bin: f64) -> usize {
+    (2..6)
+        .find(|&d| {
+            let x = bin * 10f64.powi(d as i32);
+            (x - x.round()).abs() < 1e-6
+        })
+        .unwrap_or(6)
+}
+
+fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
+    if !(a.bin.is_finite() && (0.001..=1.0).contains(&a.bin)) {
+        return Err(crate::term::usage(format!(
+            "--bin {}: give a width from 0.001 to 1",
+            a.bin
+        )));
+    }
+    let spacing_s = match a.spacing {
+        Some(s) if !(s.is_finite() && (0.0..=1e8).contains(&s)) => {
+            return Err(crate::term::usage(format!(
+                "--spacing {s}: give seconds from 0 to 10⁸"
+            )));
+        }
+        Some(s) => s,
+        None => Protocol::default().spacing.as_secs_f64(),
+    };
+    let sources = crate::cmd_workflow::load_sources(&a.files, false)?;
+    let grid = match &a.grid {
+        Some(p) => Grid::load(p)?,
+        None => Grid::default(),
+    };
+    if let Some(dir) = &a.out {
+        crate::cmd_experiment::prepare_out(dir)?;
+    }
+    let pb = crate::cmd_experiment::bar(a.repetitions as u64, !a.no_progress, "runs");
+    pb.set_prefix("trace tau");
+    let spacing = Time::from_millis((spacing_s * 1000.0).round() as i64);
+    let t = tau(&grid, a.seed, &sources, spacing, a.repetitions, a.bin, &|| {
+        pb.inc(1)
+    })?;
+    pb.finish_and_clear();
+
+    let h = &t.histogram;
+    let bin = |k: usize| Bin {
+        bin: k,
+        lo: r9(k as f64 * a.bin),
+        hi: r9((k + 1) as f64 * a.bin),
+        count: h.counts[k],
+    };
+    let report = TauReport {
+        command: "trace tau",
+        inputs: a.files.clone(),
+        workflows: sources.iter().map(|s| s.name().to_string()).collect(),
+        system: "No-Fairness: workflow-fcfs queue, no control, no mirrored raises",
+        grid: match &a.grid {
+            Some(p) => format!("{}: {}", p.display(), grid.describe()),
+            None => format!("default: {}", grid.describe()),
+        },
+        spacing_s,
+        seed: a.seed,
+        bin: a.bin,
+        samples: t.samples,
+        nonzero: t.nonzero,
+        histogram: (0..h.counts.len()).map(bin).collect(),
+        modes: h.modes.map_or_else(Vec::new, |(m1, m2)| vec![bin(m1), bin(m2)]),
+        threshold: h.threshold.map(r9),
+        paper_tau: PAPER_TAU,
+        repetitions: t.repetitions.clone(),
+    };
+
+    // Files first.
+    if let Some(dir) = &a.out {
+        write_atomic(&dir.join("tau.json"), &json_bytes(&report))?;
+        let svg = tau_svg(&report)
+            .map_err(anyhow::Error::msg)
+            .context("plotting the histogram")?;
+        write_atomic(&dir.join("tau.svg"), svg.as_bytes())?;
+    }
+    if a.json {
+        sayln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        say!("{}", render_tau(&report));
+        if let Some(dir) = &a.out {
+            sayln!("wrote {0}/tau.json, {0}/tau.svg", dir.display());
+        }
+    }
+    Ok(())
+}
+
+/// The histogram as bars of `#` within 80 columns, the modes and the
+/// threshold's bin marked, then the proposal.
+fn render_tau(r: &TauReport) -> String {
+    let mut o = String::new();
+    let d = decimals(r.bin);
+    let _ = writeln!(
+        o,
+        "η_u after every event, No-Fairness (workflow-fcfs): {}",
+        r.workflows.join(", ")
+    );
+    let _ = writeln!(
+        o,
+        "{} run{} (seed {}), submissions {} s apart: {} samples, {} non-zero",
+        r.repetitions.len(),
+        if r.repetitions.len() == 1 { "" } else { "s" },
+        r.seed,
+        r.spacing_s,
+        r.samples,
+        r.nonzero
+    );
+    if r.nonzero == 0 {
+        let _ = writeln!(
+            o,
+            "\nno non-zero η_u sample: the workflows never ran side by side with unequal W.\nno threshold proposed (paper: {PAPER_TAU})"
+        );
+        return o;
+    }
+    let label = |b: &Bin| format!("[{:.d$}, {:.d$})", b.lo, b.hi);
+    let lw = r
+        .histogram
+        .iter()
+        .map(|b| label(b).chars().count())
+        .max()
+        .unwrap_or(0);
+    let max = r.histogram.iter().map(|b| b.count).max().unwrap_or(0);
+    let cw = max.to_string().len().max(5);
+    const MARK: usize = 7; // " < mode", " < τ_u"
+    let width = 80usize.saturating_sub(lw + 1 + cw + 1 + MARK).max(10);
+    let valley = r.threshold.map(|t| (t / r.bin).floor() as usize);
+    let _ = writeln!(o, "\n{:<lw$} {:>cw$}  (bins of {})", "η_u", "count", r.bin);
+    for b in &r.histogram {
+        let n = if b.count == 0 {
+            0
+        } else {
+            ((b.count as f64 / max as f64 * width as f64).round() as usize).max(1)
+        };
+        let bar = "#".repeat(n);
+        let mark = if r.modes.iter().any(|m| m.bin == b.bin) {
+            " < mode"
+        } else if valley == Some(b.bin) {
+            " < τ_u"
+        } else {
+            ""
+        };
+        let line = format!("{:<lw$} {:>cw$} {bar:<width$}{mark}", label(b), b.count);
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    match r.threshold {
+        Some(t) => {
+            let _ = writeln!(
+                o,
+                "\nmodes [{:.d$}, {:.d$}) and [{:.d$}, {:.d$}); τ_u: middle of the emptiest valley",
+                r.modes[0].lo, r.modes[0].hi, r.modes[1].lo, r.modes[1].hi
+            );
+            let _ = writeln!(o, "proposed τ_u = {t:.p$} (paper: {PAPER_TAU})", p = d + 1);
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "\nfewer than two modes in the histogram: no threshold proposed (paper: {PAPER_TAU})"
+            );
+        }
+    }
+    o
+}
+
+/// The histogram as a step outline, with the proposed and the paper's τ_u.
+fn tau_svg(r: &TauReport) -> Result<String, String> {
+    let mut bars = vec![(0.0, 0.0)];
+    for b in &r.histogram {
+        bars.push((b.lo, b.count as f64));
+    }
+    let end = r.histogram.last().map_or(r.bin, |b| b.hi);
+    bars.push((end, 0.0));
+    bars.push((end + r.bin, 0.0)); // room after the last bar
+    let top = r.histogram.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
+    let mut series = vec![(format!("non-zero η_u samples ({})", r.nonzero), bars)];
+    if let Some(t) = r.threshold {
+        series.push((format!("proposed τ_u = {t}"), vec![(t, 0.0), (t, top)]));
+    }
+    series.push((
+        format!("paper τ_u = {PAPER_TAU}"),
+        vec![(PAPER_TAU, 0.0), (PAPER_TAU, top)],
+    ));
+    steps(
+        &format!(
+            "η_u histogram, bins of {} — {} ({} runs, No-Fairness)",
+            r.bin,
+            r.workflows.join(", "),
+            r.repetitions.len()
+        ),
+        "η_u",
+        "samples",
+        &series,
+    )
 }

@@ -8,6 +8,7 @@
 pub mod grid;
 pub mod observe;
 pub mod stats;
+pub mod tau;
 pub mod world;
 
 use self::grid::Grid;

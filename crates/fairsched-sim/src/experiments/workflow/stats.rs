@@ -35,8 +35,11 @@ pub struct TauHistogram {
     /// The two highest modes (bin indices, in increasing order), if there
     /// are two.
     pub modes: Option<(usize, usize)>,
-    /// The centre of the emptiest bin between the two modes (the first
-    /// such bin on ties).
+    /// The middle of the valley between the two modes: of the bins with
+    /// the lowest count between them, the longest run of consecutive ones
+    /// (the first on ties), and its centre. A wide empty valley thus gives
+    /// its middle, not its first bin, so the threshold does not jump with
+    /// a stray sample near one mode.
     pub threshold: Option<f64>,
 }
 
@@ -77,8 +80,20 @@ pub fn tau_histogram(etas: impl IntoIterator<Item = f64>, bin: f64) -> TauHistog
         (a.min(b), a.max(b))
     });
     let threshold = modes.map(|(a, b)| {
-        let valley = (a + 1..b).min_by_key(|&k| (counts[k], k)).unwrap_or(a);
-        (valley as f64 + 0.5) * bin
+        let Some(low) = (a + 1..b).map(|k| counts[k]).min() else {
+            // Adjacent modes: between them.
+            return (a + 1) as f64 * bin;
+        };
+        // The longest run [start, start + len) of bins at `low`.
+        let mut best = (a + 1, 0);
+        let mut at = a + 1;
+        for run in counts[a + 1..b].chunk_by(|x, y| x == y) {
+            if run[0] == low && run.len() > best.1 {
+                best = (at, run.len());
+            }
+            at += run.len();
+        }
+        (best.0 as f64 + best.1 as f64 / 2.0) * bin
     });
     TauHistogram {
         bin,
@@ -132,8 +147,17 @@ mod tests {
         let h = tau_histogram(v, 0.05);
         assert_eq!(h.counts.iter().sum::<u64>(), 19);
         assert_eq!(h.modes, Some((1, 12)));
-        // Between bins 1 and 12 the emptiest are 2..=5 (0): the first one.
-        assert!((h.threshold.unwrap() - 0.125).abs() < 1e-12);
+        // Between bins 1 and 12 the empty ones are 2..=5, 7..=8 and 10:
+        // the middle of the longest run, 2..=5, is 0.1 + 4 · 0.05 / 2.
+        assert!((h.threshold.unwrap() - 0.2).abs() < 1e-12, "{:?}", h.threshold);
+        // Two runs of equal length: the first; a single lowest bin that is
+        // not empty: its centre.
+        let h = tau_histogram([0.02, 0.02, 0.12, 0.22, 0.22], 0.05);
+        assert_eq!(h.modes, Some((0, 4)));
+        assert!((h.threshold.unwrap() - 0.075).abs() < 1e-12, "{:?}", h.threshold);
+        let h = tau_histogram([0.02, 0.02, 0.07, 0.12, 0.12], 0.05);
+        assert_eq!(h.modes, Some((0, 2)));
+        assert!((h.threshold.unwrap() - 0.075).abs() < 1e-12, "{:?}", h.threshold);
         // One mode only: no threshold.
         let h = tau_histogram([0.3, 0.31, 0.32], 0.05);
         assert_eq!((h.modes, h.threshold), (None, None));
