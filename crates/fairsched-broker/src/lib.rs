@@ -1,0 +1,15 @@
+//! The live fairsched service (ARCHITECTURE.md, "Determinism and
+//! recovery"): the same core the simulator drives, fed by the wall clock,
+//! with every accepted step in a durable SQLite log.
+//!
+//! - [`store`]: the log — configuration and accepted steps, appended in
+//!   group commits, replayed on open.
+//! - [`live`]: the driver — apply, log, commit, then act; refuse a
+//!   clairvoyant policy at configuration and a reused task id at
+//!   submission.
+
+pub mod live;
+pub mod store;
+
+pub use live::{Live, LiveError, build_core};
+pub use store::{Config, SCHEMA_VERSION, Step, Store, StoreError};

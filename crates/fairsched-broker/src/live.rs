@@ -1,0 +1,236 @@
+//! The real-clock driver of the core: steps are applied to the core in
+//! memory, logged and committed, and only then are their actions handed
+//! out. A step the core rejects leaves the core as it was and is never
+//! logged, so a restart cannot trip on it; a commit that fails puts the
+//! core back too. On open, the core is rebuilt from the configuration and
+//! every logged step — same log, same decisions.
+
+use crate::store::{Config, ReplayError, Step, Store, StoreError};
+use fairsched_core::registry::{build_allocate, build_control, build_order};
+use fairsched_core::{Action, CoreError, Event, Platform, Scheduler, TaskId, Time};
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The core refused the step: nothing was applied or logged.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// A logged step no longer applies (the database was written by a
+    /// fairsched whose policies decide differently).
+    #[error("{path}: replaying step {seq}: {reason}")]
+    Replay { path: String, seq: i64, reason: String },
+}
+
+/// The core with its log.
+pub struct Live {
+    core: Scheduler,
+    store: Store,
+    /// The largest `now` applied: the wall clock may step back, the core's
+    /// time does not.
+    now: Time,
+    /// Every task id up to this one has been used: a `Submit` must take a
+    /// larger id (so an ended task's id is never accepted again).
+    high_id: u64,
+    /// The last id [`Live::fresh_id`] handed out (not yet submitted,
+    /// perhaps; not logged: after a restart, ids above `high_id` are
+    /// handed out again).
+    issued: u64,
+    /// Actions of the last replay or commit.
+    out: Vec<Action>,
+}
+
+/// Builds the core `config` describes; a clairvoyant policy (one that
+/// reads true runtimes, which a live driver does not know) is refused here,
+/// before anything runs.
+pub fn build_core(config: &Config) -> Result<Scheduler, LiveError> {
+    let spec = |what: &str, s: &str| {
+        s.parse()
+            .map_err(|e| LiveError::Config(format!("{what} `{s}`: {e}")))
+    };
+    let allocate = build_allocate(&spec("allocate policy", &config.allocate)?)
+        .map_err(|e| LiveError::Config(format!("allocate policy `{}`: {e}", config.allocate)))?;
+    let order = build_order(&spec("policy", &config.order)?)
+        .map_err(|e| LiveError::Config(format!("policy `{}`: {e}", config.order)))?;
+    let control = match &config.control {
+        Some(c) => Some(
+            build_control(&spec("control policy", c)?)
+                .map_err(|e| LiveError::Config(format!("control policy `{c}`: {e}")))?,
+        ),
+        None => None,
+    };
+    let clairvoyant = |name: &str| {
+        LiveError::Config(format!(
+            "`{name}` is clairvoyant: it reads true runtimes, which a live service does not know (it runs in `fairsched simulate` only)"
+        ))
+    };
+    if allocate.is_clairvoyant() {
+        return Err(clairvoyant(&config.allocate));
+    }
+    if order.is_clairvoyant() {
+        return Err(clairvoyant(&config.order));
+    }
+    // One machine; slots join as workers register.
+    let core = Scheduler::new(&Platform::pool(0), config.seed, allocate, order, control);
+    Ok(core)
+}
+
+impl Live {
+    /// Creates the database at `path` for `config`.
+    pub fn create(path: &Path, config: &Config) -> Result<Live, LiveError> {
+        let core = build_core(config)?;
+        let store = Store::create(path, config)?;
+        Ok(Live {
+            core,
+            store,
+            now: Time::ZERO,
+            high_id: 0,
+            issued: 0,
+            out: Vec::new(),
+        })
+    }
+
+    /// Opens the database at `path` and replays its log.
+    pub fn open(path: &Path) -> Result<Live, LiveError> {
+        let (store, config) = Store::open(path)?;
+        let mut core = build_core(&config)?;
+        let mut now = Time::ZERO;
+        let mut high_id = 0;
+        let mut out = Vec::new();
+        store
+            .replay(|_, step: Step| {
+                now = now.max(step.now);
+                high_id = high_id.max(max_submit(&step.events).unwrap_or(0));
+                core.step(now, step.events, None, &mut out)
+            })
+            .map_err(|e| match e {
+                ReplayError::Store(s) => LiveError::Store(s),
+                ReplayError::Step(seq, e) => LiveError::Replay {
+                    path: path.display().to_string(),
+                    seq,
+                    reason: e.to_string(),
+                },
+            })?;
+        Ok(Live {
+            core,
+            store,
+            now,
+            high_id,
+            issued: high_id,
+            out,
+        })
+    }
+
+    /// The core as it stands.
+    pub fn core(&self) -> &Scheduler {
+        &self.core
+    }
+
+    /// The core's time: the largest `now` applied.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The log.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Steps logged.
+    pub fn steps(&self) -> u64 {
+        self.store.len()
+    }
+
+    /// A task id never used before.
+    pub fn fresh_id(&mut self) -> TaskId {
+        self.issued = self.issued.max(self.high_id) + 1;
+        TaskId(self.issued)
+    }
+
+    /// The actions of every step since the database was created, when it
+    /// was just opened (for a caller that wants to check them).
+    pub fn replayed_actions(&self) -> &[Action] {
+        &self.out
+    }
+
+    /// Applies one step at `now` (clamped to the core's time); see
+    /// [`Live::commit`].
+    pub fn step(&mut self, now: Time, events: Vec<Event>) -> Result<Vec<Action>, LiveError> {
+        self.commit(vec![(now, events)])
+            .pop()
+            .expect("one result per step")
+    }
+
+    /// Group commit: applies each step in order (a refused one leaves the
+    /// core as it was and is skipped), logs the accepted ones in one
+    /// transaction, and returns each step's actions or why it was refused.
+    /// If the commit fails, the core is put back as before the group and
+    /// every step gets the error: nothing was applied.
+    pub fn commit(&mut self, steps: Vec<(Time, Vec<Event>)>) -> Vec<Result<Vec<Action>, LiveError>> {
+        let before = (self.core.clone(), self.now, self.high_id);
+        let mut results = Vec::with_capacity(steps.len());
+        let mut accepted = Vec::with_capacity(steps.len());
+        for (now, events) in steps {
+            if let Err(e) = self.check(&events) {
+                results.push(Err(e));
+                continue;
+            }
+            let now = now.max(self.now);
+            let mut out = Vec::new();
+            match self.core.step_atomic(now, events.iter().cloned(), None, &mut out) {
+                Ok(()) => {
+                    self.now = now;
+                    self.high_id = self.high_id.max(max_submit(&events).unwrap_or(0));
+                    accepted.push(Step { now, events });
+                    results.push(Ok(out));
+                }
+                Err(e) => results.push(Err(refused(e))),
+            }
+        }
+        if let Err(e) = self.store.append(&accepted) {
+            (self.core, self.now, self.high_id) = before;
+            let msg = e.to_string();
+            return results
+                .into_iter()
+                .map(|_| Err(LiveError::Refused(format!("not logged: {msg}"))))
+                .collect();
+        }
+        results
+    }
+
+    /// What the log layer refuses before the core sees it: a submission
+    /// reusing an id (the core itself would take an ended task's id as
+    /// new).
+    fn check(&self, events: &[Event]) -> Result<(), LiveError> {
+        let mut high = self.high_id;
+        for e in events {
+            if let Event::Submit(spec) = e {
+                if spec.id.0 <= high {
+                    return Err(LiveError::Refused(format!(
+                        "task id {} was already used (ids must increase; take one from fresh_id)",
+                        spec.id.0
+                    )));
+                }
+                high = spec.id.0;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn max_submit(events: &[Event]) -> Option<u64> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Submit(s) => Some(s.id.0),
+            _ => None,
+        })
+        .max()
+}
+
+fn refused(e: CoreError) -> LiveError {
+    LiveError::Refused(e.to_string())
+}

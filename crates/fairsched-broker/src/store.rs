@@ -1,0 +1,274 @@
+//! The durable log: one SQLite file (WAL, `synchronous = FULL`) holding
+//! the configuration the core is built from and every step the core
+//! accepted, in order — its `now` and its batch of events, exactly as
+//! applied. Steps are only ever appended; a group of steps is one
+//! transaction (one fsync). Replaying the steps into a core built from
+//! the same configuration gives the same state and the same decisions.
+
+use fairsched_core::{Event, Time};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Bumped when the tables change; a database of another version is
+/// refused with both numbers.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// What the core is built from. Fixed when the database is created: the
+/// same log under another policy would decide differently.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    /// `Allocate` spec (registry syntax).
+    pub allocate: String,
+    /// `Order` spec.
+    pub order: String,
+    /// `Control` spec, if any.
+    pub control: Option<String>,
+    /// The core's seed.
+    pub seed: u64,
+}
+
+impl Default for Config {
+    /// `single-pool`, `fifo`, no control, seed 0.
+    fn default() -> Config {
+        Config {
+            allocate: "single-pool".into(),
+            order: "fifo".into(),
+            control: None,
+            seed: 0,
+        }
+    }
+}
+
+/// One accepted step: the instant the core was given and its events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub now: Time,
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("{0}: no fairsched database here (run `fairsched admin init --db {0}` first)")]
+    NotInitialized(PathBuf),
+    #[error("{0}: already initialized")]
+    AlreadyInitialized(PathBuf),
+    #[error("{path}: schema version {found}, this fairsched reads version {SCHEMA_VERSION}")]
+    Schema { path: PathBuf, found: i64 },
+    #[error("{path}: step {seq}: {reason}")]
+    Corrupt { path: PathBuf, seq: i64, reason: String },
+}
+
+/// The open database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    /// Sequence number of the next step.
+    next_seq: i64,
+}
+
+impl Store {
+    fn connect(path: &Path) -> Result<Connection, StoreError> {
+        let sql = |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sql)?;
+        // WAL: readers do not block the writer; FULL: a commit is on disk
+        // when it returns (the acknowledgement promises it).
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(sql)?;
+        Ok(conn)
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Creates the tables and stores `config`; refuses a database that is
+    /// already initialized.
+    pub fn create(path: &Path, config: &Config) -> Result<Store, StoreError> {
+        let conn = Store::connect(path)?;
+        let mut s = Store {
+            conn,
+            path: path.to_path_buf(),
+            next_seq: 1,
+        };
+        let has_meta: bool = s
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(|e| s.err(e))?
+            > 0;
+        if has_meta {
+            return Err(StoreError::AlreadyInitialized(path.to_path_buf()));
+        }
+        let cfg = serde_json::to_string(config).expect("config serializes");
+        let tx = s.conn.transaction().map_err(|e| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        tx.execute_batch(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE steps (seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, events TEXT NOT NULL);",
+        )
+        .and_then(|_| {
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema', ?1), ('config', ?2)",
+                params![SCHEMA_VERSION.to_string(), cfg],
+            )
+        })
+        .and_then(|_| tx.commit())
+        .map_err(|e| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        Ok(s)
+    }
+
+    /// Opens an initialized database and reads its configuration.
+    pub fn open(path: &Path) -> Result<(Store, Config), StoreError> {
+        if !path.exists() {
+            return Err(StoreError::NotInitialized(path.to_path_buf()));
+        }
+        let conn = Store::connect(path)?;
+        let mut s = Store {
+            conn,
+            path: path.to_path_buf(),
+            next_seq: 1,
+        };
+        let get = |s: &Store, key: &str| -> Result<Option<String>, StoreError> {
+            s.conn
+                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+                .or_else(|e| match e {
+                    rusqlite::Error::SqliteFailure(..) if e.to_string().contains("no such table") => Ok(None),
+                    e => Err(s.err(e)),
+                })
+        };
+        let Some(schema) = get(&s, "schema")? else {
+            return Err(StoreError::NotInitialized(path.to_path_buf()));
+        };
+        let found: i64 = schema.parse().unwrap_or(-1);
+        if found != SCHEMA_VERSION {
+            return Err(StoreError::Schema {
+                path: path.to_path_buf(),
+                found,
+            });
+        }
+        let cfg = get(&s, "config")?.unwrap_or_default();
+        let config: Config = serde_json::from_str(&cfg).map_err(|e| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            seq: 0,
+            reason: format!("configuration: {e}"),
+        })?;
+        let last: Option<i64> = s
+            .conn
+            .query_row("SELECT max(seq) FROM steps", [], |r| r.get(0))
+            .map_err(|e| s.err(e))?;
+        s.next_seq = last.unwrap_or(0) + 1;
+        Ok((s, config))
+    }
+
+    /// How long a commit waits for another connection's lock before it
+    /// fails (5 s by default).
+    pub fn set_busy_timeout(&self, d: std::time::Duration) -> Result<(), StoreError> {
+        self.conn.busy_timeout(d).map_err(|e| self.err(e))
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Steps logged so far.
+    pub fn len(&self) -> u64 {
+        (self.next_seq - 1) as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.next_seq == 1
+    }
+
+    /// Appends `steps` in one transaction: all of them are durable when
+    /// this returns `Ok`, none of them otherwise.
+    pub fn append(&mut self, steps: &[Step]) -> Result<(), StoreError> {
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        {
+            let mut ins = tx
+                .prepare_cached("INSERT INTO steps (seq, now_ms, events) VALUES (?1, ?2, ?3)")
+                .map_err(sql)?;
+            for (i, st) in steps.iter().enumerate() {
+                let events = serde_json::to_string(&st.events).expect("events serialize");
+                ins.execute(params![self.next_seq + i as i64, st.now.millis(), events])
+                    .map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)?;
+        self.next_seq += steps.len() as i64;
+        Ok(())
+    }
+
+    /// Every logged step, in order, handed to `f`; stops at `f`'s first
+    /// error.
+    pub fn replay<E>(&self, mut f: impl FnMut(i64, Step) -> Result<(), E>) -> Result<(), ReplayError<E>> {
+        let mut q = self
+            .conn
+            .prepare("SELECT seq, now_ms, events FROM steps ORDER BY seq")
+            .map_err(|e| ReplayError::Store(self.err(e)))?;
+        let mut rows = q.query([]).map_err(|e| ReplayError::Store(self.err(e)))?;
+        while let Some(row) = rows.next().map_err(|e| ReplayError::Store(self.err(e)))? {
+            let read = || -> Result<(i64, i64, String), rusqlite::Error> {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            };
+            let (seq, now, events) = read().map_err(|e| ReplayError::Store(self.err(e)))?;
+            let events: Vec<Event> = serde_json::from_str(&events).map_err(|e| {
+                ReplayError::Store(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    seq,
+                    reason: format!("events: {e}"),
+                })
+            })?;
+            f(
+                seq,
+                Step {
+                    now: Time::from_millis(now),
+                    events,
+                },
+            )
+            .map_err(|e| ReplayError::Step(seq, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError<E> {
+    #[error(transparent)]
+    Store(StoreError),
+    #[error("step {0}: {1}")]
+    Step(i64, E),
+}
