@@ -4,12 +4,15 @@
 //!
 //! - [`store`]: the log — configuration and accepted steps, appended in
 //!   group commits, replayed on open.
+//! - [`identity`]: organizations, users, hashed tokens.
 //! - [`live`]: the driver — apply, log, commit, then act; refuse a
 //!   clairvoyant policy at configuration and a reused task id at
 //!   submission.
 
+pub mod identity;
 pub mod live;
 pub mod store;
 
+pub use identity::{IdentityError, Principal};
 pub use live::{Live, LiveError, build_core};
 pub use store::{Config, SCHEMA_VERSION, Step, Store, StoreError};

@@ -49,12 +49,10 @@ pub struct Step {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{path}: {source}")]
-    Sqlite {
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
+    /// (The SQLite error is in the message, not a `source()`: its own
+    /// source repeats it.)
+    #[error("{path}: {cause}")]
+    Sqlite { path: PathBuf, cause: rusqlite::Error },
     #[error("{0}: no fairsched database here (run `fairsched admin init --db {0}` first)")]
     NotInitialized(PathBuf),
     #[error("{0}: already initialized")]
@@ -77,7 +75,7 @@ impl Store {
     fn connect(path: &Path) -> Result<Connection, StoreError> {
         let sql = |source| StoreError::Sqlite {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         };
         let conn = Connection::open(path).map_err(sql)?;
         // WAL: readers do not block the writer; FULL: a commit is on disk
@@ -89,10 +87,18 @@ impl Store {
         Ok(conn)
     }
 
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn sql(&self, source: rusqlite::Error) -> StoreError {
+        self.err(source)
+    }
+
     fn err(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),
-            source,
+            cause: source,
         }
     }
 
@@ -120,12 +126,13 @@ impl Store {
         let cfg = serde_json::to_string(config).expect("config serializes");
         let tx = s.conn.transaction().map_err(|e| StoreError::Sqlite {
             path: path.to_path_buf(),
-            source: e,
+            cause: e,
         })?;
         tx.execute_batch(
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE steps (seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, events TEXT NOT NULL);",
         )
+        .and_then(|_| tx.execute_batch(crate::identity::SCHEMA))
         .and_then(|_| {
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema', ?1), ('config', ?2)",
@@ -135,7 +142,7 @@ impl Store {
         .and_then(|_| tx.commit())
         .map_err(|e| StoreError::Sqlite {
             path: path.to_path_buf(),
-            source: e,
+            cause: e,
         })?;
         Ok(s)
     }
@@ -213,7 +220,7 @@ impl Store {
         let path = self.path.clone();
         let sql = |source| StoreError::Sqlite {
             path: path.clone(),
-            source,
+            cause: source,
         };
         let tx = self.conn.transaction().map_err(sql)?;
         {

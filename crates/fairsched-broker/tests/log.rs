@@ -145,7 +145,9 @@ fn a_failed_commit_puts_the_core_back() {
     let mut live = Live::create(&path, &Config::default()).unwrap();
     live.step(s(0), join(2, 0)).unwrap();
     // Another connection holds the write lock past the busy timeout.
-    live.store().set_busy_timeout(std::time::Duration::from_millis(100)).unwrap();
+    live.store()
+        .set_busy_timeout(std::time::Duration::from_millis(100))
+        .unwrap();
     let other = rusqlite_lock(&path);
     let r = live.step(s(1), vec![submit(1, 1, 0)]);
     assert!(

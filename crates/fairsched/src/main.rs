@@ -1,6 +1,7 @@
 //! `fairsched`: the one binary. Thin: parses flags, calls the libraries,
 //! prints and writes results.
 
+mod cmd_admin;
 mod cmd_diet;
 mod cmd_experiment;
 mod cmd_pffp;
@@ -35,6 +36,9 @@ enum Command {
     /// Reproduce a paper's experiment and print our numbers beside the paper's.
     #[command(subcommand)]
     Experiment(cmd_experiment::ExperimentCommand),
+    /// Set up the live service's database (`admin init`).
+    #[command(subcommand)]
+    Admin(cmd_admin::AdminCommand),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Trace(t) => cmd_trace::run(t),
         Command::Policies(a) => cmd_policies::run(a),
         Command::Experiment(c) => cmd_experiment::run(c),
+        Command::Admin(c) => cmd_admin::run(c),
     };
     // Exit 0, 1 (the run failed) or 2 (the command line is wrong).
     term::finish(result)
