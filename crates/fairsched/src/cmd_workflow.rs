@@ -90,6 +90,12 @@ pub(crate) fn load_sources(names: &[String], builtins: bool) -> anyhow::Result<V
     let opts = LoadOptions::default();
     let mut sources = Vec::new();
     for n in names {
+        if n.trim().is_empty() {
+            return Err(crate::term::usage(format!(
+                "an empty workflow name in the list `{}` (give files or the built-in gate, simubloch, field2, pet-sorteo, comma-separated)",
+                names.join(",")
+            )));
+        }
         let s = match WorkflowSource::builtin(n) {
             Some(s) if builtins || !std::path::Path::new(n).exists() => s,
             _ => WorkflowSource::load(std::path::Path::new(n), &opts)?,
@@ -112,8 +118,12 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
     if !(a.tau.is_finite() && a.tau >= 0.0) {
         return Err(crate::term::usage("--tau: give a number ≥ 0"));
     }
-    if !(a.every.is_finite() && (0.0..=1e7).contains(&a.every)) {
-        return Err(crate::term::usage("--every: give seconds from 0 to 10⁷"));
+    // The core's clock counts milliseconds: a shorter period would be
+    // rounded (to 0, i.e. every status change) without a word.
+    if !(a.every.is_finite() && (a.every == 0.0 || (1.0..=1e7).contains(&a.every))) {
+        return Err(crate::term::usage(
+            "--every: give 0 (react at every status change) or seconds from 1 to 10⁷",
+        ));
     }
     if !(a.spacing.is_finite() && (0.0..=1e8).contains(&a.spacing)) {
         return Err(crate::term::usage("--spacing: give seconds from 0 to 10⁸"));
@@ -219,7 +229,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         ));
     }
     if a.exp == Some(2) {
-        t.note("Paper, SimuBloch in Exp. 2: makespan up to 2.9× shorter, mean wait 4.4×, slowdown 5.9× (Table 3, run 1: 27854 s → 9531 s, slowdown 196.15 → 38.43).");
+        t.note("Paper, SimuBloch in Exp. 2: makespan up to 2.9× shorter, mean wait 4.4×, slowdown \"up to 5.9×\" in its text, at most 5.10× in its Table 3 (run 1: 27854 s → 9531 s, slowdown 196.15 → 38.43).");
     }
     for n in &notes {
         t.note(n.clone());
@@ -234,6 +244,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         "slowdown F",
         "mean wait NF s",
         "mean wait F s",
+        "M_own NF s",
         "M_own F s",
     ])
     .title("Per workflow");
@@ -252,6 +263,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
                 fixed(f.slowdown, 2),
                 fixed(nf.mean_wait_s, 0),
                 fixed(f.mean_wait_s, 0),
+                fixed(nf.m_own_s, 0),
                 fixed(f.m_own_s, 0),
             ]);
         }
@@ -284,6 +296,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
     if let Some(t3) = &table3 {
         write_atomic(&out.join("table3.csv"), t3.to_csv().as_bytes())?;
     }
+    remove_stale(&out, a.repetitions, table3.is_some())?;
     for p in &pairs {
         let svg = steps(
             &format!("η_u over time — {tag}, repetition {}", p.repetition),
@@ -309,6 +322,24 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         if table3.is_some() { ", table3.csv" } else { "" },
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Removes what an earlier run of this command left in `out` and this one
+/// does not rewrite (plots of further repetitions, a Table 3), so the
+/// folder holds one run's files.
+fn remove_stale(out: &std::path::Path, repetitions: u32, table3: bool) -> anyhow::Result<()> {
+    for e in std::fs::read_dir(out).with_context(|| format!("reading {}", out.display()))? {
+        let e = e.with_context(|| format!("reading {}", out.display()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let stale = match name.strip_prefix("eta-rep").and_then(|r| r.strip_suffix(".svg")) {
+            Some(k) => k.parse::<u32>().is_ok_and(|k| k > repetitions),
+            None => name == "table3.csv" && !table3,
+        };
+        if stale {
+            std::fs::remove_file(e.path()).with_context(|| format!("removing {}", e.path().display()))?;
+        }
+    }
     Ok(())
 }
 

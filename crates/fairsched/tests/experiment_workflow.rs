@@ -47,6 +47,24 @@ fn experiment_2_writes_its_files() {
     for f in ["sets.csv", "workflows.csv", "eta-rep1.svg", "eta-rep2.svg"] {
         assert!(out.join(f).exists(), "{f}");
     }
+    // Run again into the same folder with one repetition: the second
+    // plot of the first run does not stay behind.
+    assert!(out.join("table3.csv").exists());
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let o = run(&[
+        "experiment",
+        "workflow-fairness",
+        "--workflows",
+        "gate,simubloch",
+        "--repetitions",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("eta-rep1.svg").exists());
+    assert!(!out.join("eta-rep2.svg").exists() && !out.join("table3.csv").exists());
+    assert!(out.join("notes.txt").exists(), "other files are left alone");
 }
 
 #[test]
@@ -57,6 +75,22 @@ fn bad_input_is_named() {
     assert_eq!(o.status.code(), Some(2));
     let o = run(&["experiment", "workflow-fairness", "--exp", "1", "--tau", "-1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A period the millisecond clock would round to "every change".
+    let o = run(&[
+        "experiment",
+        "workflow-fairness",
+        "--exp",
+        "1",
+        "--every",
+        "0.0001",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--every"), "{}", stderr(&o));
+    for list in ["gate,,simubloch", "", "gate,"] {
+        let o = run(&["experiment", "workflow-fairness", "--workflows", list]);
+        assert_eq!(o.status.code(), Some(2), "{list:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("empty workflow name"), "{}", stderr(&o));
+    }
     let g = dir.path().join("g.toml");
     std::fs::write(&g, "[slots]\ninitial = 10\nfailure = 2\n").unwrap();
     let o = run(&[
