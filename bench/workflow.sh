@@ -19,6 +19,8 @@
 #   NO_RUN=1 bash bench/workflow.sh        # only tabulate the last run
 #   bash bench/workflow.sh control_step    # extra arguments go to criterion (a filter)
 #   WORKFLOW_RUN_SIZES=25,50,100 bash bench/workflow.sh   # other run sizes (W)
+#   WORKFLOW_RUN_ONCE=200,1000 bash bench/workflow.sh     # plus one untimed run per size
+#                                    (fairness at W = 1000: most of an hour)
 
 source "$(dirname "$0")/lib.sh"
 
@@ -38,7 +40,7 @@ fi
 [ -d target/criterion ] || die "no criterion results in target/criterion: run without NO_RUN"
 
 {
-    echo "${WORKFLOW_RUN_SIZES:+WORKFLOW_RUN_SIZES=$WORKFLOW_RUN_SIZES }${bench_cmd[*]}"
+    echo "${WORKFLOW_RUN_SIZES+WORKFLOW_RUN_SIZES=$WORKFLOW_RUN_SIZES }${WORKFLOW_RUN_ONCE:+WORKFLOW_RUN_ONCE=$WORKFLOW_RUN_ONCE }${bench_cmd[*]}"
     machine_line
     echo
     python3 - "$facts" << 'EOF'
@@ -81,9 +83,14 @@ if runs:
     for n in runs:
         ns, ev = rows[n]
         print(f"{n:<44} {ev:>8} {ns / 1e6:>10.2f} {ev / ns * 1e9:>11,.0f} {ns / ev:>9,.0f} {fact(n, 'priority_changes'):>12}")
-    untimed = sorted((n for n in facts if n.startswith("workflow/run/") and n not in rows), key=key)
+    print()
+untimed = sorted((n for n in facts if n.startswith("workflow/run/") and n not in rows), key=key)
+if untimed:
+    print("Whole runs measured once, untimed (WORKFLOW_RUN_ONCE)")
+    print(f"{'benchmark':<44} {'events':>8} {'ms/run':>10} {'events/s':>11} {'ns/event':>9} {'raises':>12}")
     for n in untimed:
-        print(f"{n:<44} (untimed only: {fact(n, 'untimed_run_s')} s)")
+        ev, s = int(fact(n, "events")), float(fact(n, "untimed_run_s"))
+        print(f"{n:<44} {ev:>8} {s * 1e3:>10.2f} {ev / s:>11,.0f} {s * 1e9 / ev:>9,.0f} {fact(n, 'priority_changes'):>12}")
     print()
 
 # Control steps and η_u alone.

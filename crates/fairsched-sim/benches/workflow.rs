@@ -9,9 +9,11 @@
 //!   no failure, no pilot churn, no other users), seed 0. `fairness` is
 //!   `System::Fairness { tau: 0.2, every: 0 }` (the Control reacts at every
 //!   status change), `no-fairness` the `workflow-fcfs` queue without it.
-//!   W = 25 and 50 by default (`WORKFLOW_RUN_SIZES=25,50,1000` adds more):
-//!   a Fairness run grows about as W² (see bench/README.md), so W = 1000 is
-//!   out of a bench's reach (a single run takes minutes).
+//!   W = 25 and 50 by default (`WORKFLOW_RUN_SIZES=25,50,100` for
+//!   others): a Fairness run grows about as W² (see bench/README.md), so
+//!   W = 1000 is out of a bench's reach (one run took 1 h 16 min on the
+//!   2-core test machine). `WORKFLOW_RUN_ONCE=200,1000` runs both systems once per size,
+//!   untimed, and prints their wall time (a `fact` line) before the bench.
 //!   `no-fairness-no-series/1000`: 1,000 workflows on 2,000 slots with the
 //!   same world and queue, without the η_u series observer (the experiment's
 //!   run rebuilt from its public pieces): the simulator's own speed.
@@ -252,23 +254,54 @@ fn preflight_run(id: &str, n: usize, grid: &Grid, sources: &[WorkflowSource], sy
     events
 }
 
-fn run_sizes() -> Vec<usize> {
-    match std::env::var("WORKFLOW_RUN_SIZES") {
+/// Workflow counts from the environment variable `var` (comma-separated),
+/// or `default`.
+fn sizes(var: &str, default: &[usize]) -> Vec<usize> {
+    match std::env::var(var) {
         Ok(s) => s
             .split(',')
+            .filter(|x| !x.trim().is_empty())
             .map(|x| {
                 x.trim()
                     .parse()
-                    .expect("WORKFLOW_RUN_SIZES: workflow counts, comma-separated")
+                    .unwrap_or_else(|_| panic!("{var}: workflow counts, comma-separated"))
             })
             .collect(),
-        Err(_) => RUN_SIZES.to_vec(),
+        Err(_) => default.to_vec(),
+    }
+}
+
+/// `WORKFLOW_RUN_ONCE`: `experiments::workflow::run` once per system,
+/// untimed (no replica, no criterion): for sizes too slow to sample.
+fn run_once(n: usize) {
+    let grid = Grid::constant(SLOTS_PER_WORKFLOW * n as u32);
+    let sources = sources(n);
+    for (label, system) in [("fairness", fairness()), ("no-fairness", System::NoFairness)] {
+        let id = format!("workflow/run/{label}/{n}");
+        let t = Instant::now();
+        let r = run(&grid, SEED, &sources, SPACING, &system, Vec::new()).expect("run");
+        let wall = t.elapsed().as_secs_f64();
+        check_complete(&id, n, &r.workflows, r.tasks_run);
+        eprintln!(
+            "fact {id} workflows={n} slots={} tasks={} events={} priority_changes={} set_makespan_s={:.0} \
+             sigma_s={:.3} mu={:.0} untimed_run_s={wall:.3}",
+            grid.initial_slots,
+            r.tasks_run,
+            EVENTS_PER_TASK * r.tasks_run,
+            r.priority_changes,
+            r.set_makespan_s,
+            r.sigma_s,
+            r.mu,
+        );
     }
 }
 
 fn whole_run(c: &mut Criterion) {
+    for n in sizes("WORKFLOW_RUN_ONCE", &[]) {
+        run_once(n);
+    }
     let mut group = c.benchmark_group("workflow/run");
-    for n in run_sizes() {
+    for n in sizes("WORKFLOW_RUN_SIZES", &RUN_SIZES) {
         let grid = Grid::constant(SLOTS_PER_WORKFLOW * n as u32);
         let sources = sources(n);
         for (label, system) in [("fairness", fairness()), ("no-fairness", System::NoFairness)] {
