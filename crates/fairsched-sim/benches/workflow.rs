@@ -68,7 +68,7 @@ use fairsched_core::{
 use fairsched_sim::experiments::workflow::grid::Grid;
 use fairsched_sim::experiments::workflow::world::{WorkflowOutcome, World, slot_speed};
 use fairsched_sim::experiments::workflow::{System, instances, run};
-use fairsched_sim::{Agent, AgentCtx, RunStats, SimError, Simulation};
+use fairsched_sim::{RunStats, Simulation};
 use fairsched_trace::workflow::WorkflowSource;
 
 /// Tasks per workflow (GATE).
@@ -99,20 +99,6 @@ fn fairness() -> System {
 fn sources(n: usize) -> Vec<WorkflowSource> {
     let gate = WorkflowSource::builtin("gate").expect("GATE ships with the trace crate");
     vec![gate; n]
-}
-
-/// A borrowed agent (the world stays ours, to read its outcomes).
-struct Lend<'b>(&'b mut World);
-impl Agent for Lend<'_> {
-    fn start(&mut self, ctx: &mut AgentCtx) -> Result<(), SimError> {
-        self.0.start(ctx)
-    }
-    fn on_wake(&mut self, token: u64, ctx: &mut AgentCtx) -> Result<(), SimError> {
-        self.0.on_wake(token, ctx)
-    }
-    fn on_action(&mut self, action: &Action, ctx: &mut AgentCtx) -> Result<(), SimError> {
-        self.0.on_action(action, ctx)
-    }
 }
 
 /// Discards every result.
@@ -161,7 +147,7 @@ fn replica(grid: &Grid, sources: &[WorkflowSource], system: &System) -> Replica 
         let mut sim = Simulation::new(core);
         let g = grid.clone();
         sim.slot_speed(move |slot| slot_speed(&g, SEED, slot));
-        sim.add_agent(Lend(&mut world));
+        sim.add_agent(&mut world);
         sim.run_agents(&mut Discard).expect("run")
     };
     Replica {

@@ -57,6 +57,29 @@ pub trait Agent {
     }
 }
 
+/// A borrowed agent is an agent: the caller keeps it, to read what it
+/// gathered once the run is over. Every method is forwarded.
+impl<A: Agent + ?Sized> Agent for &mut A {
+    fn start(&mut self, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        (**self).start(ctx)
+    }
+    fn on_wake(&mut self, token: u64, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        (**self).on_wake(token, ctx)
+    }
+    fn on_action(&mut self, action: &Action, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        (**self).on_action(action, ctx)
+    }
+    fn watches_actions(&self) -> bool {
+        (**self).watches_actions()
+    }
+    fn next_poll(&mut self) -> Result<Option<Time>, SimError> {
+        (**self).next_poll()
+    }
+    fn on_poll(&mut self, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        (**self).on_poll(ctx)
+    }
+}
+
 /// An agent's handle on the simulation during a call. What it asks for
 /// goes straight into the engine's world; the first error (a duplicate id,
 /// a submission dated in the past) ends the run when the call returns.

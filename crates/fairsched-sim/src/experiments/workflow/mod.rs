@@ -15,11 +15,10 @@ use self::grid::Grid;
 use self::observe::EtaSeries;
 use self::stats::{area, std_dev};
 use self::world::{WorkflowOutcome, World, slot_speed};
-use crate::agent::{Agent, AgentCtx};
-use crate::engine::Simulation;
+use crate::engine::{RunStats, Simulation};
 use crate::errors::SimError;
 use fairsched_core::registry::{build_allocate, build_control, build_order};
-use fairsched_core::{Action, Platform, Scheduler, Time, derive_seed};
+use fairsched_core::{Platform, Scheduler, Time, derive_seed};
 use fairsched_trace::workflow::WorkflowSource;
 use rand::SeedableRng;
 use rayon::prelude::*;
@@ -73,20 +72,6 @@ pub struct RunOutcome {
 /// Points kept per η_u series in outputs.
 pub const SERIES_POINTS: usize = 2000;
 
-/// A borrowed agent.
-struct Lend<'b, A: Agent>(&'b mut A);
-impl<A: Agent> Agent for Lend<'_, A> {
-    fn start(&mut self, ctx: &mut AgentCtx) -> Result<(), SimError> {
-        self.0.start(ctx)
-    }
-    fn on_wake(&mut self, token: u64, ctx: &mut AgentCtx) -> Result<(), SimError> {
-        self.0.on_wake(token, ctx)
-    }
-    fn on_action(&mut self, action: &Action, ctx: &mut AgentCtx) -> Result<(), SimError> {
-        self.0.on_action(action, ctx)
-    }
-}
-
 /// Draws the instances of `sources` for `seed` (the same in every system)
 /// and their submission times: workflow k at k × `spacing`.
 pub fn instances(
@@ -107,16 +92,17 @@ pub fn instances(
         .collect()
 }
 
-/// Runs `system` once on `grid` with `seed`; `mirror`: raise instants to
-/// replay (No-Fairness only).
-pub fn run(
+/// Builds the core of `system`, runs it once on `grid` with `seed` and
+/// returns the world (workflow outcomes, raises), the η_u series and the
+/// engine's counts; `mirror`: raise instants to replay (No-Fairness only).
+pub(crate) fn simulate(
     grid: &Grid,
     seed: u64,
     sources: &[WorkflowSource],
     spacing: Time,
     system: &System,
     mirror: Vec<Time>,
-) -> Result<RunOutcome, SimError> {
+) -> Result<(World, EtaSeries, RunStats), SimError> {
     let (order, control) = match system {
         System::Fairness { tau, every } => (
             "priority",
@@ -141,9 +127,23 @@ pub fn run(
         let mut sim = Simulation::new(core);
         let g = grid.clone();
         sim.slot_speed(move |slot| slot_speed(&g, seed, slot));
-        sim.add_agent(Lend(&mut world));
+        sim.add_agent(&mut world);
         sim.run_agents(&mut eta)?
     };
+    Ok((world, eta, stats))
+}
+
+/// Runs `system` once on `grid` with `seed`; `mirror`: raise instants to
+/// replay (No-Fairness only).
+pub fn run(
+    grid: &Grid,
+    seed: u64,
+    sources: &[WorkflowSource],
+    spacing: Time,
+    system: &System,
+    mirror: Vec<Time>,
+) -> Result<RunOutcome, SimError> {
+    let (mut world, eta, stats) = simulate(grid, seed, sources, spacing, system, mirror)?;
     let workflows = world.outcomes();
     let first = workflows.iter().map(|w| w.submit_s).fold(f64::INFINITY, f64::min);
     let end = world.end();

@@ -5,16 +5,13 @@
 //! and histogram the non-zero values with [`tau_histogram`].
 //!
 //! [`RunOutcome`]: super::RunOutcome
+//! [`EtaSeries`]: super::observe::EtaSeries
 
 use super::grid::Grid;
-use super::observe::EtaSeries;
 use super::stats::{TauHistogram, tau_histogram};
-use super::world::{World, slot_speed};
-use super::{Lend, instances};
-use crate::engine::Simulation;
+use super::{System, simulate};
 use crate::errors::SimError;
-use fairsched_core::registry::{build_allocate, build_order};
-use fairsched_core::{Platform, Scheduler, Time, derive_seed};
+use fairsched_core::{Time, derive_seed};
 use fairsched_trace::workflow::WorkflowSource;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -22,7 +19,7 @@ use serde::Serialize;
 /// Every η_u sample of one run.
 #[derive(Clone, Debug)]
 pub struct EtaRun {
-    /// (time, η_u): one sample per instant with a step (as [`EtaSeries`]
+    /// (time, η_u): one sample per instant with a step (as [`EtaSeries`](super::observe::EtaSeries)
     /// records them), up to `end`.
     pub series: Vec<(Time, f64)>,
     /// When the last workflow ended (the set's makespan).
@@ -39,22 +36,7 @@ pub fn eta_samples(
     sources: &[WorkflowSource],
     spacing: Time,
 ) -> Result<EtaRun, SimError> {
-    let core = Scheduler::new(
-        &Platform::pool(grid.initial_slots),
-        derive_seed(seed, 1),
-        build_allocate(&"single-pool".parse().expect("registered"))?,
-        build_order(&"workflow-fcfs".parse().expect("registered"))?,
-        None,
-    );
-    let mut world = World::new(grid.clone(), seed, instances(sources, seed, spacing));
-    let mut eta = EtaSeries::new();
-    {
-        let mut sim = Simulation::new(core);
-        let g = grid.clone();
-        sim.slot_speed(move |slot| slot_speed(&g, seed, slot));
-        sim.add_agent(Lend(&mut world));
-        sim.run_agents(&mut eta)?;
-    }
+    let (world, eta, _) = simulate(grid, seed, sources, spacing, &System::NoFairness, Vec::new())?;
     let end = world.end();
     let mut series = eta.series;
     let keep = series.iter().take_while(|p| p.0 <= end).count();
