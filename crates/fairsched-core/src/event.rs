@@ -24,6 +24,11 @@ pub enum Event {
     Cancel { task: TaskId },
     /// An operator (or an outside system) kills a running task.
     Kill { task: TaskId },
+    /// The driver lost a running task's run (the live broker: its worker
+    /// went silent past its lease): the run is stopped, its work is lost,
+    /// and the task goes back to its queue like a run the `Order` policy
+    /// requeued. Ignored unless the task is running.
+    Requeue { task: TaskId },
     /// A running task entered a phase (workflow tasks report four phases).
     Phase { task: TaskId, phase: Phase },
     /// Someone outside the policies changes a task's priority.

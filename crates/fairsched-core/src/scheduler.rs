@@ -297,6 +297,14 @@ impl Scheduler {
             Event::Complete { task } => self.finish_running(task, Outcome::Completed, out),
             Event::Fail { task } => self.finish_running(task, Outcome::Failed, out),
             Event::Kill { task } => self.finish_running(task, Outcome::Killed, out),
+            Event::Requeue { task } => match self.state.tasks.get(&task) {
+                Some(t) if matches!(t.status, Status::Running { .. }) => {
+                    let m = t.machine;
+                    self.requeue(m, task, out)?;
+                    self.mark(m);
+                }
+                _ => self.stats.ignored_events += 1,
+            },
             Event::Cancel { task } => match self.state.tasks.get(&task) {
                 Some(_) => self.end(task, Outcome::Cancelled, out),
                 None => self.stats.ignored_events += 1,
@@ -1082,6 +1090,54 @@ mod tests {
         .unwrap();
         assert_eq!(core.view().org_count(), 5);
         assert_eq!(core.view().org_slots(crate::ids::OrgId(4)), 0);
+    }
+
+    #[test]
+    fn a_requeued_run_goes_back_to_the_queue_and_starts_again() {
+        // One slot, tasks 1 and 2 (FIFO): 1 runs. The driver loses 1's run
+        // at 3 s: 1 goes back to the queue ahead of 2 (older) and starts
+        // again on the same slot, its first run recorded as requeued. A
+        // requeue of a waiting task is ignored.
+        let mut core = fifo_core(1);
+        let mut out = Vec::new();
+        let subs = [Event::Submit(task(1)), Event::Submit(task(2))];
+        core.step(Time::ZERO, subs, None, &mut out).unwrap();
+        out.clear();
+        let at = Time::from_secs;
+        core.step(at(3), [Event::Requeue { task: TaskId(1) }], None, &mut out)
+            .unwrap();
+        assert!(out.contains(&Action::Stop {
+            task: TaskId(1),
+            machine: MachineId(0),
+            requeued: true
+        }));
+        let restarted = out
+            .iter()
+            .any(|a| matches!(a, Action::Start { task, .. } if *task == TaskId(1)));
+        assert!(restarted, "{out:?}");
+        assert_eq!(core.view().task(TaskId(1)).unwrap().attempts(), 2);
+        let ignored = core.stats().ignored_events;
+        core.step(at(4), [Event::Requeue { task: TaskId(2) }], None, &mut out)
+            .unwrap();
+        assert_eq!(core.stats().ignored_events, ignored + 1);
+        out.clear();
+        core.step(at(9), [Event::Complete { task: TaskId(1) }], None, &mut out)
+            .unwrap();
+        let end = out
+            .iter()
+            .find_map(|a| match a {
+                Action::Ended(r) => Some(r.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let runs: Vec<_> = end
+            .runs()
+            .map(|a| (a.start.whole_secs(), a.stop.whole_secs(), a.end))
+            .collect();
+        assert_eq!(
+            runs,
+            [(0, 3, AttemptEnd::Requeued), (3, 9, AttemptEnd::Completed)]
+        );
     }
 
     #[test]

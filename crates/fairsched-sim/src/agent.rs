@@ -142,7 +142,7 @@ impl<'a> AgentCtx<'a> {
     pub fn cancel(&mut self, task: TaskId) {
         self.w.deliver(Event::Cancel { task }, self.deliver);
     }
-    /// Reports an outside event: `Cancel`, `Kill`, `Fail`, `SetPriority`,
+    /// Reports an outside event: `Cancel`, `Kill`, `Requeue`, `Fail`, `SetPriority`,
     /// `SlotJoin` or `SlotLeave`. (Submissions go through
     /// [`AgentCtx::submit_new`]; completions, phases and timers are the
     /// engine's and the Control's, and are refused.)
@@ -150,6 +150,7 @@ impl<'a> AgentCtx<'a> {
         match ev {
             Event::Cancel { .. }
             | Event::Kill { .. }
+            | Event::Requeue { .. }
             | Event::Fail { .. }
             | Event::SetPriority { .. }
             | Event::SlotJoin { .. }
