@@ -267,7 +267,8 @@ fn render(file: &Path, s: &WorkloadStats) -> String {
 /// The paper's τ_u.
 const PAPER_TAU: f64 = 0.2;
 
-/// One histogram bin, `[lo, hi)`.
+/// One histogram bin, `[lo, hi)`; the last possible one is `[lo, 1]`
+/// (η_u ≤ 1: η_u = 1 counts there, and no bin goes past 1).
 #[derive(Serialize)]
 struct Bin {
     bin: usize,
@@ -321,7 +322,7 @@ fn decimals(bin: f64) -> usize {
 fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
     if !(a.bin.is_finite() && (0.001..=1.0).contains(&a.bin)) {
         return Err(crate::term::usage(format!(
-            "--bin {}: give a width from 0.001 to 1",
+            "--bin {}: give a width from 0.001 to 1 (η_u lies in [0, 1])",
             a.bin
         )));
     }
@@ -351,11 +352,14 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
     pb.finish_and_clear();
 
     let h = &t.histogram;
-    let bin = |k: usize| Bin {
-        bin: k,
-        lo: r9(k as f64 * a.bin),
-        hi: r9((k + 1) as f64 * a.bin),
-        count: h.counts[k],
+    let bin = |k: usize| {
+        let (lo, hi) = h.bounds(k);
+        Bin {
+            bin: k,
+            lo: r9(lo),
+            hi: r9(hi),
+            count: h.counts[k],
+        }
     };
     let report = TauReport {
         command: "trace tau",
@@ -424,7 +428,11 @@ fn render_tau(r: &TauReport) -> String {
         );
         return o;
     }
-    let label = |b: &Bin| format!("[{:.d$}, {:.d$})", b.lo, b.hi);
+    // The last bin ends at 1, included.
+    let label = |b: &Bin| {
+        let close = if b.hi >= 1.0 { ']' } else { ')' };
+        format!("[{:.d$}, {:.d$}{close}", b.lo, b.hi)
+    };
     let lw = r
         .histogram
         .iter()
@@ -458,8 +466,9 @@ fn render_tau(r: &TauReport) -> String {
         Some(t) => {
             let _ = writeln!(
                 o,
-                "\nmodes [{:.d$}, {:.d$}) and [{:.d$}, {:.d$}); τ_u: middle of the emptiest valley",
-                r.modes[0].lo, r.modes[0].hi, r.modes[1].lo, r.modes[1].hi
+                "\nmodes {} and {}; τ_u: middle of the emptiest valley",
+                label(&r.modes[0]),
+                label(&r.modes[1])
             );
             let _ = writeln!(o, "proposed τ_u = {t:.p$} (paper: {PAPER_TAU})", p = d + 1);
         }
@@ -481,7 +490,8 @@ fn tau_svg(r: &TauReport) -> Result<String, String> {
     }
     let end = r.histogram.last().map_or(r.bin, |b| b.hi);
     bars.push((end, 0.0));
-    bars.push((end + r.bin, 0.0)); // room after the last bar
+    // Room after the last bar, up to η_u = 1.
+    bars.push(((end + r.bin).min(1.0), 0.0));
     let top = r.histogram.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
     let mut series = vec![(format!("non-zero η_u samples ({})", r.nonzero), bars)];
     if let Some(t) = r.threshold {

@@ -29,8 +29,9 @@ pub struct WorkflowArgs {
     /// Repetitions (grids drawn from different seeds).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repetitions: u32,
-    /// The controller's threshold τ_u.
-    #[arg(long, default_value_t = 0.2)]
+    /// The controller's threshold τ_u, from 0 to below 1 (η_u lies in
+    /// [0, 1]).
+    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
     tau: f64,
     /// The controller's period in seconds (0: react at every status change;
     /// the paper's DIRAC deployment used 180).
@@ -62,7 +63,11 @@ pub struct WorkflowArgs {
 struct Summary<'a> {
     experiment: &'static str,
     exp: Option<u32>,
+    /// The workflows as given (`--workflows`) or the experiment's profiles.
     workflows: Vec<String>,
+    /// What the tables' `input` column says for each of them (a file's
+    /// name), in the order of every run's `workflows`.
+    inputs: Vec<String>,
     grid: String,
     tau: f64,
     every_s: f64,
@@ -105,18 +110,66 @@ pub(crate) fn load_sources(names: &[String], builtins: bool) -> anyhow::Result<V
     Ok(sources)
 }
 
+/// What the tables' `input` column says for each of `names` (as
+/// [`load_sources`] reads them): a built-in profile's name, a file's name
+/// without its folder, or the path as given when two different paths
+/// share that name.
+fn input_labels(names: &[String], builtins: bool) -> Vec<String> {
+    let file_name = |n: &String| -> Option<String> {
+        let builtin = WorkflowSource::builtin(n).is_some() && (builtins || !std::path::Path::new(n).exists());
+        if builtin {
+            return None;
+        }
+        std::path::Path::new(n)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+    };
+    let short: Vec<Option<String>> = names.iter().map(file_name).collect();
+    names
+        .iter()
+        .zip(&short)
+        .map(|(n, s)| match s {
+            Some(s)
+                if !names
+                    .iter()
+                    .zip(&short)
+                    .any(|(m, t)| m != n && t.as_ref() == Some(s)) =>
+            {
+                s.clone()
+            }
+            _ => n.clone(),
+        })
+        .collect()
+}
+
+/// No-Fairness / Fairness, if both are finite and Fairness's is positive.
+fn factor(nf: f64, f: f64) -> Option<f64> {
+    (f > 0.0 && f.is_finite() && nf.is_finite()).then(|| nf / f)
+}
+
+/// A factor for people: "1.20×", "—" if undefined.
 fn ratio(nf: f64, f: f64) -> String {
-    if f > 0.0 && nf.is_finite() {
-        format!("{}×", fixed(nf / f, 2))
-    } else {
-        "—".into()
-    }
+    factor(nf, f).map_or_else(|| "—".into(), |x| format!("{}×", fixed(x, 2)))
+}
+
+/// Decimals of a factor in a CSV file.
+const CSV_FACTOR: usize = 3;
+
+/// A CSV cell: the number with `d` decimals, empty if undefined (NaN,
+/// infinite, no value), never text.
+fn num(x: Option<f64>, d: usize) -> String {
+    x.filter(|x| x.is_finite())
+        .map_or_else(String::new, |x| fixed(x, d))
 }
 
 pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    if !(a.tau.is_finite() && a.tau >= 0.0) {
-        return Err(crate::term::usage("--tau: give a number ≥ 0"));
+    // η_u lies in [0, 1]: with τ_u ≥ 1 the controller would never act.
+    if !(0.0..1.0).contains(&a.tau) {
+        return Err(crate::term::usage(format!(
+            "--tau {}: give a threshold in [0, 1) (0 ≤ τ_u < 1; η_u lies in [0, 1], so τ_u ≥ 1 never acts)",
+            a.tau
+        )));
     }
     // The core's clock counts milliseconds: a shorter period would be
     // rounded (to 0, i.e. every status change) without a word.
@@ -140,6 +193,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         return Err(crate::term::usage("--workflows: give at least one workflow"));
     }
     let sources = load_sources(&names, a.exp.is_some())?;
+    let inputs = input_labels(&names, a.exp.is_some());
     let grid = match &a.grid {
         Some(p) => Grid::load(p)?,
         None => Grid::default(),
@@ -179,6 +233,21 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         notes.push("Why ours differs: a new SimuBloch has W = 1 and the controller lifts most of its tasks (its mean wait drops); but once two of them completed, T̂ = t̃/max t̃ ≈ 0.03 (seconds against GATE's minutes), so its W is the minimum and every later reaction lifts the GATE workflows above its remaining tasks and resubmissions, which then finish late. The same holds on busier grids and when a lift re-enters the queue behind its new level (DIRAC's cancel-and-resubmit); see docs/workflow-fairness.md.".into());
     }
 
+    // Each table twice: for people (factors as "1.20×") and as CSV (plain
+    // numbers, units in the column names, empty cells for undefined ones).
+    let mut t_csv = Table::new([
+        "rep",
+        "sigma_slowdown_nf",
+        "sigma_slowdown_f",
+        "sigma_slowdown_factor",
+        "sigma_makespan_nf_s",
+        "sigma_makespan_f_s",
+        "sigma_makespan_factor",
+        "mu_nf_eta_s",
+        "mu_f_eta_s",
+        "mu_factor",
+        "raises",
+    ]);
     let mut t = Table::new([
         "rep",
         "σ_s NF",
@@ -213,6 +282,19 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
             ratio(nf.mu, f.mu),
             f.priority_changes.to_string(),
         ]);
+        t_csv.row([
+            p.repetition.to_string(),
+            num(Some(nf.sigma_s), 3),
+            num(Some(f.sigma_s), 3),
+            num(factor(nf.sigma_s, f.sigma_s), CSV_FACTOR),
+            num(Some(nf.sigma_m), 0),
+            num(Some(f.sigma_m), 0),
+            num(factor(nf.sigma_m, f.sigma_m), CSV_FACTOR),
+            num(Some(nf.mu), 1),
+            num(Some(f.mu), 1),
+            num(factor(nf.mu, f.mu), CSV_FACTOR),
+            f.priority_changes.to_string(),
+        ]);
     }
     let paper = a.exp.and_then(exp::paper).map(|p| PaperOut {
         sigma_s_up_to: p.sigma_s,
@@ -235,8 +317,24 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         t.note(n.clone());
     }
 
+    let mut w_csv = Table::new([
+        "rep",
+        "input",
+        "workflow",
+        "gave_up_nf",
+        "gave_up_f",
+        "makespan_nf_s",
+        "makespan_f_s",
+        "slowdown_nf",
+        "slowdown_f",
+        "mean_wait_nf_s",
+        "mean_wait_f_s",
+        "m_own_nf_s",
+        "m_own_f_s",
+    ]);
     let mut w = Table::new([
         "rep",
+        "input",
         "workflow",
         "makespan NF s",
         "makespan F s",
@@ -249,9 +347,16 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
     ])
     .title("Per workflow");
     for p in &pairs {
-        for (nf, f) in p.no_fairness.workflows.iter().zip(&p.fairness.workflows) {
+        for ((nf, f), input) in p
+            .no_fairness
+            .workflows
+            .iter()
+            .zip(&p.fairness.workflows)
+            .zip(&inputs)
+        {
             w.row([
                 p.repetition.to_string(),
+                input.clone(),
                 format!(
                     "{}{}",
                     f.name,
@@ -266,6 +371,21 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
                 fixed(nf.m_own_s, 0),
                 fixed(f.m_own_s, 0),
             ]);
+            w_csv.row([
+                p.repetition.to_string(),
+                input.clone(),
+                f.name.clone(),
+                nf.failed.to_string(),
+                f.failed.to_string(),
+                num(Some(nf.makespan_s), 0),
+                num(Some(f.makespan_s), 0),
+                num(Some(nf.slowdown), 2),
+                num(Some(f.slowdown), 2),
+                num(Some(nf.mean_wait_s), 0),
+                num(Some(f.mean_wait_s), 0),
+                num(Some(nf.m_own_s), 0),
+                num(Some(f.m_own_s), 0),
+            ]);
         }
     }
 
@@ -276,6 +396,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         experiment: "workflow-fairness",
         exp: a.exp,
         workflows: names.clone(),
+        inputs,
         grid: grid.describe(),
         tau: a.tau,
         every_s: a.every,
@@ -291,10 +412,10 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         &out.join("summary.json"),
         &fairsched_report::files::json_bytes(&summary),
     )?;
-    write_atomic(&out.join("sets.csv"), t.to_csv().as_bytes())?;
-    write_atomic(&out.join("workflows.csv"), w.to_csv().as_bytes())?;
-    if let Some(t3) = &table3 {
-        write_atomic(&out.join("table3.csv"), t3.to_csv().as_bytes())?;
+    write_atomic(&out.join("sets.csv"), t_csv.to_csv().as_bytes())?;
+    write_atomic(&out.join("workflows.csv"), w_csv.to_csv().as_bytes())?;
+    if let Some((_, t3_csv)) = &table3 {
+        write_atomic(&out.join("table3.csv"), t3_csv.to_csv().as_bytes())?;
     }
     remove_stale(&out, a.repetitions, table3.is_some())?;
     for p in &pairs {
@@ -313,7 +434,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
     }
     sayln!("{}", t.to_text());
     sayln!("{}", w.to_text());
-    if let Some(t3) = &table3 {
+    if let Some((t3, _)) = &table3 {
         sayln!("{}", t3.to_text());
     }
     sayln!(
@@ -359,8 +480,24 @@ const PAPER_TABLE3: [[f64; 6]; 4] = [
 /// Table 3 of the paper beside ours: SimuBloch's makespan, mean wait and
 /// slowdown under both systems and their factors (No-Fairness /
 /// Fairness), per repetition; the paper's run k on the row of our
-/// repetition k (the runs are not paired otherwise).
-fn simubloch_table(pairs: &[exp::Pair]) -> Table {
+/// repetition k (the runs are not paired otherwise). For people, then as
+/// CSV (plain numbers).
+fn simubloch_table(pairs: &[exp::Pair]) -> (Table, Table) {
+    let mut csv = Table::new([
+        "rep",
+        "makespan_nf_s",
+        "makespan_f_s",
+        "makespan_factor",
+        "mean_wait_nf_s",
+        "mean_wait_f_s",
+        "mean_wait_factor",
+        "slowdown_nf",
+        "slowdown_f",
+        "slowdown_factor",
+        "paper_makespan_factor",
+        "paper_mean_wait_factor",
+        "paper_slowdown_factor",
+    ]);
     let mut t = Table::new([
         "rep",
         "m NF s",
@@ -379,16 +516,15 @@ fn simubloch_table(pairs: &[exp::Pair]) -> Table {
         let (Some(nf), Some(f)) = (simubloch(&p.no_fairness), simubloch(&p.fairness)) else {
             continue;
         };
-        let paper = PAPER_TABLE3
-            .get(p.repetition as usize - 1)
-            .map_or("—".to_string(), |r| {
-                format!(
-                    "{} / {} / {}",
-                    ratio(r[0], r[3]),
-                    ratio(r[1], r[4]),
-                    ratio(r[2], r[5])
-                )
-            });
+        let row = PAPER_TABLE3.get(p.repetition as usize - 1);
+        let paper = row.map_or("—".to_string(), |r| {
+            format!(
+                "{} / {} / {}",
+                ratio(r[0], r[3]),
+                ratio(r[1], r[4]),
+                ratio(r[2], r[5])
+            )
+        });
         t.row([
             p.repetition.to_string(),
             fixed(nf.makespan_s, 0),
@@ -402,8 +538,24 @@ fn simubloch_table(pairs: &[exp::Pair]) -> Table {
             ratio(nf.slowdown, f.slowdown),
             paper,
         ]);
+        let paper = |i: usize| num(row.and_then(|r| factor(r[i], r[i + 3])), CSV_FACTOR);
+        csv.row([
+            p.repetition.to_string(),
+            num(Some(nf.makespan_s), 0),
+            num(Some(f.makespan_s), 0),
+            num(factor(nf.makespan_s, f.makespan_s), CSV_FACTOR),
+            num(Some(nf.mean_wait_s), 0),
+            num(Some(f.mean_wait_s), 0),
+            num(factor(nf.mean_wait_s, f.mean_wait_s), CSV_FACTOR),
+            num(Some(nf.slowdown), 2),
+            num(Some(f.slowdown), 2),
+            num(factor(nf.slowdown, f.slowdown), CSV_FACTOR),
+            paper(0),
+            paper(1),
+            paper(2),
+        ]);
     }
     t.note("Paper, production grid: SimuBloch waited 3.8–13 h under No-Fairness (its tasks queued behind all 300 GATE tasks); ours waits about half an hour on the default grid.");
     t.note("Factors > 1: Fairness better. See docs/workflow-fairness.md, \"SimuBloch in Experiment 2\", for why the slowdown factor stays near or below 1 here.");
-    t
+    (t, csv)
 }

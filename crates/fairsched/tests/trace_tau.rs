@@ -40,9 +40,13 @@ fn check_report(r: &Value) -> bool {
         r["samples"].as_u64().unwrap()
     );
     assert!(r["samples"].as_u64().unwrap() >= nonzero);
+    // η_u ≤ 1: the bins stop at 1; the last possible one is [lo, 1].
     for (k, b) in hist.iter().enumerate() {
         assert_eq!(b["bin"].as_u64().unwrap(), k as u64);
-        assert!((b["lo"].as_f64().unwrap() - k as f64 * bin).abs() < 1e-9);
+        let (lo, hi) = (b["lo"].as_f64().unwrap(), b["hi"].as_f64().unwrap());
+        assert!((lo - k as f64 * bin).abs() < 1e-9);
+        assert!(lo < 1.0 && hi <= 1.0, "bin {k}: [{lo}, {hi}]");
+        assert!(hi == 1.0 || (hi - lo - bin).abs() < 1e-9, "bin {k}: [{lo}, {hi}]");
     }
     let modes = r["modes"].as_array().unwrap();
     match r["threshold"].as_f64() {
@@ -88,6 +92,10 @@ fn builtin_profiles_give_a_histogram_a_threshold_and_the_same_bytes_twice() {
     let text = stdout(&o);
     assert!(text.contains("GATE, GATE, GATE, SimuBloch"), "{text}");
     assert!(text.contains("[0.00, 0.05)"), "{text}");
+    // η_u = 1 (a workflow just submitted beside one all running) is in
+    // [0.95, 1.00], not in a bin past 1.
+    assert!(text.contains("[0.95, 1.00]"), "{text}");
+    assert!(!text.contains("[1.00, 1.05)"), "{text}");
     assert!(text.contains("(paper: 0.2)"), "{text}");
     for line in text.lines() {
         assert!(line.chars().count() <= 80, "{line}");
@@ -170,6 +178,47 @@ fn wfcommons_files_and_fewer_than_two_modes() {
 }
 
 #[test]
+fn wide_bins_stop_at_1() {
+    for (bin, last) in [
+        ("0.5", "[0.50, 1.00]"),
+        ("0.3", "[0.90, 1.00]"),
+        ("1", "[0.00, 1.00]"),
+    ] {
+        let o = run(&[
+            "trace",
+            "tau",
+            "gate,gate,gate,simubloch",
+            "--repetitions",
+            "1",
+            "--bin",
+            bin,
+            "--no-progress",
+        ]);
+        assert!(o.status.success(), "--bin {bin}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(text.contains(last), "--bin {bin}: {text}");
+        for past in ["1.50", "1.20", "2.00", "1.00)"] {
+            assert!(!text.contains(past), "--bin {bin}: {text}");
+        }
+        let o = run(&[
+            "trace",
+            "tau",
+            "gate,gate,gate,simubloch",
+            "--repetitions",
+            "1",
+            "--bin",
+            bin,
+            "--json",
+        ]);
+        assert!(o.status.success(), "--bin {bin}: {}", stderr(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        check_report(&r);
+        let hist = r["histogram"].as_array().unwrap();
+        assert_eq!(hist.last().unwrap()["hi"].as_f64(), Some(1.0), "--bin {bin}");
+    }
+}
+
+#[test]
 fn bad_input_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
@@ -185,7 +234,7 @@ fn bad_input_is_named() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("missing-workflow.json"), "{}", stderr(&o));
     assert!(!out.join("tau.json").exists());
-    for bin in ["0", "-0.05", "1.5", "NaN"] {
+    for bin in ["0", "-0.05", "1.5", "1.0001", "NaN", "inf"] {
         let o = run(&["trace", "tau", "gate", "--bin", bin]);
         assert_eq!(o.status.code(), Some(2), "--bin {bin}: {}", stderr(&o));
         assert!(stderr(&o).contains("--bin"), "{}", stderr(&o));

@@ -103,6 +103,14 @@ pub(crate) fn simulate(
     system: &System,
     mirror: Vec<Time>,
 ) -> Result<(World, EtaSeries, RunStats), SimError> {
+    if let System::Fairness { tau, .. } = system
+        && !(0.0..1.0).contains(tau)
+    {
+        // η_u lies in [0, 1]: with τ_u ≥ 1 the controller never acts.
+        return Err(SimError::Config(format!(
+            "workflow-fairness: tau {tau} is not in [0, 1) (η_u lies in [0, 1], so the controller would never act)"
+        )));
+    }
     let (order, control) = match system {
         System::Fairness { tau, every } => (
             "priority",
@@ -197,7 +205,7 @@ pub struct Pair {
 pub struct Protocol {
     /// Between two workflow submissions.
     pub spacing: Time,
-    /// The controller's τ_u.
+    /// The controller's τ_u, in [0, 1) (runs refuse others).
     pub tau: f64,
     /// The controller's period, s (0: every status change).
     pub every: f64,
@@ -288,5 +296,22 @@ pub fn paper(n: u32) -> Option<PaperFactors> {
             sigma_m: None,
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tau_outside_0_1_is_refused() {
+        let sources = [WorkflowSource::builtin("simubloch").expect("builtin")];
+        for tau in [1.0, 1.5, -0.1, f64::NAN] {
+            let system = System::Fairness { tau, every: 0.0 };
+            let e = run(&Grid::constant(5), 1, &sources, Time::ZERO, &system, Vec::new()).unwrap_err();
+            assert!(e.to_string().contains("not in [0, 1)"), "{tau}: {e}");
+        }
+        let system = System::Fairness { tau: 0.0, every: 0.0 };
+        assert!(run(&Grid::constant(5), 1, &sources, Time::ZERO, &system, Vec::new()).is_ok());
     }
 }

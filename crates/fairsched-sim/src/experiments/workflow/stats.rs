@@ -30,7 +30,10 @@ pub fn area(series: &[(Time, f64)], until: Time) -> f64 {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TauHistogram {
     pub bin: f64,
-    /// Count per bin `[k·bin, (k+1)·bin)`.
+    /// Count per bin `[k·bin, (k+1)·bin)`, up to the highest non-empty
+    /// one. η_u ≤ 1, so the bins stop at 1: the last possible bin,
+    /// [`last_bin`](TauHistogram::last_bin), is `[k·bin, 1]`, closed (η_u =
+    /// 1 counts there), and narrower than `bin` when `bin` does not divide 1.
     pub counts: Vec<u64>,
     /// The two highest modes (bin indices, in increasing order), if there
     /// are two.
@@ -43,17 +46,48 @@ pub struct TauHistogram {
     pub threshold: Option<f64>,
 }
 
-/// Histograms the non-zero, finite values of `etas` in bins of `bin` and
-/// places τ_u in the lowest-density valley between the two highest modes.
-/// A mode is a bin higher than both neighbours (a plateau counts once, at
-/// its first bin); the two highest win, ties to the lower bin.
+impl TauHistogram {
+    /// The index of the last bin within [0, 1] (the one holding η_u = 1).
+    pub fn last_bin(&self) -> usize {
+        last_bin(self.bin)
+    }
+
+    /// Bin `k`'s bounds `(lo, hi)`: `[k·bin, (k+1)·bin)`, the last one
+    /// `[k·bin, 1]`.
+    pub fn bounds(&self, k: usize) -> (f64, f64) {
+        let lo = k as f64 * self.bin;
+        if k >= self.last_bin() {
+            (lo, 1.0)
+        } else {
+            (lo, (k + 1) as f64 * self.bin)
+        }
+    }
+}
+
+/// The index of the bin of width `bin` holding 1: ⌈1 / bin⌉ − 1, with a
+/// tolerance for binary noise (1 / 0.05 is 20, not 20.000…1).
+fn last_bin(bin: f64) -> usize {
+    ((1.0 / bin - 1e-9).ceil() as usize).max(1) - 1
+}
+
+/// Histograms the non-zero, finite values of `etas` in bins of `bin` (in
+/// (0, 1]) and places τ_u in the lowest-density valley between the two
+/// highest modes. The bins stop at 1 (η_u ≤ 1): η_u = 1, and any value
+/// above it, count in the last bin `[k·bin, 1]`. A mode is a bin higher
+/// than both neighbours (a plateau counts once, at its first bin); the two
+/// highest win, ties to the lower bin.
 pub fn tau_histogram(etas: impl IntoIterator<Item = f64>, bin: f64) -> TauHistogram {
+    assert!(
+        bin.is_finite() && bin > 0.0 && bin <= 1.0,
+        "tau_histogram: bin {bin} is not in (0, 1]"
+    );
+    let top = last_bin(bin);
     let mut counts: Vec<u64> = Vec::new();
     for e in etas {
         if !(e.is_finite() && e > 0.0) {
             continue;
         }
-        let k = (e / bin).floor() as usize;
+        let k = ((e / bin).floor() as usize).min(top);
         if counts.len() <= k {
             counts.resize(k + 1, 0);
         }
@@ -161,5 +195,24 @@ mod tests {
         // One mode only: no threshold.
         let h = tau_histogram([0.3, 0.31, 0.32], 0.05);
         assert_eq!((h.modes, h.threshold), (None, None));
+    }
+
+    #[test]
+    fn the_bins_stop_at_1() {
+        // η_u = 1 falls in the last bin [1 − bin, 1], not in [1, 1 + bin).
+        let h = tau_histogram([0.1, 0.6, 0.99, 1.0, 1.0], 0.5);
+        assert_eq!(h.counts, vec![1, 4]);
+        assert_eq!((h.last_bin(), h.bounds(1)), (1, (0.5, 1.0)));
+        let h = tau_histogram([0.02, 0.02, 1.0, 1.0, 1.0], 0.05);
+        assert_eq!(h.counts.len(), 20);
+        assert_eq!((h.counts[19], h.modes), (3, Some((0, 19))));
+        let (lo, hi) = h.bounds(19);
+        assert!((lo - 0.95).abs() < 1e-12 && hi == 1.0, "{lo} {hi}");
+        // A width that does not divide 1: the last bin is narrower.
+        let h = tau_histogram([1.0, 0.95, 0.85], 0.3);
+        assert_eq!(h.counts, vec![0, 0, 1, 2]);
+        let (lo, hi) = h.bounds(3);
+        assert!((lo - 0.9).abs() < 1e-12 && hi == 1.0, "{lo} {hi}");
+        assert_eq!(tau_histogram([1.0], 1.0).counts, vec![1]);
     }
 }
