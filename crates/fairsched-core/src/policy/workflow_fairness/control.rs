@@ -36,12 +36,13 @@ pub const ENTRY: Entry = Entry {
 
 fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {
     let tau = p.f64("tau")?;
-    if tau < 0.0 {
+    // η_u lies in [0, 1]: with τ ≥ 1 the controller would never act.
+    if !(0.0..1.0).contains(&tau) {
         return Err(SpecError::BadValue {
             policy: NAME.into(),
             key: "tau".into(),
             value: format!("{tau}"),
-            reason: "must be ≥ 0".into(),
+            reason: "must be in [0, 1) (η_u lies in [0, 1]; τ ≥ 1 never acts)".into(),
         });
     }
     Ok(Box::new(WorkflowFairness::new(tau, p.duration("every")?)))
@@ -338,7 +339,9 @@ mod tests {
             check(Kind::Control, &s.parse().unwrap()).unwrap_or_else(|e| panic!("{s}: {e}"));
         }
         for (s, needle) in [
-            ("workflow-fairness[tau=-0.1]", "≥ 0"),
+            ("workflow-fairness[tau=-0.1]", "[0, 1)"),
+            ("workflow-fairness[tau=1]", "[0, 1)"),
+            ("workflow-fairness[tau=NaN]", "number"),
             ("workflow-fairness[tau=high]", "number"),
             ("workflow-fairness[every=-5]", "duration"),
             ("workflow-fairness[every=soon]", "duration"),
