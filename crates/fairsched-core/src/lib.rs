@@ -74,8 +74,8 @@ pub use event::{Action, Attempt, AttemptEnd, EndRecord, Event, Notice, SlotList}
 pub use ids::{MachineId, OrgId, SlotId, TaskId, UserId, WorkflowId};
 pub use model::{Outcome, Phase, TaskSpec, WorkflowRef};
 pub use point::{
-    Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Order, Pick, RuntimeOracle, SimRng,
-    derive_seed,
+    Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Gauge, Order, Pick, RuntimeOracle,
+    SimRng, derive_seed,
 };
 pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
 pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};

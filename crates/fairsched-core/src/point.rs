@@ -78,6 +78,9 @@ pub enum Pick {
 pub trait Order: Send + DynClone {
     fn notify(&mut self, view: &View, notice: &Notice);
     fn pick(&mut self, view: &View, machine: MachineId, rng: &mut SimRng) -> Option<Pick>;
+    /// The policy's fairness state, for operators (`fairsched explain`,
+    /// `/metrics`). Reading it changes nothing.
+    fn gauges(&self, _view: &View, _out: &mut Vec<Gauge>) {}
     /// True for policies that may stop a running task for a waiting one
     /// ([`Pick::Requeue`]): the core then also asks while no slot is free.
     fn preempts(&self) -> bool {
@@ -126,6 +129,20 @@ pub struct ControlOut {
 pub trait Control: Send + DynClone {
     fn notify(&mut self, _view: &View, _notice: &Notice) {}
     fn react(&mut self, view: &View, notices: &[Notice], timers: &[u64], out: &mut ControlOut);
+    /// See [`Order::gauges`].
+    fn gauges(&self, _view: &View, _out: &mut Vec<Gauge>) {}
+}
+
+/// One number of a policy's fairness state (for operators; never read by
+/// a decision).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gauge {
+    /// A metric name: lower case and `_`, e.g. `org_phi_slot_s2`.
+    pub name: &'static str,
+    pub help: &'static str,
+    /// What it is about: `("org", 2)`, `("workflow", 7)`, or nothing.
+    pub key: Option<(&'static str, i64)>,
+    pub value: f64,
 }
 
 /// Derives an independent seed for one use (`stream`) of a master seed

@@ -163,6 +163,18 @@ impl Scheduler {
     pub fn view(&self) -> View<'_> {
         self.state.view()
     }
+    /// The policies' fairness state now (see [`crate::Order::gauges`]).
+    pub fn gauges(&self) -> Vec<crate::point::Gauge> {
+        let view = self.state.view();
+        let mut out = Vec::new();
+        if let OrderPolicy::Blind(o) = &self.order {
+            o.gauges(&view, &mut out);
+        }
+        if let Some(c) = &self.control {
+            c.gauges(&view, &mut out);
+        }
+        out
+    }
     pub fn stats(&self) -> &CoreStats {
         &self.stats
     }

@@ -78,6 +78,17 @@ impl FairShare {
 }
 
 impl Order for FairShare {
+    fn gauges(&self, view: &View, out: &mut Vec<crate::point::Gauge>) {
+        let now = view.now().millis() as i128;
+        for (o, u) in self.usage.iter().enumerate() {
+            out.push(crate::point::Gauge {
+                name: "org_usage_slot_seconds",
+                help: "Slot-seconds an organization's tasks have used (fair-share starts the least-served first).",
+                key: Some(("org", o as i64)),
+                value: u.at(now) as f64 / 1000.0,
+            });
+        }
+    }
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
         let now = view.now().millis() as i128;

@@ -168,6 +168,30 @@ impl DirectContr {
 }
 
 impl Order for DirectContr {
+    fn gauges(&self, _view: &View, out: &mut Vec<crate::point::Gauge>) {
+        // Units: 2·10⁶ per slot·s² (module docs); as of the last event.
+        for (o, b) in self.books.iter().enumerate() {
+            for (name, help, v) in [
+                (
+                    "org_phi_slot_s2",
+                    "DIRECTCONTR's estimate of an organization's contribution φ.",
+                    b.phi,
+                ),
+                (
+                    "org_psi_slot_s2",
+                    "DIRECTCONTR's estimate of an organization's utility ψ.",
+                    b.psi,
+                ),
+            ] {
+                out.push(crate::point::Gauge {
+                    name,
+                    help,
+                    key: Some(("org", o as i64)),
+                    value: v as f64 / 2e6,
+                });
+            }
+        }
+    }
     fn notify(&mut self, view: &View, n: &Notice) {
         self.accrue(view.now());
         self.queues.notify(view, n);

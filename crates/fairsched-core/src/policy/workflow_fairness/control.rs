@@ -221,6 +221,29 @@ fn phases_at_end(t: &TaskView, now: Time) -> [Time; 4] {
 }
 
 impl Control for WorkflowFairness {
+    fn gauges(&self, _view: &View, out: &mut Vec<crate::point::Gauge>) {
+        let g = |name, help, value| crate::point::Gauge {
+            name,
+            help,
+            key: None,
+            value,
+        };
+        out.push(g(
+            "eta_u",
+            "Unfairness η_u = W_max − W_min at the last evaluation.",
+            self.last_eta,
+        ));
+        out.push(g(
+            "tau_u",
+            "The threshold τ_u above which priorities change.",
+            self.tau,
+        ));
+        out.push(g(
+            "priority_changes",
+            "Priorities the controller raised so far.",
+            self.changes as f64,
+        ));
+    }
     fn notify(&mut self, view: &View, n: &Notice) {
         let now = view.now();
         match *n {
