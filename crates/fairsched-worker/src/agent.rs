@@ -1,0 +1,516 @@
+//! The agent: one poller thread, the reporter loop (on the caller's thread),
+//! one thread per run, one thread waiting for SIGTERM/SIGINT.
+//!
+//! They share a single [`State`] behind a mutex, with one condition
+//! variable that is notified on every change. The reporter owns the
+//! session: it registers, re-registers after a lost lease, and is the only
+//! one to leave.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::Opts;
+use crate::client::{CallError, Client};
+use crate::executor::{ExecConfig, KillHandle, ReportSink, WORKER_ERROR_EXIT, run_assignment};
+use crate::wire::{Assignment, RegisterRequest, Report, ReportRequest, RunKey, WorkerId};
+
+/// Longest long poll, whatever the lease.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+/// At most this many reports per request, to stay far below the broker's
+/// 4 MiB body limit (a report is under 80 bytes).
+const MAX_BATCH: usize = 20_000;
+/// Retry delays after a failed call: 100 ms, doubling, at most 2 s.
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// A registration that the broker has not yet declared lost.
+#[derive(Debug, Clone, Copy)]
+struct Session {
+    worker: WorkerId,
+    /// `State::generation` when it was made: replies for an older session are ignored.
+    generation: u64,
+    heartbeat: Duration,
+    poll_wait: Duration,
+}
+
+#[derive(Debug)]
+enum Stop {
+    Signal(i32),
+    Fatal(String),
+}
+
+#[derive(Default)]
+struct State {
+    /// Bumped each time a session ends; runs and reports belong to one generation.
+    generation: u64,
+    session: Option<Session>,
+    /// Runs accepted and not ended, started or waiting for a slot: the
+    /// `running` list of the next report. Removing a run silences it.
+    runs: BTreeMap<RunKey, KillHandle>,
+    /// Accepted runs waiting for a slot (never more than `slots` run at once).
+    pending: VecDeque<Assignment>,
+    /// Run threads alive, killed ones included until their processes are gone.
+    active: usize,
+    /// Every run ever accepted by this process: each runs at most once.
+    seen: HashSet<RunKey>,
+    /// Reports not yet acknowledged by the broker, oldest first.
+    outbox: Vec<Report>,
+    stop: Option<Stop>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    exec: ExecConfig,
+    slots: usize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sleeps `delay` unless the agent is stopping.
+    fn pause(&self, delay: Duration) {
+        let st = self.lock();
+        let _ = self.changed.wait_timeout_while(st, delay, |st| st.stop.is_none());
+    }
+
+    fn stop(&self, why: Stop) {
+        let mut st = self.lock();
+        if st.stop.is_none() {
+            st.stop = Some(why);
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// Kills every run and forgets the session (its reports with it): the
+/// broker has requeued its runs.
+fn end_session(shared: &Shared, st: &mut State) {
+    st.generation += 1;
+    st.session = None;
+    for kill in st.runs.values() {
+        kill.kill();
+    }
+    st.runs.clear();
+    st.pending.clear();
+    st.outbox.clear();
+    shared.changed.notify_all();
+}
+
+/// Takes an assignment from a poll reply of the current session.
+fn accept(shared: &Arc<Shared>, st: &mut State, a: Assignment) {
+    let key = a.key();
+    if !st.seen.insert(key) {
+        tracing::debug!(
+            task = key.task,
+            attempt = key.attempt,
+            "assignment already received: ignored"
+        );
+        return;
+    }
+    st.runs.insert(key, KillHandle::new());
+    st.pending.push_back(a);
+    start_pending(shared, st);
+}
+
+/// Starts waiting runs while slots are free.
+fn start_pending(shared: &Arc<Shared>, st: &mut State) {
+    while st.active < shared.slots {
+        let Some(a) = st.pending.pop_front() else { return };
+        let key = a.key();
+        let Some(kill) = st.runs.get(&key).cloned() else {
+            continue;
+        };
+        st.active += 1;
+        let generation = st.generation;
+        let sh = Arc::clone(shared);
+        let spawned = std::thread::Builder::new()
+            .name(format!("task-{}-{}", key.task, key.attempt))
+            .spawn(move || {
+                let _slot = SlotGuard(Arc::clone(&sh));
+                let sink = RunSink {
+                    shared: sh,
+                    generation,
+                    key,
+                };
+                run_assignment(&sink.shared.exec, &a, &sink, &kill);
+            });
+        if let Err(e) = spawned {
+            tracing::error!(
+                task = key.task,
+                attempt = key.attempt,
+                "cannot start a thread: {e}"
+            );
+            st.active -= 1;
+            st.runs.remove(&key);
+            st.outbox.push(Report::exit(key, WORKER_ERROR_EXIT));
+            shared.changed.notify_all();
+        }
+    }
+}
+
+/// Frees the run's slot when its thread ends, however it ends.
+struct SlotGuard(Arc<Shared>);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
+        st.active -= 1;
+        start_pending(&self.0, &mut st);
+        self.0.changed.notify_all();
+    }
+}
+
+/// A run's reports go to the outbox while the run is still the agent's.
+struct RunSink {
+    shared: Arc<Shared>,
+    generation: u64,
+    key: RunKey,
+}
+
+impl ReportSink for RunSink {
+    fn report(&self, report: Report) {
+        let mut st = self.shared.lock();
+        if st.generation != self.generation || !st.runs.contains_key(&self.key) {
+            return; // killed, or its session is gone
+        }
+        if report.is_end() {
+            // Removed under the same lock that queues the report, so no
+            // `running` list can contradict the reports it is sent with.
+            st.runs.remove(&self.key);
+        }
+        st.outbox.push(report);
+        self.shared.changed.notify_all();
+    }
+}
+
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff(BACKOFF_FIRST)
+    }
+
+    fn next(&mut self) -> Duration {
+        let d = self.0;
+        self.0 = (d * 2).min(BACKOFF_MAX);
+        d
+    }
+
+    fn reset(&mut self) {
+        self.0 = BACKOFF_FIRST;
+    }
+}
+
+pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
+    let slots = opts.slots;
+    if slots == 0 {
+        bail!("--slots must be at least 1");
+    }
+    let broker = opts.broker.trim();
+    if !(broker.starts_with("http://") || broker.starts_with("https://")) {
+        bail!("--broker {broker:?} must be an http:// or https:// URL");
+    }
+    let workdir = prepare_workdir(&opts.workdir)?;
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State::default()),
+        changed: Condvar::new(),
+        exec: ExecConfig {
+            executor: opts.executor,
+            workdir,
+            grace: opts.grace,
+        },
+        slots: usize::try_from(slots).context("--slots")?,
+    });
+    let client = Arc::new(Client::new(broker, &opts.token));
+
+    let mut signals =
+        Signals::new([SIGTERM, SIGINT]).context("cannot install the SIGTERM/SIGINT handlers")?;
+    let signal_handle = signals.handle();
+    {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    shared.stop(Stop::Signal(sig));
+                }
+            })
+            .context("cannot start the signal thread")?;
+    }
+    {
+        let (shared, client) = (Arc::clone(&shared), Arc::clone(&client));
+        // Not joined: it may sit in a long poll when the agent stops, and
+        // it ends by itself once it sees the stop.
+        std::thread::Builder::new()
+            .name("poller".into())
+            .spawn(move || poller(&shared, &client))
+            .context("cannot start the poller thread")?;
+    }
+
+    let register = RegisterRequest {
+        slots,
+        host: opts.host.clone(),
+    };
+    let ended = reporter(&shared, &client, &register);
+    let result = shut_down(&shared, &client, ended);
+    signal_handle.close();
+    result
+}
+
+fn prepare_workdir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the work directory {}", dir.display()))?;
+    dir.canonicalize()
+        .with_context(|| format!("cannot resolve the work directory {}", dir.display()))
+}
+
+/// Long-polls for assignments while there is a session.
+fn poller(shared: &Arc<Shared>, client: &Client) {
+    let mut backoff = Backoff::new();
+    loop {
+        let session = {
+            let st = shared.lock();
+            let st = shared
+                .changed
+                .wait_while(st, |st| st.stop.is_none() && st.session.is_none())
+                .unwrap_or_else(PoisonError::into_inner);
+            match (&st.stop, st.session) {
+                (None, Some(session)) => session,
+                _ => return,
+            }
+        };
+        let wait_ms = u64::try_from(session.poll_wait.as_millis()).unwrap_or(u64::MAX);
+        match client.poll(session.worker, wait_ms) {
+            Ok(reply) => {
+                backoff.reset();
+                let mut st = shared.lock();
+                if st.generation != session.generation || st.stop.is_some() {
+                    continue; // the session ended while we waited: these runs are not ours
+                }
+                for a in reply.assign {
+                    accept(shared, &mut st, a);
+                }
+            }
+            Err(CallError::Gone) => {
+                let mut st = shared.lock();
+                if st.generation == session.generation {
+                    tracing::warn!(
+                        worker = session.worker,
+                        "lease lost: killing every run, registering again"
+                    );
+                    end_session(shared, &mut st);
+                }
+            }
+            Err(CallError::Refused(why)) => shared.stop(Stop::Fatal(why)),
+            Err(e) => {
+                let delay = backoff.next();
+                tracing::warn!("poll failed (retrying in {delay:?}): {e}");
+                shared.pause(delay);
+            }
+        }
+    }
+}
+
+/// Registers, then sends reports as soon as there are some and at least
+/// every heartbeat; returns when the agent must stop.
+fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -> Result<(), String> {
+    let mut backoff = Backoff::new();
+    let mut last_sent = Instant::now();
+    loop {
+        let session = {
+            let st = shared.lock();
+            match &st.stop {
+                Some(Stop::Fatal(why)) => return Err(why.clone()),
+                Some(Stop::Signal(sig)) => {
+                    tracing::info!("signal {sig}: stopping");
+                    return Ok(());
+                }
+                None => st.session,
+            }
+        };
+        let Some(session) = session else {
+            match client.register(register) {
+                Ok(reply) => {
+                    backoff.reset();
+                    let lease = Duration::from_millis(reply.lease_ms);
+                    let heartbeat = Duration::from_millis(reply.heartbeat_ms).min(lease / 2);
+                    let mut st = shared.lock();
+                    st.session = Some(Session {
+                        worker: reply.worker,
+                        generation: st.generation,
+                        heartbeat: heartbeat.max(Duration::from_millis(10)),
+                        poll_wait: MAX_WAIT.min(lease / 2),
+                    });
+                    tracing::info!(
+                        worker = reply.worker,
+                        lease_ms = reply.lease_ms,
+                        heartbeat_ms = reply.heartbeat_ms,
+                        "registered"
+                    );
+                    shared.changed.notify_all();
+                    last_sent = Instant::now();
+                }
+                Err(CallError::Refused(why) | CallError::Rejected(why)) => {
+                    return Err(format!("the broker refused the registration: {why}"));
+                }
+                Err(e) => {
+                    let delay = backoff.next();
+                    tracing::warn!("cannot register (retrying in {delay:?}): {e}");
+                    shared.pause(delay);
+                }
+            }
+            continue;
+        };
+
+        // Wait for reports, the heartbeat, a stop, or the session's end.
+        let (request, sent_reports) = {
+            let st = shared.lock();
+            let deadline = last_sent + session.heartbeat;
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            let (mut st, _) = shared
+                .changed
+                .wait_timeout_while(st, timeout, |st| {
+                    st.stop.is_none()
+                        && st.outbox.is_empty()
+                        && st.generation == session.generation
+                        && Instant::now() < deadline
+                })
+                .unwrap_or_else(PoisonError::into_inner);
+            if st.stop.is_some() || st.generation != session.generation {
+                continue;
+            }
+            let n = st.outbox.len().min(MAX_BATCH);
+            let reports: Vec<Report> = st.outbox.drain(..n).collect();
+            let running = st.runs.keys().copied().collect();
+            (ReportRequest { running, reports }, n)
+        };
+        match client.report(session.worker, &request) {
+            Ok(reply) => {
+                backoff.reset();
+                last_sent = Instant::now();
+                let mut st = shared.lock();
+                if st.generation != session.generation {
+                    continue;
+                }
+                for key in reply.kill {
+                    kill_run(&mut st, key);
+                }
+                shared.changed.notify_all();
+            }
+            Err(CallError::Gone) => {
+                let mut st = shared.lock();
+                if st.generation == session.generation {
+                    tracing::warn!(
+                        worker = session.worker,
+                        "lease lost: killing every run, registering again"
+                    );
+                    end_session(shared, &mut st);
+                }
+            }
+            Err(CallError::Refused(why)) => return Err(why),
+            Err(CallError::Rejected(why)) => {
+                // Resending the same batch would be refused forever and hold
+                // back every later report.
+                tracing::error!("the broker refused {sent_reports} reports, dropped: {why}");
+            }
+            Err(e) => {
+                let delay = backoff.next();
+                tracing::warn!("report failed (retrying in {delay:?}): {e}");
+                let mut st = shared.lock();
+                if st.generation == session.generation {
+                    st.outbox.splice(0..0, request.reports);
+                }
+                drop(st);
+                shared.pause(delay);
+            }
+        }
+    }
+}
+
+fn kill_run(st: &mut State, key: RunKey) {
+    match st.runs.remove(&key) {
+        Some(kill) => {
+            tracing::info!(
+                task = key.task,
+                attempt = key.attempt,
+                "killing at the broker's request"
+            );
+            kill.kill();
+            st.pending.retain(|a| a.key() != key);
+        }
+        None => tracing::debug!(
+            task = key.task,
+            attempt = key.attempt,
+            "kill for a run not running here"
+        ),
+    }
+}
+
+/// Kills every run, waits for their processes to die, sends what is left
+/// to report and leaves (on a signal), or returns the fatal error.
+fn shut_down(shared: &Arc<Shared>, client: &Client, ended: Result<(), String>) -> anyhow::Result<()> {
+    let (session, final_reports) = {
+        let mut st = shared.lock();
+        if st.stop.is_none() {
+            st.stop = Some(Stop::Fatal("stopped".into()));
+        }
+        for kill in st.runs.values() {
+            kill.kill();
+        }
+        st.runs.clear();
+        st.pending.clear();
+        shared.changed.notify_all();
+        // Killed runs end within the grace period (then SIGKILL); allow a bit more.
+        let limit = shared.exec.grace + Duration::from_secs(5);
+        let (mut st, timeout) = shared
+            .changed
+            .wait_timeout_while(st, limit, |st| st.active > 0)
+            .unwrap_or_else(PoisonError::into_inner);
+        if timeout.timed_out() {
+            tracing::warn!("{} runs still ending after {limit:?}; leaving anyway", st.active);
+        }
+        (st.session, std::mem::take(&mut st.outbox))
+    };
+    if let Err(why) = ended {
+        return Err(anyhow!(why)).context("the worker stopped");
+    }
+    let Some(session) = session else { return Ok(()) };
+    // Runs that ended before the signal: report them so they are not run again.
+    for chunk in final_reports.chunks(MAX_BATCH) {
+        let request = ReportRequest {
+            running: Vec::new(),
+            reports: chunk.to_vec(),
+        };
+        if let Err(e) = client.report(session.worker, &request) {
+            tracing::warn!("could not send the last {} reports: {e}", chunk.len());
+            break;
+        }
+    }
+    let mut backoff = Backoff::new();
+    for attempt in 1..=3 {
+        match client.leave(session.worker) {
+            Ok(()) => {
+                tracing::info!(worker = session.worker, "left the broker");
+                return Ok(());
+            }
+            Err(CallError::Transient(e)) if attempt < 3 => {
+                tracing::warn!("cannot leave yet: {e}");
+                std::thread::sleep(backoff.next());
+            }
+            Err(e) => {
+                tracing::warn!("could not leave (the broker will drop this worker when its lease ends): {e}");
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}

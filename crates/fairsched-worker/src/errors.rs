@@ -1,0 +1,26 @@
+//! The crate's typed errors; `run` wraps them in `anyhow` with context.
+
+/// A worker-protocol body that parses as JSON but breaks a rule of the protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// A `reports` entry that is neither a phase, an exit code nor a signal.
+    #[error("report: {0}")]
+    Report(&'static str),
+}
+
+/// A duration such as `500ms`, `10s` or `2m` that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseDurationError {
+    #[error("empty duration")]
+    Empty,
+    #[error("duration {input:?} has no number (write e.g. 500ms, 10s, 2m)")]
+    NoNumber { input: String },
+    #[error("duration {input:?} has no unit (write e.g. {input}ms or {input}s)")]
+    NoUnit { input: String },
+    #[error("duration {input:?} has unit {unit:?}: use ms, s, m or h")]
+    BadUnit { input: String, unit: String },
+    #[error("duration {input:?} is too long")]
+    Overflow { input: String },
+}

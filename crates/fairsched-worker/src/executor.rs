@@ -1,0 +1,309 @@
+//! Running one assignment: its directory, its three scripts, its reports.
+//!
+//! [`run_assignment`] knows nothing of HTTP: it pushes [`Report`]s into a
+//! [`ReportSink`] (a channel in tests, the agent's outbox in `run`) and
+//! stops when its [`KillHandle`] is fired. It runs on the caller's thread
+//! and returns when the run has ended and, if it was killed, when its
+//! process group has died.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, mpsc};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use crate::wire::{Assignment, Phase, Report, RunKey};
+
+/// The exit code reported when the worker itself could not carry out a
+/// phase (create the directory, open the output files, start `sh`). The
+/// reason is logged and, when the directory exists, appended to `stderr`.
+pub const WORKER_ERROR_EXIT: i32 = 125;
+
+/// How assignments are carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ExecutorKind {
+    /// Run the scripts with `sh -c` in the task's directory.
+    #[default]
+    Process,
+    /// Report every phase and `exit_code` 0 at once, start nothing and
+    /// create no directory (for throughput benchmarks of the broker).
+    Noop,
+}
+
+/// What [`run_assignment`] needs besides the assignment.
+#[derive(Debug, Clone)]
+pub struct ExecConfig {
+    pub executor: ExecutorKind,
+    /// Runs get `WORKDIR/task-ID-ATTEMPT/`.
+    pub workdir: PathBuf,
+    /// Time between SIGTERM and SIGKILL when a run is killed.
+    pub grace: Duration,
+}
+
+impl ExecConfig {
+    /// The directory of one run.
+    pub fn run_dir(&self, key: RunKey) -> PathBuf {
+        self.workdir.join(format!("task-{}-{}", key.task, key.attempt))
+    }
+}
+
+/// Where a run's reports go.
+pub trait ReportSink {
+    fn report(&self, report: Report);
+}
+
+/// Tests collect reports with a channel; a closed channel drops them.
+impl ReportSink for mpsc::Sender<Report> {
+    fn report(&self, report: Report) {
+        let _ = self.send(report);
+    }
+}
+
+/// Stops one run: cheap to clone, fired at most once, from any thread.
+///
+/// The run's own thread does the signalling (SIGTERM to the process group,
+/// SIGKILL after the grace period), so it never signals a process it has
+/// already reaped.
+#[derive(Debug, Clone, Default)]
+pub struct KillHandle {
+    inner: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl KillHandle {
+    pub fn new() -> KillHandle {
+        KillHandle::default()
+    }
+
+    /// Asks the run to stop. A killed run sends no further reports.
+    pub fn kill(&self) {
+        let (flag, cv) = &*self.inner;
+        *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        cv.notify_all();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        *self.inner.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits up to `timeout` for a kill; true if the run is killed.
+    fn wait(&self, timeout: Duration) -> bool {
+        let (flag, cv) = &*self.inner;
+        let guard = flag.lock().unwrap_or_else(PoisonError::into_inner);
+        let (guard, _) = cv
+            .wait_timeout_while(guard, timeout, |killed| !*killed)
+            .unwrap_or_else(PoisonError::into_inner);
+        *guard
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Reported as `"exit_code": N` (0 when every phase succeeded).
+    Exited(i32),
+    /// Reported as `"exit_code": null, "signal": N`.
+    Signaled(i32),
+    /// Killed through its [`KillHandle`]: no final report was sent.
+    Killed,
+}
+
+/// Runs one assignment to its end, sending its phase reports and its final
+/// report (unless killed) to `sink`.
+///
+/// Phases, in order: `setup` (create the directory), `input` (`stage_in`,
+/// skipped when `None` but reported), `exec` (`command`), `output`
+/// (`stage_out`, likewise). The first non-zero exit or death by a signal
+/// ends the run.
+pub fn run_assignment(
+    cfg: &ExecConfig,
+    assignment: &Assignment,
+    sink: &dyn ReportSink,
+    kill: &KillHandle,
+) -> Outcome {
+    let key = assignment.key();
+    // Once killed, a run says nothing more: the broker has already ended it.
+    let emit = |report: Report| {
+        if !kill.is_killed() {
+            sink.report(report);
+        }
+    };
+    let outcome = match cfg.executor {
+        ExecutorKind::Noop => {
+            for phase in Phase::ALL {
+                emit(Report::phase(key, phase));
+            }
+            Outcome::Exited(0)
+        }
+        ExecutorKind::Process => run_process(cfg, assignment, &emit, kill),
+    };
+    if kill.is_killed() {
+        return Outcome::Killed;
+    }
+    match outcome {
+        Outcome::Exited(code) => emit(Report::exit(key, code)),
+        Outcome::Signaled(sig) => emit(Report::signal(key, sig)),
+        Outcome::Killed => {}
+    }
+    outcome
+}
+
+fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &KillHandle) -> Outcome {
+    let key = a.key();
+    let dir = cfg.run_dir(key);
+    emit(Report::phase(key, Phase::Setup));
+    if let Err(e) = fs::create_dir_all(&dir) {
+        tracing::error!(
+            task = key.task,
+            attempt = key.attempt,
+            "cannot create {}: {e}",
+            dir.display()
+        );
+        return Outcome::Exited(WORKER_ERROR_EXIT);
+    }
+    let scripts = [
+        (Phase::Input, a.stage_in.as_deref()),
+        (Phase::Exec, Some(&*a.command)),
+        (Phase::Output, a.stage_out.as_deref()),
+    ];
+    for (phase, script) in scripts {
+        if kill.is_killed() {
+            return Outcome::Killed;
+        }
+        emit(Report::phase(key, phase));
+        let Some(script) = script else { continue };
+        match run_script(&dir, key, script, cfg.grace, kill) {
+            Ok(Outcome::Exited(0)) => {}
+            Ok(end) => return end,
+            Err(e) => {
+                tracing::error!(task = key.task, attempt = key.attempt, ?phase, "{e:#}");
+                note_in_stderr(&dir, &format!("fairsched-worker: {phase:?} phase: {e}"));
+                return Outcome::Exited(WORKER_ERROR_EXIT);
+            }
+        }
+    }
+    Outcome::Exited(0)
+}
+
+/// `sh -c SCRIPT` in `dir`, as its own process group, output appended to
+/// `dir/stdout` and `dir/stderr`.
+fn run_script(
+    dir: &Path,
+    key: RunKey,
+    script: &str,
+    grace: Duration,
+    kill: &KillHandle,
+) -> io::Result<Outcome> {
+    let stdout = append(&dir.join("stdout"))?;
+    let stderr = append(&dir.join("stderr"))?;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("FAIRSCHED_TASK", key.task.to_string())
+        .env("FAIRSCHED_ATTEMPT", key.attempt.to_string())
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot start sh: {e}")))?;
+    let pgid = Pid::from_raw(i32::try_from(child.id()).map_err(io::Error::other)?);
+    // No portable way to wait for "child exited or kill fired" at once: poll
+    // the child, sleeping on the kill handle between polls, 1 ms at first
+    // (short scripts end fast) and up to 50 ms.
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(outcome_of(status));
+        }
+        if kill.wait(pause) {
+            terminate(&mut child, pgid, grace);
+            return Ok(Outcome::Killed);
+        }
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// SIGTERM to the group; SIGKILL once `grace` has passed with any member
+/// left (the leader or processes it started). Reaps the leader.
+fn terminate(child: &mut Child, pgid: Pid, grace: Duration) {
+    let deadline = Instant::now() + grace;
+    let _ = killpg(pgid, Signal::SIGTERM);
+    let mut reaped = false;
+    loop {
+        if !reaped {
+            reaped = matches!(child.try_wait(), Ok(Some(_)) | Err(_));
+        }
+        if reaped && !group_alive(pgid) {
+            return;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+    }
+    let _ = killpg(pgid, Signal::SIGKILL);
+    if !reaped {
+        let _ = child.wait();
+    }
+}
+
+/// Whether any process of the group still runs. The leader's number stays
+/// reserved while its group has members, so probing by it is safe. Zombies
+/// do not count: orphans of the group are reaped by PID 1, late or (in some
+/// containers) never, and a zombie runs nothing.
+fn group_alive(pgid: Pid) -> bool {
+    if killpg(pgid, None) == Err(Errno::ESRCH) {
+        return false;
+    }
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return true;
+    };
+    let pgid = pgid.as_raw();
+    procs.flatten().any(|entry| {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            return false;
+        };
+        // "PID (COMM) STATE PPID PGRP …"; COMM may hold spaces and parentheses.
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        pgrp == Some(pgid) && state != Some("Z")
+    })
+}
+
+fn outcome_of(status: ExitStatus) -> Outcome {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Outcome::Exited(code),
+        (None, Some(sig)) => Outcome::Signaled(sig),
+        (None, None) => Outcome::Exited(WORKER_ERROR_EXIT),
+    }
+}
+
+fn append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
+}
+
+/// Best effort: tell the task's owner why the worker gave up on it.
+fn note_in_stderr(dir: &Path, line: &str) {
+    if let Ok(mut f) = append(&dir.join("stderr")) {
+        let _ = writeln!(f, "{line}");
+    }
+}

@@ -1,0 +1,121 @@
+//! The fairsched worker agent: it lends `slots` processors to a live
+//! broker (`fairsched serve`) and runs the tasks the broker hands it.
+//!
+//! The wire protocol is `docs/protocol.md`, section "Worker protocol"; its
+//! JSON bodies are the types of [`wire`], shared with the broker.
+//!
+//! # How it works
+//!
+//! [`run`] registers (`POST /v1/workers`), then runs until SIGTERM or SIGINT:
+//!
+//! - a **poller** thread long-polls `/poll` (10 s, at most half the lease)
+//!   and starts each new (task, attempt) once, never more than `slots` at a
+//!   time (extra assignments wait for a slot);
+//! - the **reporter** sends `/report` as soon as reports are queued, with
+//!   everything queued, and at least every `heartbeat_ms`; it kills the runs
+//!   the reply names;
+//! - each **run** has its own thread, which calls [`run_assignment`].
+//!
+//! When the broker cannot be reached, calls are retried forever (100 ms
+//! doubling to 2 s) and unsent reports are kept. A 410 means the lease is
+//! lost: every run is killed and the worker registers again. On SIGTERM or
+//! SIGINT the worker kills its runs, sends its last reports, leaves
+//! (`/leave`) and [`run`] returns `Ok`.
+//!
+//! # Running one assignment without a broker
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use fairsched_worker::wire::{Assignment, Phase, Report, RunKey};
+//! use fairsched_worker::{ExecConfig, ExecutorKind, KillHandle, Outcome, run_assignment};
+//!
+//! let dir = std::env::temp_dir().join(format!("fairsched-doc-{}", std::process::id()));
+//! let cfg = ExecConfig { executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1) };
+//! let a = Assignment {
+//!     task: 7, attempt: 1, name: "hello".into(), command: "echo hi".into(),
+//!     stage_in: None, stage_out: None,
+//! };
+//! let (tx, rx) = mpsc::channel();
+//! assert_eq!(run_assignment(&cfg, &a, &tx, &KillHandle::new()), Outcome::Exited(0));
+//! drop(tx);
+//! let reports: Vec<Report> = rx.iter().collect();
+//! let key = RunKey { task: 7, attempt: 1 };
+//! assert_eq!(reports.first(), Some(&Report::phase(key, Phase::Setup)));
+//! assert_eq!(reports.last(), Some(&Report::exit(key, 0)));
+//! assert_eq!(std::fs::read_to_string(dir.join("task-7-1/stdout")).unwrap(), "hi\n");
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+mod agent;
+mod client;
+mod duration;
+pub mod errors;
+mod executor;
+pub mod wire;
+
+pub use duration::parse_duration;
+pub use errors::{ParseDurationError, WireError};
+pub use executor::{
+    ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
+};
+
+/// Lend this machine's processors to a fairsched broker and run the tasks it hands out.
+///
+/// The worker's command-line options (`fairsched worker …`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Opts {
+    /// The broker's base URL, e.g. http://broker:8080
+    #[arg(long, env = "FAIRSCHED_BROKER", value_name = "URL")]
+    pub broker: String,
+
+    /// A worker token of the organization that owns this worker's slots
+    #[arg(long, env = "FAIRSCHED_TOKEN", value_name = "T", hide_env_values = true)]
+    pub token: String,
+
+    /// Tasks run at once [default: the number of CPUs]
+    #[arg(long, value_name = "N", default_value_t = default_slots(), hide_default_value = true,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub slots: u32,
+
+    /// Where each run gets its directory, task-ID-ATTEMPT
+    #[arg(long, value_name = "DIR", default_value = "./fairsched-work")]
+    pub workdir: PathBuf,
+
+    /// How tasks are run
+    #[arg(long, value_enum, default_value_t = ExecutorKind::Process)]
+    pub executor: ExecutorKind,
+
+    /// Time a killed task gets between SIGTERM and SIGKILL (e.g. 500ms, 10s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub grace: Duration,
+
+    /// The name this worker registers under [default: $HOSTNAME, the system's host name, or localhost]
+    #[arg(long, value_name = "NAME", default_value_t = default_host(), hide_default_value = true)]
+    pub host: String,
+}
+
+/// The number of CPUs this process may use, at least 1.
+pub fn default_slots() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+}
+
+/// `$HOSTNAME` (shells often do not export it), else the system's host name, else `localhost`.
+pub fn default_host() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()))
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// Registers with the broker and serves it until SIGTERM or SIGINT (then
+/// returns `Ok` after leaving), or until the broker refuses this worker's
+/// token or registration (an error). Broker outages are waited out.
+pub fn run(opts: Opts) -> anyhow::Result<()> {
+    agent::run(opts)
+}

@@ -1,0 +1,263 @@
+//! The worker protocol's JSON bodies, one type per request and reply of
+//! `docs/protocol.md` ("Worker protocol"), field names exactly as there.
+//!
+//! Both sides can use them: the worker serializes requests and parses
+//! replies, the broker the reverse. Replies tolerate unknown fields so that
+//! the broker can add some without breaking older workers.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::errors::WireError;
+
+/// A task's id, as the broker numbers them.
+pub type TaskId = u64;
+/// A worker's id, given by the broker at registration.
+pub type WorkerId = u64;
+
+/// `POST /v1/workers`: a worker joins with `slots` processors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    pub slots: u32,
+    pub host: String,
+}
+
+/// Reply `201` to [`RegisterRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterReply {
+    pub worker: WorkerId,
+    /// A worker silent for longer than this loses its slots.
+    pub lease_ms: u64,
+    /// How often the worker should report, even with nothing to say.
+    pub heartbeat_ms: u64,
+}
+
+/// `POST /v1/workers/ID/poll`: wait up to `wait_ms` (at most 30,000) for work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PollRequest {
+    pub wait_ms: u64,
+}
+
+/// Reply to [`PollRequest`]: possibly empty.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PollReply {
+    #[serde(default)]
+    pub assign: Vec<Assignment>,
+}
+
+/// One run handed to a worker: attempt `attempt` of task `task`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    pub task: TaskId,
+    pub attempt: u32,
+    /// The task's name; empty when the user gave none.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub name: String,
+    pub command: String,
+    #[serde(default)]
+    pub stage_in: Option<String>,
+    #[serde(default)]
+    pub stage_out: Option<String>,
+}
+
+impl Assignment {
+    /// The run this assignment starts.
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            task: self.task,
+            attempt: self.attempt,
+        }
+    }
+}
+
+/// One run: attempt `attempt` of task `task` (entries of `running` and `kill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunKey {
+    pub task: TaskId,
+    pub attempt: u32,
+}
+
+/// The phases of a run, in order. A phase report says the run *entered* it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// The worker creates `WORKDIR/task-ID-ATTEMPT/`.
+    Setup,
+    /// `sh -c STAGE_IN` (reported even when there is none).
+    Input,
+    /// `sh -c COMMAND`.
+    Exec,
+    /// `sh -c STAGE_OUT` (reported even when there is none).
+    Output,
+}
+
+impl Phase {
+    /// All phases, in the order a run goes through them.
+    pub const ALL: [Phase; 4] = [Phase::Setup, Phase::Input, Phase::Exec, Phase::Output];
+}
+
+/// What a [`Report`] says about its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReportEvent {
+    /// `"phase": …`: the run entered this phase.
+    Phase(Phase),
+    /// `"exit_code": N`: the run ended; 0 completes the task, anything else fails it.
+    Exit(i32),
+    /// `"exit_code": null, "signal": N`: the run died by a signal (a failure).
+    Signal(i32),
+}
+
+/// One entry of `reports` in [`ReportRequest`].
+///
+/// On the wire it is `{"task", "attempt", "phase"}`, `{"task", "attempt",
+/// "exit_code": N}` or `{"task", "attempt", "exit_code": null, "signal": N}`;
+/// anything else is refused when parsing, with a reason naming the field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "RawReport", try_from = "RawReport")]
+pub struct Report {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub event: ReportEvent,
+}
+
+impl Report {
+    pub fn phase(key: RunKey, phase: Phase) -> Report {
+        Report {
+            task: key.task,
+            attempt: key.attempt,
+            event: ReportEvent::Phase(phase),
+        }
+    }
+
+    pub fn exit(key: RunKey, code: i32) -> Report {
+        Report {
+            task: key.task,
+            attempt: key.attempt,
+            event: ReportEvent::Exit(code),
+        }
+    }
+
+    pub fn signal(key: RunKey, signal: i32) -> Report {
+        Report {
+            task: key.task,
+            attempt: key.attempt,
+            event: ReportEvent::Signal(signal),
+        }
+    }
+
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            task: self.task,
+            attempt: self.attempt,
+        }
+    }
+
+    /// Whether this report ends its run (an exit code or a signal).
+    pub fn is_end(&self) -> bool {
+        !matches!(self.event, ReportEvent::Phase(_))
+    }
+}
+
+/// [`Report`] as it is on the wire. `exit_code` is `None` when absent and
+/// `Some(None)` when `null`: the two mean different things.
+#[derive(Serialize, Deserialize)]
+struct RawReport {
+    task: TaskId,
+    attempt: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    phase: Option<Phase>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    exit_code: Option<Option<i32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
+}
+
+impl From<Report> for RawReport {
+    fn from(r: Report) -> RawReport {
+        let (phase, exit_code, signal) = match r.event {
+            ReportEvent::Phase(p) => (Some(p), None, None),
+            ReportEvent::Exit(code) => (None, Some(Some(code)), None),
+            ReportEvent::Signal(sig) => (None, Some(None), Some(sig)),
+        };
+        RawReport {
+            task: r.task,
+            attempt: r.attempt,
+            phase,
+            exit_code,
+            signal,
+        }
+    }
+}
+
+impl TryFrom<RawReport> for Report {
+    type Error = WireError;
+
+    fn try_from(raw: RawReport) -> Result<Report, WireError> {
+        let event = match (raw.phase, raw.exit_code, raw.signal) {
+            (Some(p), None, None) => ReportEvent::Phase(p),
+            (None, Some(Some(code)), None) => ReportEvent::Exit(code),
+            (None, Some(None), Some(sig)) => ReportEvent::Signal(sig),
+            (Some(_), _, _) => {
+                return Err(WireError::Report(
+                    "`phase` cannot come with `exit_code` or `signal`",
+                ));
+            }
+            (None, None, _) => return Err(WireError::Report("needs `phase` or `exit_code`")),
+            (None, Some(Some(_)), Some(_)) => {
+                return Err(WireError::Report("`signal` needs `\"exit_code\": null`"));
+            }
+            (None, Some(None), None) => {
+                return Err(WireError::Report("`\"exit_code\": null` needs `signal`"));
+            }
+        };
+        Ok(Report {
+            task: raw.task,
+            attempt: raw.attempt,
+            event,
+        })
+    }
+}
+
+/// `POST /v1/workers/ID/report`: what happened since the last report, and
+/// every run the worker still runs after these reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReportRequest {
+    #[serde(default)]
+    pub running: Vec<RunKey>,
+    #[serde(default)]
+    pub reports: Vec<Report>,
+}
+
+/// Reply to [`ReportRequest`]: runs the worker must stop.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReportReply {
+    #[serde(default)]
+    pub kill: Vec<RunKey>,
+}
+
+/// The body of every error reply (4xx, 5xx).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub error: String,
+}
+
+/// A field that may be `null`: `null` reads as the type's default.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// With `#[serde(default)]`: absent → `None`, `null` → `Some(None)`.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}

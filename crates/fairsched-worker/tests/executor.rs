@@ -1,0 +1,254 @@
+//! The executor on its own: real `sh` processes, reports into a channel.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use fairsched_worker::wire::{Assignment, Phase, Report, RunKey};
+use fairsched_worker::{ExecConfig, ExecutorKind, KillHandle, Outcome, WORKER_ERROR_EXIT, run_assignment};
+
+const KEY: RunKey = RunKey { task: 17, attempt: 2 };
+
+fn assignment(command: &str) -> Assignment {
+    Assignment {
+        task: KEY.task,
+        attempt: KEY.attempt,
+        name: "t".into(),
+        command: command.into(),
+        stage_in: None,
+        stage_out: None,
+    }
+}
+
+fn config(dir: &Path, grace: Duration) -> ExecConfig {
+    ExecConfig {
+        executor: ExecutorKind::Process,
+        workdir: dir.to_path_buf(),
+        grace,
+    }
+}
+
+/// Runs to the end; returns the outcome and every report sent.
+fn run(cfg: &ExecConfig, a: &Assignment) -> (Outcome, Vec<Report>) {
+    let (tx, rx) = mpsc::channel();
+    let outcome = run_assignment(cfg, a, &tx, &KillHandle::new());
+    drop(tx);
+    (outcome, rx.iter().collect())
+}
+
+fn phases(list: &[Phase]) -> Vec<Report> {
+    list.iter().map(|&p| Report::phase(KEY, p)).collect()
+}
+
+fn with_end(mut reports: Vec<Report>, end: Report) -> Vec<Report> {
+    reports.push(end);
+    reports
+}
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn exit_code_ends_the_run_after_the_phases_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let (outcome, reports) = run(&cfg, &assignment("echo hi; echo oops >&2; exit 3"));
+    assert_eq!(outcome, Outcome::Exited(3));
+    let expected = phases(&[Phase::Setup, Phase::Input, Phase::Exec]);
+    assert_eq!(reports, with_end(expected, Report::exit(KEY, 3)));
+    let run_dir = dir.path().join("task-17-2");
+    assert_eq!(run_dir, cfg.run_dir(KEY));
+    assert!(read(run_dir.join("stdout")).contains("hi"));
+    assert_eq!(read(run_dir.join("stderr")), "oops\n");
+}
+
+#[test]
+fn all_phases_run_in_the_task_directory_with_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let mut a = assignment("cat in.txt; echo \"$FAIRSCHED_TASK/$FAIRSCHED_ATTEMPT\"");
+    a.stage_in = Some("echo staged > in.txt".into());
+    a.stage_out = Some("cp stdout out.txt; echo bye".into());
+    let (outcome, reports) = run(&cfg, &a);
+    assert_eq!(outcome, Outcome::Exited(0));
+    assert_eq!(reports, with_end(phases(&Phase::ALL), Report::exit(KEY, 0)));
+    let run_dir = cfg.run_dir(KEY);
+    assert_eq!(read(run_dir.join("out.txt")), "staged\n17/2\n");
+    // Every phase appends to the same files.
+    assert_eq!(read(run_dir.join("stdout")), "staged\n17/2\nbye\n");
+}
+
+#[test]
+fn failing_stage_in_skips_exec_and_stage_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let mut a = assignment("touch exec-ran");
+    a.stage_in = Some("exit 4".into());
+    a.stage_out = Some("touch output-ran".into());
+    let (outcome, reports) = run(&cfg, &a);
+    assert_eq!(outcome, Outcome::Exited(4));
+    assert_eq!(
+        reports,
+        with_end(phases(&[Phase::Setup, Phase::Input]), Report::exit(KEY, 4))
+    );
+    assert!(!cfg.run_dir(KEY).join("exec-ran").exists());
+    assert!(!cfg.run_dir(KEY).join("output-ran").exists());
+}
+
+#[test]
+fn failing_stage_out_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let mut a = assignment("true");
+    a.stage_out = Some("exit 9".into());
+    let (outcome, reports) = run(&cfg, &a);
+    assert_eq!(outcome, Outcome::Exited(9));
+    assert_eq!(reports, with_end(phases(&Phase::ALL), Report::exit(KEY, 9)));
+}
+
+#[test]
+fn death_by_signal_reports_the_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let (outcome, reports) = run(&cfg, &assignment("kill -KILL $$"));
+    assert_eq!(outcome, Outcome::Signaled(9));
+    assert_eq!(reports.last(), Some(&Report::signal(KEY, 9)));
+    let json = serde_json::to_string(reports.last().unwrap()).unwrap();
+    assert_eq!(json, r#"{"task":17,"attempt":2,"exit_code":null,"signal":9}"#);
+}
+
+#[test]
+fn noop_reports_every_phase_and_success_without_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ExecConfig {
+        executor: ExecutorKind::Noop,
+        ..config(dir.path(), Duration::from_secs(1))
+    };
+    let (outcome, reports) = run(&cfg, &assignment("exit 1"));
+    assert_eq!(outcome, Outcome::Exited(0));
+    assert_eq!(reports, with_end(phases(&Phase::ALL), Report::exit(KEY, 0)));
+    assert!(!cfg.run_dir(KEY).exists());
+}
+
+#[test]
+fn an_unusable_work_directory_fails_the_run_with_the_worker_error_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    let cfg = config(&file, Duration::from_secs(1));
+    let (outcome, reports) = run(&cfg, &assignment("true"));
+    assert_eq!(outcome, Outcome::Exited(WORKER_ERROR_EXIT));
+    assert_eq!(
+        reports,
+        with_end(phases(&[Phase::Setup]), Report::exit(KEY, WORKER_ERROR_EXIT))
+    );
+}
+
+#[test]
+fn a_run_killed_before_it_starts_says_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let kill = KillHandle::new();
+    kill.kill();
+    let (tx, rx) = mpsc::channel();
+    assert_eq!(
+        run_assignment(&cfg, &assignment("touch ran"), &tx, &kill),
+        Outcome::Killed
+    );
+    drop(tx);
+    assert_eq!(rx.iter().count(), 0);
+    assert!(!cfg.run_dir(KEY).join("ran").exists());
+}
+
+/// Whether a process is gone (a zombie counts: it runs nothing; orphans
+/// may stay zombies here when PID 1 does not reap them).
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // "PID (COMM) STATE …": the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn wait_for_file(path: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{} never appeared",
+            path.display()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Starts `command` on a thread, waits until it wrote its pids, kills it;
+/// returns the time the kill took and the pids of the group's processes.
+fn kill_running(command: &str, grace: Duration) -> (Duration, Vec<u32>) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), grace);
+    let kill = KillHandle::new();
+    let (tx, rx) = mpsc::channel();
+    let worker = {
+        let (cfg, a, kill) = (cfg.clone(), assignment(command), kill.clone());
+        thread::spawn(move || run_assignment(&cfg, &a, &tx, &kill))
+    };
+    let pids = wait_for_file(&cfg.run_dir(KEY).join("pids"));
+    let pids: Vec<u32> = pids.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 2);
+    assert!(
+        pids.iter().all(|&p| !is_dead(p)),
+        "the processes should be running"
+    );
+    let reports_before: Vec<Report> = rx.try_iter().collect();
+    assert_eq!(reports_before, phases(&[Phase::Setup, Phase::Input, Phase::Exec]));
+
+    let start = Instant::now();
+    kill.kill();
+    let outcome = worker.join().unwrap();
+    let took = start.elapsed();
+    assert_eq!(outcome, Outcome::Killed);
+    assert_eq!(rx.try_iter().count(), 0, "a killed run sends no further reports");
+    // The group's leftovers may take a moment to be reported dead by /proc.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while !pids.iter().all(|&p| is_dead(p)) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in &pids {
+        assert!(is_dead(pid), "process {pid} of the killed group is still alive");
+    }
+    (took, pids)
+}
+
+#[test]
+fn kill_terminates_the_whole_process_group() {
+    // sh starts a background sleep (same group), then waits on a foreground one.
+    let grace = Duration::from_secs(3);
+    let (took, _) = kill_running(
+        "sleep 100 & echo $$ $! > pids.tmp; mv pids.tmp pids; sleep 100",
+        grace,
+    );
+    // Both obey SIGTERM: no need to wait for the grace period.
+    assert!(took < Duration::from_secs(1), "kill took {took:?}");
+}
+
+#[test]
+fn kill_escalates_to_sigkill_after_the_grace_period() {
+    // SIGTERM is ignored by sh and, inherited, by both sleeps.
+    let grace = Duration::from_millis(500);
+    let (took, _) = kill_running(
+        "trap '' TERM; sleep 100 & echo $$ $! > pids.tmp; mv pids.tmp pids; sleep 100",
+        grace,
+    );
+    assert!(took >= grace, "SIGKILL came before the grace period: {took:?}");
+    assert!(took < grace + Duration::from_secs(1), "kill took {took:?}");
+}

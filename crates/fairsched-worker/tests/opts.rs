@@ -1,0 +1,58 @@
+//! The command line of the worker.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use fairsched_worker::{ExecutorKind, Opts, default_slots};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    opts: Opts,
+}
+
+fn parse(args: &[&str]) -> Result<Opts, clap::Error> {
+    let base = ["worker", "--broker", "http://127.0.0.1:1", "--token", "t"];
+    Cli::try_parse_from(base.iter().chain(args)).map(|cli| cli.opts)
+}
+
+#[test]
+fn defaults() {
+    let opts = parse(&[]).unwrap();
+    assert_eq!(opts.slots, default_slots());
+    assert!(opts.slots >= 1);
+    assert_eq!(opts.workdir, PathBuf::from("./fairsched-work"));
+    assert_eq!(opts.executor, ExecutorKind::Process);
+    assert_eq!(opts.grace, Duration::from_secs(10));
+    assert!(!opts.host.is_empty());
+}
+
+#[test]
+fn every_option() {
+    let opts = parse(&[
+        "--slots",
+        "3",
+        "--workdir",
+        "/tmp/w",
+        "--executor",
+        "noop",
+        "--grace",
+        "500ms",
+        "--host",
+        "n7",
+    ])
+    .unwrap();
+    assert_eq!(opts.slots, 3);
+    assert_eq!(opts.workdir, PathBuf::from("/tmp/w"));
+    assert_eq!(opts.executor, ExecutorKind::Noop);
+    assert_eq!(opts.grace, Duration::from_millis(500));
+    assert_eq!(opts.host, "n7");
+}
+
+#[test]
+fn refuses_zero_slots_and_bad_values() {
+    assert!(parse(&["--slots", "0"]).is_err());
+    assert!(parse(&["--grace", "10"]).is_err());
+    assert!(parse(&["--executor", "docker"]).is_err());
+}

@@ -1,0 +1,127 @@
+//! The wire types against the JSON of docs/protocol.md.
+
+use fairsched_worker::wire::{
+    Assignment, Phase, PollReply, RegisterReply, RegisterRequest, Report, ReportReply, ReportRequest, RunKey,
+};
+use serde_json::json;
+
+const KEY: RunKey = RunKey { task: 17, attempt: 1 };
+
+#[test]
+fn the_report_example_of_the_protocol_round_trips() {
+    let doc = json!({
+        "running": [{"task": 17, "attempt": 1}],
+        "reports": [
+            {"task": 17, "attempt": 1, "phase": "setup"},
+            {"task": 17, "attempt": 1, "phase": "input"},
+            {"task": 17, "attempt": 1, "phase": "exec"},
+            {"task": 17, "attempt": 1, "phase": "output"},
+            {"task": 17, "attempt": 1, "exit_code": 0}
+        ]
+    });
+    let req: ReportRequest = serde_json::from_value(doc.clone()).unwrap();
+    let mut reports: Vec<Report> = Phase::ALL.iter().map(|&p| Report::phase(KEY, p)).collect();
+    reports.push(Report::exit(KEY, 0));
+    assert_eq!(
+        req,
+        ReportRequest {
+            running: vec![KEY],
+            reports
+        }
+    );
+    assert_eq!(serde_json::to_value(&req).unwrap(), doc);
+}
+
+#[test]
+fn a_signal_death_is_a_null_exit_code_and_a_signal() {
+    let report = Report::signal(KEY, 9);
+    let doc = json!({"task": 17, "attempt": 1, "exit_code": null, "signal": 9});
+    assert_eq!(serde_json::to_value(report).unwrap(), doc);
+    assert_eq!(serde_json::from_value::<Report>(doc).unwrap(), report);
+}
+
+#[test]
+fn malformed_reports_are_refused_with_the_field_named() {
+    for (doc, field) in [
+        (json!({"task": 1, "attempt": 1}), "phase"),
+        (json!({"task": 1, "attempt": 1, "exit_code": null}), "signal"),
+        (
+            json!({"task": 1, "attempt": 1, "exit_code": 1, "signal": 9}),
+            "signal",
+        ),
+        (
+            json!({"task": 1, "attempt": 1, "phase": "exec", "exit_code": 0}),
+            "phase",
+        ),
+        (json!({"task": 1, "attempt": 1, "phase": "compile"}), "compile"),
+        (json!({"attempt": 1, "phase": "exec"}), "task"),
+    ] {
+        let err = serde_json::from_value::<Report>(doc.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(field), "{doc}: {err}");
+    }
+}
+
+#[test]
+fn register_and_poll_bodies() {
+    let req = RegisterRequest {
+        slots: 4,
+        host: "n1".into(),
+    };
+    assert_eq!(
+        serde_json::to_value(&req).unwrap(),
+        json!({"slots": 4, "host": "n1"})
+    );
+    let reply: RegisterReply =
+        serde_json::from_value(json!({"worker": 3, "lease_ms": 30000, "heartbeat_ms": 5000})).unwrap();
+    assert_eq!(
+        reply,
+        RegisterReply {
+            worker: 3,
+            lease_ms: 30000,
+            heartbeat_ms: 5000
+        }
+    );
+
+    let poll: PollReply = serde_json::from_value(json!({"assign": [
+        {"task": 17, "attempt": 1, "name": "render", "command": "make",
+         "stage_in": null, "stage_out": "cp out /data"},
+        {"task": 18, "attempt": 2, "name": null, "command": "true", "extra": "ignored"}
+    ]}))
+    .unwrap();
+    assert_eq!(
+        poll.assign,
+        vec![
+            Assignment {
+                task: 17,
+                attempt: 1,
+                name: "render".into(),
+                command: "make".into(),
+                stage_in: None,
+                stage_out: Some("cp out /data".into()),
+            },
+            Assignment {
+                task: 18,
+                attempt: 2,
+                name: String::new(),
+                command: "true".into(),
+                stage_in: None,
+                stage_out: None,
+            },
+        ]
+    );
+    assert_eq!(
+        serde_json::from_value::<PollReply>(json!({})).unwrap().assign,
+        vec![]
+    );
+}
+
+#[test]
+fn the_kill_list() {
+    let reply: ReportReply = serde_json::from_value(json!({"kill": [{"task": 17, "attempt": 1}]})).unwrap();
+    assert_eq!(reply.kill, vec![KEY]);
+    let empty = serde_json::to_value(ReportRequest::default()).unwrap();
+    assert_eq!(empty, json!({"running": [], "reports": []}));
+    assert!(serde_json::from_str::<ReportReply>("[1]").is_err());
+}
