@@ -41,7 +41,7 @@ pub fn new_token() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn hash(token: &str) -> [u8; 32] {
+pub(crate) fn hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 

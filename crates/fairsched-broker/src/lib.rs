@@ -9,8 +9,11 @@
 //!   clairvoyant policy at configuration and a reused task id at
 //!   submission.
 
+pub mod api;
+pub mod http;
 pub mod identity;
 pub mod live;
+pub mod service;
 pub mod store;
 
 pub use identity::{IdentityError, Principal};

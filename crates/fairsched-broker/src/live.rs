@@ -39,8 +39,10 @@ pub struct Live {
     /// perhaps; not logged: after a restart, ids above `high_id` are
     /// handed out again).
     issued: u64,
-    /// Actions of the last replay or commit.
+    /// Actions of the replay.
     out: Vec<Action>,
+    /// Timers the replayed steps asked for and that have not fired.
+    timers: Vec<(Time, u64)>,
 }
 
 /// Builds the core `config` describes; a clairvoyant policy (one that
@@ -90,6 +92,7 @@ impl Live {
             high_id: 0,
             issued: 0,
             out: Vec::new(),
+            timers: Vec::new(),
         })
     }
 
@@ -100,9 +103,14 @@ impl Live {
         let mut now = Time::ZERO;
         let mut high_id = 0;
         let mut out = Vec::new();
+        let mut fired: Vec<u64> = Vec::new();
         store
             .replay(|_, step: Step| {
                 now = now.max(step.now);
+                fired.extend(step.events.iter().filter_map(|e| match e {
+                    Event::Timer { token } => Some(*token),
+                    _ => None,
+                }));
                 high_id = high_id.max(max_submit(&step.events).unwrap_or(0));
                 core.step(now, step.events, None, &mut out)
             })
@@ -114,6 +122,20 @@ impl Live {
                     reason: e.to_string(),
                 },
             })?;
+        // Timers asked for and not yet delivered (a token is delivered
+        // once per request).
+        let mut pending: Vec<(Time, u64)> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::Timer { at, token } => Some((*at, *token)),
+                _ => None,
+            })
+            .collect();
+        for t in fired {
+            if let Some(i) = pending.iter().position(|&(_, k)| k == t) {
+                pending.remove(i);
+            }
+        }
         Ok(Live {
             core,
             store,
@@ -121,6 +143,7 @@ impl Live {
             high_id,
             issued: high_id,
             out,
+            timers: pending,
         })
     }
 
@@ -150,6 +173,12 @@ impl Live {
         TaskId(self.issued)
     }
 
+    /// Timers requested before the last restart that have not fired yet:
+    /// `(at, token)`.
+    pub fn pending_timers(&self) -> &[(Time, u64)] {
+        &self.timers
+    }
+
     /// The actions of every step since the database was created, when it
     /// was just opened (for a caller that wants to check them).
     pub fn replayed_actions(&self) -> &[Action] {
@@ -170,6 +199,17 @@ impl Live {
     /// If the commit fails, the core is put back as before the group and
     /// every step gets the error: nothing was applied.
     pub fn commit(&mut self, steps: Vec<(Time, Vec<Event>)>) -> Vec<Result<Vec<Action>, LiveError>> {
+        self.commit_with(steps, |_, _| Ok(()))
+    }
+
+    /// [`Live::commit`], with `extra` writing the service's own tables in
+    /// the same transaction as the steps. It gets each step's result (the
+    /// actions of an accepted step, `None` for a refused one).
+    pub fn commit_with(
+        &mut self,
+        steps: Vec<(Time, Vec<Event>)>,
+        extra: impl FnOnce(&rusqlite::Transaction, &[Option<&[Action]>]) -> rusqlite::Result<()>,
+    ) -> Vec<Result<Vec<Action>, LiveError>> {
         let before = (self.core.clone(), self.now, self.high_id);
         let mut results = Vec::with_capacity(steps.len());
         let mut accepted = Vec::with_capacity(steps.len());
@@ -190,7 +230,16 @@ impl Live {
                 Err(e) => results.push(Err(refused(e))),
             }
         }
-        if let Err(e) = self.store.append(&accepted) {
+        let outcomes: Vec<Option<&[Action]>> = results
+            .iter()
+            .map(|r| r.as_ref().ok().map(|a| a.as_slice()))
+            .collect();
+        let logged = if accepted.is_empty() {
+            Ok(())
+        } else {
+            self.store.append_with(&accepted, |tx| extra(tx, &outcomes))
+        };
+        if let Err(e) = logged {
             (self.core, self.now, self.high_id) = before;
             let msg = e.to_string();
             return results

@@ -69,6 +69,18 @@ pub struct Store {
     path: PathBuf,
     /// Sequence number of the next step.
     next_seq: i64,
+    config: Config,
+    /// When the database was created (Unix milliseconds): the core's time
+    /// zero.
+    epoch_ms: i64,
+}
+
+/// The wall clock, in Unix milliseconds.
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 impl Store {
@@ -110,6 +122,8 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             next_seq: 1,
+            config: config.clone(),
+            epoch_ms: unix_ms(),
         };
         let has_meta: bool = s
             .conn
@@ -133,10 +147,11 @@ impl Store {
              CREATE TABLE steps (seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, events TEXT NOT NULL);",
         )
         .and_then(|_| tx.execute_batch(crate::identity::SCHEMA))
+        .and_then(|_| tx.execute_batch(crate::service::SCHEMA))
         .and_then(|_| {
             tx.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema', ?1), ('config', ?2)",
-                params![SCHEMA_VERSION.to_string(), cfg],
+                "INSERT INTO meta (key, value) VALUES ('schema', ?1), ('config', ?2), ('epoch_ms', ?3)",
+                params![SCHEMA_VERSION.to_string(), cfg, unix_ms().to_string()],
             )
         })
         .and_then(|_| tx.commit())
@@ -157,6 +172,8 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             next_seq: 1,
+            config: Config::default(),
+            epoch_ms: unix_ms(),
         };
         let get = |s: &Store, key: &str| -> Result<Option<String>, StoreError> {
             s.conn
@@ -183,6 +200,15 @@ impl Store {
             seq: 0,
             reason: format!("configuration: {e}"),
         })?;
+        s.config = config.clone();
+        s.epoch_ms =
+            get(&s, "epoch_ms")?
+                .and_then(|e| e.parse().ok())
+                .ok_or_else(|| StoreError::Corrupt {
+                    path: path.to_path_buf(),
+                    seq: 0,
+                    reason: "no creation time (meta.epoch_ms)".into(),
+                })?;
         let last: Option<i64> = s
             .conn
             .query_row("SELECT max(seq) FROM steps", [], |r| r.get(0))
@@ -195,6 +221,17 @@ impl Store {
     /// fails (5 s by default).
     pub fn set_busy_timeout(&self, d: std::time::Duration) -> Result<(), StoreError> {
         self.conn.busy_timeout(d).map_err(|e| self.err(e))
+    }
+
+    /// When the database was created (Unix milliseconds): the core's time
+    /// zero.
+    pub fn epoch_ms(&self) -> i64 {
+        self.epoch_ms
+    }
+
+    /// What the core is built from.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The database file.
@@ -214,6 +251,18 @@ impl Store {
     /// Appends `steps` in one transaction: all of them are durable when
     /// this returns `Ok`, none of them otherwise.
     pub fn append(&mut self, steps: &[Step]) -> Result<(), StoreError> {
+        self.append_with(steps, |_| Ok(()))
+    }
+
+    /// [`Store::append`], with `extra` writing the service's own tables
+    /// (task descriptions, workers, outcomes) in the same transaction: the
+    /// steps and what the service derived from them are durable together
+    /// or not at all.
+    pub fn append_with(
+        &mut self,
+        steps: &[Step],
+        extra: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<()>,
+    ) -> Result<(), StoreError> {
         if steps.is_empty() {
             return Ok(());
         }
@@ -233,6 +282,7 @@ impl Store {
                     .map_err(sql)?;
             }
         }
+        extra(&tx).map_err(sql)?;
         tx.commit().map_err(sql)?;
         self.next_seq += steps.len() as i64;
         Ok(())

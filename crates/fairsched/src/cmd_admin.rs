@@ -26,6 +26,8 @@ pub enum AdminCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    #[command(flatten)]
+    Live(crate::cmd_live::AdminLive),
 }
 
 pub fn run(c: AdminCommand) -> anyhow::Result<()> {
@@ -52,5 +54,6 @@ pub fn run(c: AdminCommand) -> anyhow::Result<()> {
             sayln!("{token}");
             Ok(())
         }
+        AdminCommand::Live(c) => crate::cmd_live::admin_live(c),
     }
 }

@@ -65,6 +65,13 @@ pub struct Args {
     /// --machines adding up to it. Mistakes are reported as FILE:LINE: key.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["orgs", "ownership"])]
     platform: Option<PathBuf>,
+    /// Replay a live broker's history (its database) instead of a log: what
+    /// `fairsched export` writes (each task that ran, with its measured runtime,
+    /// user and organization, and each organization's slots) goes to OUT/broker.swf
+    /// and OUT/broker-platform.toml, then runs like --trace with --platform. Ask
+    /// what last month would have looked like under another --policy.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["trace", "platform", "orgs", "ownership"])]
+    broker_log: Option<PathBuf>,
     /// Keep jobs submitted in [START, START+LEN) seconds, re-based to 0.
     #[arg(long, value_name = "START,LEN", value_parser = parse_window)]
     window: Option<(i64, i64)>,
@@ -107,7 +114,28 @@ fn parse_window(s: &str) -> Result<(i64, i64), String> {
     Ok((a, b))
 }
 
-pub fn run(a: Args) -> anyhow::Result<()> {
+pub fn run(mut a: Args) -> anyhow::Result<()> {
+    if let Some(db) = a.broker_log.take() {
+        fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+        let swf = a.out.join("broker.swf");
+        let platform = a.out.join("broker-platform.toml");
+        let e = crate::cmd_live::export(&db, &swf, Some(&platform))?;
+        if e.jobs == 0 {
+            anyhow::bail!(
+                "{}: no task of this broker has run yet: nothing to replay",
+                db.display()
+            );
+        }
+        sayln!(
+            "broker history {}: {} tasks that ran → {} and {}",
+            db.display(),
+            e.jobs,
+            swf.display(),
+            platform.display()
+        );
+        a.trace = Some(swf);
+        a.platform = Some(platform);
+    }
     let demo = a.policies.is_empty();
     let trace = match &a.trace {
         Some(p) => TraceInput::Path(p.clone()),

@@ -4,6 +4,7 @@
 mod cmd_admin;
 mod cmd_diet;
 mod cmd_experiment;
+mod cmd_live;
 mod cmd_pffp;
 mod cmd_policies;
 mod cmd_simulate;
@@ -36,9 +37,24 @@ enum Command {
     /// Reproduce a paper's experiment and print our numbers beside the paper's.
     #[command(subcommand)]
     Experiment(cmd_experiment::ExperimentCommand),
-    /// Set up the live service's database (`admin init`).
+    /// Set up the live service: `admin init` (the database), then, through the running
+    /// broker, `admin org add`, `admin user add`, `admin worker-token`.
     #[command(subcommand)]
     Admin(cmd_admin::AdminCommand),
+    /// Run the live broker: HTTP API, durable log, the core deciding what runs where.
+    Serve(cmd_live::ServeArgs),
+    /// Lend this machine's processors to a broker: run the tasks it hands out.
+    Worker(fairsched_worker::Opts),
+    /// Submit tasks to a broker (a bag of tasks: `--count N -- CMD`).
+    Submit(cmd_live::SubmitArgs),
+    /// Your tasks on a broker: counts by state, or every task with `--tasks`.
+    Status(cmd_live::StatusArgs),
+    /// Cancel a task of yours (a running one is killed on its worker).
+    Cancel(cmd_live::TaskArgs),
+    /// Why a task is not running yet: its place in the queue and the state behind it.
+    Explain(cmd_live::TaskArgs),
+    /// Write a broker's history as an SWF log (and its organizations as a platform file).
+    Export(cmd_live::ExportArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +72,13 @@ fn main() -> ExitCode {
         Command::Policies(a) => cmd_policies::run(a),
         Command::Experiment(c) => cmd_experiment::run(c),
         Command::Admin(c) => cmd_admin::run(c),
+        Command::Serve(a) => cmd_live::serve_cmd(a),
+        Command::Worker(o) => cmd_live::worker_cmd(o),
+        Command::Submit(a) => cmd_live::submit_cmd(a),
+        Command::Status(a) => cmd_live::status_cmd(a),
+        Command::Cancel(a) => cmd_live::cancel_cmd(a),
+        Command::Explain(a) => cmd_live::explain_cmd(a),
+        Command::Export(a) => cmd_live::export_cmd(a),
     };
     // Exit 0, 1 (the run failed) or 2 (the command line is wrong).
     term::finish(result)

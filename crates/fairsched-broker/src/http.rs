@@ -1,0 +1,574 @@
+//! `fairsched serve`: the HTTP API (axum on tokio) in front of the
+//! [`Broker`], which one thread owns. Handlers send it writes (answered
+//! after their group commit) and reads; worker polls wait on a watch of
+//! the broker's generation (bumped when tasks start).
+
+use crate::api::*;
+use crate::identity::{Principal, hash};
+use crate::service::{ApiError, Broker, LATENCY_BUCKETS_MS, Settings, Write, Written};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use fairsched_worker::wire::{PollReply, PollRequest, RegisterRequest, ReportRequest};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{oneshot, watch};
+
+/// The largest request body accepted (a larger one gets 413).
+pub const BODY_LIMIT: usize = 4 << 20;
+/// The longest a poll waits.
+pub const MAX_WAIT_MS: u64 = 30_000;
+
+/// What `fairsched serve` takes.
+#[derive(Clone, Debug)]
+pub struct ServeOpts {
+    pub db: PathBuf,
+    pub listen: String,
+    pub settings: Settings,
+}
+
+type Job = Box<dyn FnOnce(&mut Broker) + Send>;
+
+enum Msg {
+    Write(Write, oneshot::Sender<Result<Written, ApiError>>),
+    Read(Job),
+}
+
+#[derive(Clone)]
+struct App {
+    tx: mpsc::Sender<Msg>,
+    generation: watch::Receiver<u64>,
+    principals: Arc<Mutex<HashMap<[u8; 32], Principal>>>,
+}
+
+impl App {
+    async fn write(&self, w: Write) -> Result<Written, ApiError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Msg::Write(w, tx))
+            .map_err(|_| ApiError::new(503, "the broker is shutting down"))?;
+        rx.await
+            .map_err(|_| ApiError::new(503, "the broker is shutting down"))?
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Broker) -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |b| {
+            let _ = tx.send(f(b));
+        });
+        self.tx
+            .send(Msg::Read(job))
+            .map_err(|_| ApiError::new(503, "the broker is shutting down"))?;
+        rx.await
+            .map_err(|_| ApiError::new(503, "the broker is shutting down"))
+    }
+
+    async fn who(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| ApiError::new(401, "no token: send `Authorization: Bearer TOKEN`"))?;
+        let h = hash(token);
+        if let Some(p) = self.principals.lock().expect("not poisoned").get(&h) {
+            return Ok(p.clone());
+        }
+        let t = token.to_string();
+        let p = self
+            .read(move |b| b.authenticate(&t))
+            .await??
+            .ok_or_else(|| ApiError::new(401, "unknown token"))?;
+        self.principals.lock().expect("not poisoned").insert(h, p.clone());
+        Ok(p)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(ErrorBody { error: self.message })).into_response()
+    }
+}
+
+type R = Result<Response, ApiError>;
+
+fn json<T: Serialize>(status: StatusCode, body: &T) -> R {
+    Ok((status, axum::Json(body)).into_response())
+}
+
+/// A request body: within the limit, and the JSON this endpoint expects
+/// (the reason names the field and position otherwise).
+fn decode<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let body = body.map_err(|e| {
+        let status = e.status().as_u16();
+        if status == 413 {
+            ApiError::new(413, format!("body larger than {BODY_LIMIT} bytes"))
+        } else {
+            ApiError::new(status, e.body_text())
+        }
+    })?;
+    decode_bytes(&body)
+}
+
+/// [`decode`] on bytes: never panics, whatever the input.
+pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    // serde_json refuses nesting deeper than 128 by itself.
+    let v = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| ApiError::new(400, format!("request body: {}: {}", e.path(), e.inner())))?;
+    de.end()
+        .map_err(|e| ApiError::new(400, format!("request body: {e}")))?;
+    Ok(v)
+}
+
+fn admin(p: &Principal) -> Result<(), ApiError> {
+    match p {
+        Principal::Admin => Ok(()),
+        _ => Err(ApiError::new(403, "this needs the admin token")),
+    }
+}
+
+fn worker_org(p: &Principal) -> Result<u32, ApiError> {
+    match p {
+        Principal::Worker { org } => Ok(*org),
+        _ => Err(ApiError::new(403, "this needs a worker token")),
+    }
+}
+
+async fn add_org(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: OrgRequest = decode(body)?;
+    let r = app.read(move |b| b.add_org(&req.name)).await??;
+    json(StatusCode::CREATED, &r)
+}
+
+async fn add_user(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: UserRequest = decode(body)?;
+    let r = app.read(move |b| b.add_user(&req.name, &req.org)).await??;
+    json(StatusCode::CREATED, &r)
+}
+
+async fn worker_token(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: WorkerTokenRequest = decode(body)?;
+    let r = app.read(move |b| b.worker_token(&req.org)).await??;
+    json(StatusCode::CREATED, &r)
+}
+
+async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    let who = app.who(&h).await?;
+    let Principal::User { id, org, .. } = who else {
+        return Err(ApiError::new(403, "only users submit tasks"));
+    };
+    let req: SubmitRequest = decode(body)?;
+    if req.tasks.is_empty() {
+        return Err(ApiError::new(400, "request body: tasks: at least one task"));
+    }
+    if req.tasks.len() > MAX_TASKS_PER_SUBMIT {
+        return Err(ApiError::new(
+            400,
+            format!("request body: tasks: at most {MAX_TASKS_PER_SUBMIT} per request"),
+        ));
+    }
+    for (i, t) in req.tasks.iter().enumerate() {
+        if t.command.trim().is_empty() {
+            return Err(ApiError::new(
+                400,
+                format!("request body: tasks[{i}].command: empty"),
+            ));
+        }
+    }
+    if let Some(name) = &req.org {
+        let name = name.clone();
+        let theirs = app
+            .read(move |b| b.live().store().org_id(&name))
+            .await?
+            .map_err(|e| ApiError::new(503, e.to_string()))?;
+        if theirs != Some(org) {
+            return Err(ApiError::new(
+                403,
+                format!(
+                    "a user submits only for its own organization, not `{}`",
+                    req.org.unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    match app
+        .write(Write::Submit {
+            user: id,
+            org,
+            tasks: req.tasks,
+        })
+        .await?
+    {
+        Written::Submitted(ids) => json(StatusCode::CREATED, &SubmitReply { ids }),
+        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+    }
+}
+
+async fn list_tasks(State(app): State<App>, h: HeaderMap) -> R {
+    let who = app.who(&h).await?;
+    let tasks = app.read(move |b| b.tasks(&who)).await??;
+    json(StatusCode::OK, &TasksReply { tasks })
+}
+
+fn task_id(s: &str) -> Result<u64, ApiError> {
+    s.parse()
+        .map_err(|_| ApiError::new(404, format!("no task `{s}` (task ids are numbers)")))
+}
+
+async fn get_task(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    let id = task_id(&id)?;
+    let t = app.read(move |b| b.task(&who, id)).await??;
+    json(StatusCode::OK, &t)
+}
+
+async fn cancel(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    let task = task_id(&id)?;
+    match app.write(Write::Cancel { who, task }).await? {
+        Written::Cancelled(t) => json(StatusCode::OK, &t),
+        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+    }
+}
+
+async fn explain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    let id = task_id(&id)?;
+    let t = app.read(move |b| b.explain(&who, id)).await??;
+    json(StatusCode::OK, &t)
+}
+
+async fn status(State(app): State<App>, h: HeaderMap) -> R {
+    let who = app.who(&h).await?;
+    let s = app.read(move |b| b.status(&who)).await??;
+    json(StatusCode::OK, &s)
+}
+
+async fn register(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    let org = worker_org(&app.who(&h).await?)?;
+    let req: RegisterRequest = decode(body)?;
+    match app
+        .write(Write::Register {
+            org,
+            slots: req.slots,
+            host: req.host,
+        })
+        .await?
+    {
+        Written::Registered(r) => json(StatusCode::CREATED, &r),
+        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+    }
+}
+
+fn worker_id(s: &str) -> Result<u64, ApiError> {
+    s.parse()
+        .map_err(|_| ApiError::new(404, format!("no worker `{s}`")))
+}
+
+async fn poll(
+    State(app): State<App>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> R {
+    let org = worker_org(&app.who(&h).await?)?;
+    let worker = worker_id(&id)?;
+    let req: PollRequest = decode(body)?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms.min(MAX_WAIT_MS));
+    let mut generation = app.generation.clone();
+    loop {
+        generation.borrow_and_update();
+        let assign = app.read(move |b| b.poll(worker, org)).await??;
+        if !assign.is_empty() || tokio::time::Instant::now() >= deadline {
+            return json(StatusCode::OK, &PollReply { assign });
+        }
+        tokio::select! {
+            changed = generation.changed() => {
+                if changed.is_err() {
+                    return Err(ApiError::new(503, "the broker is shutting down"));
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+async fn report(
+    State(app): State<App>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> R {
+    let org = worker_org(&app.who(&h).await?)?;
+    let worker = worker_id(&id)?;
+    let body: ReportRequest = decode(body)?;
+    match app.write(Write::Report { worker, org, body }).await? {
+        Written::Reported(r) => json(StatusCode::OK, &r),
+        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+    }
+}
+
+async fn leave(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let org = worker_org(&app.who(&h).await?)?;
+    let worker = worker_id(&id)?;
+    app.write(Write::Leave { worker, org }).await?;
+    json(StatusCode::OK, &serde_json::json!({}))
+}
+
+async fn metrics(State(app): State<App>) -> R {
+    let text = app.read(render_metrics).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
+}
+
+async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+        .into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(404, "no such route (see /openapi.json)")
+}
+
+/// Prometheus text format.
+pub fn render_metrics(b: &mut Broker) -> String {
+    let mut s = String::new();
+    let (waiting, running) = b.live_counts();
+    let c = b.counters.clone();
+    let mut gauge = |name: &str, help: &str, v: String| {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+    };
+    gauge(
+        "fairsched_tasks_queued",
+        "Tasks waiting for a slot.",
+        waiting.to_string(),
+    );
+    gauge("fairsched_tasks_running", "Tasks running.", running.to_string());
+    gauge(
+        "fairsched_workers",
+        "Workers holding a lease.",
+        b.worker_count().to_string(),
+    );
+    let view = b.live().core().view();
+    gauge(
+        "fairsched_slots",
+        "Slots contributed by workers.",
+        view.total_slots().to_string(),
+    );
+    let _ = writeln!(
+        s,
+        "# HELP fairsched_tasks_ended_total Tasks ended since the broker started, by outcome.\n# TYPE fairsched_tasks_ended_total counter"
+    );
+    for outcome in ["completed", "failed", "cancelled", "killed", "rejected"] {
+        let n = c.ended.get(outcome).copied().unwrap_or(0);
+        let _ = writeln!(s, "fairsched_tasks_ended_total{{outcome=\"{outcome}\"}} {n}");
+    }
+    let _ = writeln!(
+        s,
+        "# HELP fairsched_steps_total Core steps logged since the broker started.\n# TYPE fairsched_steps_total counter\nfairsched_steps_total {}\n# HELP fairsched_commits_total Group commits since the broker started.\n# TYPE fairsched_commits_total counter\nfairsched_commits_total {}\n# HELP fairsched_requeued_lost_total Runs requeued because their worker lost its lease.\n# TYPE fairsched_requeued_lost_total counter\nfairsched_requeued_lost_total {}",
+        c.steps, c.commits, c.requeued_lost
+    );
+    let _ = writeln!(
+        s,
+        "# HELP fairsched_dispatch_latency_seconds From submission to start.\n# TYPE fairsched_dispatch_latency_seconds histogram"
+    );
+    let mut cum = 0;
+    for (i, le) in LATENCY_BUCKETS_MS.iter().enumerate() {
+        cum += c.dispatch[i];
+        let _ = writeln!(
+            s,
+            "fairsched_dispatch_latency_seconds_bucket{{le=\"{}\"}} {cum}",
+            *le as f64 / 1000.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        "fairsched_dispatch_latency_seconds_bucket{{le=\"+Inf\"}} {}\nfairsched_dispatch_latency_seconds_sum {}\nfairsched_dispatch_latency_seconds_count {}",
+        c.dispatch_count,
+        c.dispatch_sum_ms as f64 / 1000.0,
+        c.dispatch_count
+    );
+    let _ = writeln!(
+        s,
+        "# HELP fairsched_org_slots Slots each organization contributes.\n# TYPE fairsched_org_slots gauge"
+    );
+    for o in 0..view.org_count() {
+        let _ = writeln!(
+            s,
+            "fairsched_org_slots{{org=\"{o}\"}} {}",
+            view.org_slots(fairsched_core::OrgId(o as u32))
+        );
+    }
+    let mut named: Vec<&'static str> = Vec::new();
+    let mut gauges = b.live().core().gauges();
+    // A metric's samples must be together.
+    gauges.sort_by_key(|g| g.name);
+    for g in gauges {
+        let name = format!("fairsched_policy_{}", g.name);
+        if !named.contains(&g.name) {
+            named.push(g.name);
+            let _ = writeln!(s, "# HELP {name} {}\n# TYPE {name} gauge", g.help);
+        }
+        match g.key {
+            Some((k, v)) => {
+                let _ = writeln!(s, "{name}{{{k}=\"{v}\"}} {}", g.value);
+            }
+            None => {
+                let _ = writeln!(s, "{name} {}", g.value);
+            }
+        }
+    }
+    s
+}
+
+/// The actor: owns the broker, batches writes into group commits, runs
+/// reads between them, expires leases and fires timers.
+fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>) {
+    const MAX_BATCH: usize = 4096;
+    let tick = Duration::from_millis(100);
+    let mut last_check = Instant::now();
+    loop {
+        let wait = match b.next_timer() {
+            Some(at) => {
+                let ms = (at.millis() - b.clock().millis()).max(0) as u64;
+                tick.min(Duration::from_millis(ms))
+            }
+            None => tick,
+        };
+        let mut batch = Vec::new();
+        match rx.recv_timeout(wait) {
+            Ok(m) => batch.push(m),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(m) => batch.push(m),
+                Err(_) => break,
+            }
+        }
+        let mut writes = Vec::new();
+        let mut repliers = Vec::new();
+        let mut reads = Vec::new();
+        for m in batch {
+            match m {
+                Msg::Write(w, tx) => {
+                    writes.push(w);
+                    repliers.push(Some(tx));
+                }
+                Msg::Read(f) => reads.push(f),
+            }
+        }
+        if last_check.elapsed() >= tick {
+            last_check = Instant::now();
+            for w in b.due() {
+                tracing::warn!("a worker lost its lease: its tasks go back to the queue");
+                writes.push(w);
+                repliers.push(None);
+            }
+        }
+        let timer_due = b.next_timer().is_some_and(|at| at <= b.clock());
+        if !writes.is_empty() || timer_due {
+            let replies = b.write(writes);
+            for (tx, r) in repliers.into_iter().zip(replies) {
+                if let Some(tx) = tx {
+                    let _ = tx.send(r);
+                }
+            }
+        }
+        for f in reads {
+            f(&mut b);
+        }
+        if *generation.borrow() != b.generation {
+            let _ = generation.send(b.generation);
+        }
+    }
+    tracing::info!("broker stopped; every acknowledged request is in the log");
+}
+
+/// Runs the broker until SIGTERM or SIGINT. `ready` gets the address
+/// once it listens.
+pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Result<(), String> {
+    let broker = Broker::open(&opts.db, opts.settings.clone()).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio: {e}"))?;
+    let (tx, rx) = mpsc::channel();
+    let (gen_tx, gen_rx) = watch::channel(0u64);
+    let actor = std::thread::Builder::new()
+        .name("broker".into())
+        .spawn(move || actor(broker, rx, gen_tx))
+        .map_err(|e| format!("thread: {e}"))?;
+    let app = App {
+        tx,
+        generation: gen_rx,
+        principals: Arc::default(),
+    };
+    let router = Router::new()
+        .route("/v1/admin/orgs", post(add_org))
+        .route("/v1/admin/users", post(add_user))
+        .route("/v1/admin/worker-tokens", post(worker_token))
+        .route("/v1/tasks", post(submit).get(list_tasks))
+        .route("/v1/tasks/{id}", get(get_task))
+        .route("/v1/tasks/{id}/cancel", post(cancel))
+        .route("/v1/tasks/{id}/explain", get(explain))
+        .route("/v1/status", get(status))
+        .route("/v1/workers", post(register))
+        .route("/v1/workers/{id}/poll", post(poll))
+        .route("/v1/workers/{id}/report", post(report))
+        .route("/v1/workers/{id}/leave", post(leave))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .route("/healthz", get(|| async { "ok" }))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(app);
+    let listen = opts.listen.clone();
+    let served = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| format!("--listen {listen}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        ready(addr);
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown())
+            .await
+            .map_err(|e| e.to_string())
+    });
+    // Every handler is gone: the actor's channel closes, it finishes its
+    // batch and stops.
+    rt.shutdown_timeout(Duration::from_secs(5));
+    let _ = actor.join();
+    served
+}
+
+async fn shutdown() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,465 @@
+//! The live service from the command line: `serve`, `worker`, and the
+//! client commands (`submit`, `status`, `cancel`, `explain`, `admin org|user|worker-token`),
+//! which talk to a running broker over HTTP (docs/protocol.md).
+
+use crate::term::{sayln, usage};
+use anyhow::{Context, bail};
+use fairsched_broker::api::*;
+use fairsched_broker::http::{ServeOpts, serve};
+use fairsched_broker::service::Settings;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the broker is and who is asking.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Conn {
+    /// The broker's URL.
+    #[arg(
+        long,
+        env = "FAIRSCHED_BROKER",
+        default_value = "http://127.0.0.1:8080",
+        value_name = "URL"
+    )]
+    pub broker: String,
+    /// Your token (from `fairsched admin init` or `fairsched admin user add`).
+    #[arg(long, env = "FAIRSCHED_TOKEN", hide_env_values = true, value_name = "T")]
+    pub token: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// The database made by `fairsched admin init` (it fixes the policies).
+    #[arg(long, value_name = "PATH", default_value = "fairsched.db")]
+    db: PathBuf,
+    /// Address to listen on (port 0: any free port; the line `listening on
+    /// http://ADDR` says which).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// A worker silent this long loses its slots; its tasks go back to the queue.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration)]
+    lease: Duration,
+    /// Times a task may lose its worker before it fails instead of going back to the queue.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    max_attempts: u32,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    fairsched_worker::parse_duration(s).map_err(|e| e.to_string())
+}
+
+pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
+    if a.lease < Duration::from_millis(100) {
+        return Err(usage("--lease: at least 100ms"));
+    }
+    if a.max_attempts == 0 {
+        return Err(usage("--max-attempts: at least 1"));
+    }
+    let opts = ServeOpts {
+        db: a.db,
+        listen: a.listen,
+        settings: Settings {
+            lease: a.lease,
+            max_attempts: a.max_attempts,
+        },
+    };
+    serve(opts, |addr| {
+        // Tests and scripts wait for this line.
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "listening on http://{addr}");
+        let _ = out.flush();
+    })
+    .map_err(anyhow::Error::msg)
+}
+
+pub fn worker_cmd(o: fairsched_worker::Opts) -> anyhow::Result<()> {
+    fairsched_worker::run(o)
+}
+
+#[derive(clap::Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// How many tasks (a bag of tasks; `{i}` in the command becomes 0…N−1).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    count: u64,
+    /// A name for the tasks (`{i}` is replaced too).
+    #[arg(long)]
+    name: Option<String>,
+    /// Priority (used by the `priority` policy; higher first).
+    #[arg(long)]
+    priority: Option<i64>,
+    /// A command run before the task, in its directory (the input phase).
+    #[arg(long, value_name = "CMD")]
+    stage_in: Option<String>,
+    /// A command run after the task (the output phase).
+    #[arg(long, value_name = "CMD")]
+    stage_out: Option<String>,
+    /// Print `{"ids": […]}` instead of one id per line.
+    #[arg(long)]
+    json: bool,
+    /// The command, run with `sh -c` on a worker.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Every task of yours with its state, attempts and exit code.
+    #[arg(long)]
+    tasks: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct TaskArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The task id.
+    id: u64,
+}
+
+/// `fairsched admin org|user|worker-token`.
+#[derive(clap::Subcommand)]
+pub enum AdminLive {
+    /// Organizations (through the running broker, with the admin token).
+    #[command(subcommand)]
+    Org(OrgCmd),
+    /// Users (through the running broker, with the admin token).
+    #[command(subcommand)]
+    User(UserCmd),
+    /// A token for workers contributing processors of an organization; printed alone.
+    WorkerToken {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        org: String,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum OrgCmd {
+    /// Add an organization.
+    Add {
+        #[command(flatten)]
+        conn: Conn,
+        name: String,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum UserCmd {
+    /// Add a user of an organization; prints the user's token alone.
+    Add {
+        #[command(flatten)]
+        conn: Conn,
+        name: String,
+        #[arg(long)]
+        org: String,
+    },
+}
+
+struct Client {
+    agent: ureq::Agent,
+    base: String,
+    auth: String,
+}
+
+impl Client {
+    fn new(c: &Conn) -> anyhow::Result<Client> {
+        let Some(token) = c.token.as_deref().filter(|t| !t.trim().is_empty()) else {
+            return Err(usage("no token: give --token T or set FAIRSCHED_TOKEN"));
+        };
+        if !c.broker.starts_with("http://") && !c.broker.starts_with("https://") {
+            return Err(usage(format!(
+                "--broker `{}`: expected a URL like http://127.0.0.1:8080",
+                c.broker
+            )));
+        }
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        Ok(Client {
+            agent,
+            base: c.broker.trim_end_matches('/').to_string(),
+            auth: format!("Bearer {}", token.trim()),
+        })
+    }
+
+    fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> anyhow::Result<T> {
+        let url = format!("{}{path}", self.base);
+        let resp = match (method, body) {
+            ("GET", _) => self.agent.get(&url).header("Authorization", &self.auth).call(),
+            (_, Some(b)) => self
+                .agent
+                .post(&url)
+                .header("Authorization", &self.auth)
+                .header("Content-Type", "application/json")
+                .send(&serde_json::to_vec(b)?[..]),
+            (_, None) => self
+                .agent
+                .post(&url)
+                .header("Authorization", &self.auth)
+                .send_empty(),
+        };
+        let mut resp = resp.with_context(|| format!("cannot reach the broker at {}", self.base))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(256 << 20)
+            .read_to_string()
+            .with_context(|| format!("{method} {url}: reading the reply"))?;
+        if !(200..300).contains(&status) {
+            let why = serde_json::from_str::<ErrorBody>(&text)
+                .map(|e| e.error)
+                .unwrap_or(text);
+            bail!("{method} {path}: {status}: {}", why.trim());
+        }
+        serde_json::from_str(&text).with_context(|| format!("{method} {path}: malformed reply"))
+    }
+}
+
+pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
+    if a.count == 0 || a.count > MAX_TASKS_PER_SUBMIT as u64 {
+        return Err(usage(format!("--count: 1 to {MAX_TASKS_PER_SUBMIT}")));
+    }
+    let command = a.command.join(" ");
+    if command.trim().is_empty() {
+        return Err(usage("the command after `--` is empty"));
+    }
+    let client = Client::new(&a.conn)?;
+    let tasks = (0..a.count)
+        .map(|i| {
+            let sub = |s: &str| s.replace("{i}", &i.to_string());
+            NewTask {
+                command: sub(&command),
+                name: a.name.as_deref().map(sub),
+                stage_in: a.stage_in.as_deref().map(sub),
+                stage_out: a.stage_out.as_deref().map(sub),
+                priority: a.priority,
+            }
+        })
+        .collect();
+    let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&SubmitRequest { tasks, org: None }))?;
+    if a.json {
+        sayln!("{}", serde_json::to_string(&r)?);
+    } else {
+        for id in r.ids {
+            sayln!("{id}");
+        }
+    }
+    Ok(())
+}
+
+pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
+    let client = Client::new(&a.conn)?;
+    let s: StatusReply = client.call("GET", "/v1/status", None::<&()>)?;
+    let tasks: Option<TasksReply> = if a.tasks {
+        Some(client.call("GET", "/v1/tasks", None::<&()>)?)
+    } else {
+        None
+    };
+    if a.json {
+        let mut v = serde_json::to_value(&s)?;
+        if let Some(t) = &tasks {
+            v["tasks"] = serde_json::to_value(&t.tasks)?;
+        }
+        sayln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    sayln!(
+        "waiting {}  running {}  completed {}  failed {}  cancelled {}  killed {}",
+        s.waiting,
+        s.running,
+        s.completed,
+        s.failed,
+        s.cancelled,
+        s.killed
+    );
+    sayln!("workers {}  slots {} ({} busy)", s.workers, s.slots, s.busy_slots);
+    if let Some(t) = tasks {
+        sayln!(
+            "{:>8}  {:<10} {:>8} {:>5}  name",
+            "id",
+            "state",
+            "attempts",
+            "exit"
+        );
+        for t in t.tasks {
+            let exit = match (t.exit_code, t.signal) {
+                (Some(c), _) => c.to_string(),
+                (None, Some(s)) => format!("sig{s}"),
+                _ => "-".into(),
+            };
+            sayln!(
+                "{:>8}  {:<10} {:>8} {:>5}  {}",
+                t.id,
+                t.state,
+                t.attempts,
+                exit,
+                t.name
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn cancel_cmd(a: TaskArgs) -> anyhow::Result<()> {
+    let client = Client::new(&a.conn)?;
+    let t: TaskOut = client.call("POST", &format!("/v1/tasks/{}/cancel", a.id), None::<&()>)?;
+    sayln!("{} {}", t.id, t.state);
+    Ok(())
+}
+
+pub fn explain_cmd(a: TaskArgs) -> anyhow::Result<()> {
+    let client = Client::new(&a.conn)?;
+    let v: serde_json::Value = client.call("GET", &format!("/v1/tasks/{}/explain", a.id), None::<&()>)?;
+    if let Some(why) = v.get("why").and_then(|w| w.as_str()) {
+        sayln!("task {}: {why}", a.id);
+    }
+    sayln!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
+}
+
+pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
+    match c {
+        AdminLive::Org(OrgCmd::Add { conn, name }) => {
+            let r: OrgReply =
+                Client::new(&conn)?.call("POST", "/v1/admin/orgs", Some(&OrgRequest { name }))?;
+            sayln!("{}", r.id);
+        }
+        AdminLive::User(UserCmd::Add { conn, name, org }) => {
+            let r: UserReply =
+                Client::new(&conn)?.call("POST", "/v1/admin/users", Some(&UserRequest { name, org }))?;
+            sayln!("{}", r.token);
+        }
+        AdminLive::WorkerToken { conn, org } => {
+            let r: TokenReply = Client::new(&conn)?.call(
+                "POST",
+                "/v1/admin/worker-tokens",
+                Some(&WorkerTokenRequest { org }),
+            )?;
+            sayln!("{}", r.token);
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    /// The broker's database (read-only: the broker may keep running).
+    #[arg(long, value_name = "PATH", default_value = "fairsched.db")]
+    db: PathBuf,
+    /// The SWF log to write (gzip if it ends in .gz): one line per task that ran, user
+    /// (field 12), organization (field 13), measured wait and run times.
+    #[arg(long, value_name = "OUT")]
+    swf: PathBuf,
+    /// Also write the organizations (their slots, their users) as a platform file for
+    /// `fairsched simulate --platform`.
+    #[arg(long, value_name = "TOML")]
+    platform: Option<PathBuf>,
+}
+
+/// What an export wrote.
+pub struct Exported {
+    pub jobs: u64,
+    pub skipped: u64,
+}
+
+pub fn export_cmd(a: ExportArgs) -> anyhow::Result<()> {
+    let e = export(&a.db, &a.swf, a.platform.as_deref())?;
+    sayln!(
+        "{}: {} tasks ({} that never started left out){}",
+        a.swf.display(),
+        e.jobs,
+        e.skipped,
+        a.platform
+            .as_ref()
+            .map(|p| format!("; organizations in {}", p.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// Writes the broker's history at `db` as an SWF log (and a platform file).
+/// SWF counts whole seconds: a run shorter than a second is written as 1 s.
+pub fn export(
+    db: &std::path::Path,
+    swf: &std::path::Path,
+    platform: Option<&std::path::Path>,
+) -> anyhow::Result<Exported> {
+    use fairsched_trace::{SwfHeader, SwfJob, SwfWriter};
+    let h = fairsched_broker::service::history(db).map_err(anyhow::Error::msg)?;
+    let total: u32 = h.orgs.iter().map(|o| o.2).sum();
+    let mut header = SwfHeader::default();
+    header.set("Version", "2.2");
+    header.set("Computer", "a fairsched broker");
+    header.set("Installation", &format!("exported from {}", db.display()));
+    header.set("UnixStartTime", &(h.epoch_ms / 1000).to_string());
+    header.set("MaxProcs", &total.max(1).to_string());
+    header.set(
+        "Note",
+        "field 12 is the broker's user id, field 13 its organization id; times are rounded to seconds (a run under 1 s is 1 s)",
+    );
+    let mut w = SwfWriter::create(swf)?;
+    w.write_header(&header)?;
+    let (mut jobs, mut skipped) = (0, 0);
+    for t in &h.tasks {
+        let Some(start) = t.start_ms else {
+            skipped += 1;
+            continue;
+        };
+        let secs = |ms: i64| ms.div_euclid(1000);
+        let job = SwfJob {
+            job_number: t.id as i64,
+            submit_time: secs(t.submit_ms),
+            wait_time: (start - t.submit_ms).max(0) / 1000,
+            run_time: ((t.end_ms - start).max(0) + 999).div_euclid(1000).max(1),
+            allocated_procs: 1,
+            requested_procs: 1,
+            status: match t.state.as_str() {
+                "completed" => 1,
+                "cancelled" => 5,
+                _ => 0,
+            },
+            user_id: t.user,
+            group_id: t.org as i64,
+            ..SwfJob::default()
+        };
+        w.write_job(&job)?;
+        jobs += 1;
+    }
+    w.finish()?;
+    if let Some(p) = platform {
+        let mut s = String::from(
+            "# Organizations of a fairsched broker (`fairsched export`): the most slots its\n# workers held at once, and its users (SWF field 12).\nunlisted = \"error\"\n",
+        );
+        for (id, name, slots) in &h.orgs {
+            let users: Vec<String> = h
+                .users
+                .iter()
+                .filter(|u| u.2 == *id)
+                .map(|u| u.0.to_string())
+                .collect();
+            s.push_str(&format!(
+                "\n[[org]]\nname = {name:?}\nprocs = {slots}\nusers = [{}]\n",
+                users.join(", ")
+            ));
+        }
+        fairsched_report::write_atomic(p, s.as_bytes())?;
+    }
+    Ok(Exported { jobs, skipped })
+}
