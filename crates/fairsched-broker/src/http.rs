@@ -572,3 +572,40 @@ async fn shutdown() {
     }
     tracing::info!("shutting down");
 }
+
+#[cfg(test)]
+mod tests {
+    /// `/openapi.json` is valid JSON and describes every route the router
+    /// serves, and nothing else.
+    #[test]
+    fn openapi_lists_every_route() {
+        let doc: serde_json::Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
+        let mut documented: Vec<String> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(p, ops)| {
+                ops.as_object()
+                    .unwrap()
+                    .keys()
+                    .map(move |m| format!("{} {p}", m.to_uppercase()))
+            })
+            .collect();
+        documented.sort();
+        let src = include_str!("http.rs");
+        let mut served: Vec<String> = src
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(".route(\""))
+            .flat_map(|l| {
+                let (path, rest) = l.split_once('"').unwrap();
+                let path = path.to_string();
+                ["get(", "post("]
+                    .into_iter()
+                    .filter(move |m| rest.contains(m))
+                    .map(move |m| format!("{} {path}", m.trim_end_matches('(').to_uppercase()))
+            })
+            .collect();
+        served.sort();
+        assert_eq!(documented, served);
+    }
+}
