@@ -68,12 +68,15 @@ pub use executor::{
 /// The worker's command-line options (`fairsched worker …`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Opts {
-    /// The broker's base URL, e.g. http://broker:8080
-    #[arg(long, env = "FAIRSCHED_BROKER", value_name = "URL")]
+    /// The broker's base URL, e.g. http://broker:8080 [default: from ./fairsched.tokens, written by
+    /// `fairsched serve --quickstart`]
+    #[arg(long, env = "FAIRSCHED_BROKER", value_name = "URL", default_value = "", hide_default_value = true)]
     pub broker: String,
 
-    /// A worker token of the organization that owns this worker's slots
-    #[arg(long, env = "FAIRSCHED_TOKEN", value_name = "T", hide_env_values = true)]
+    /// A worker token of the organization that owns this worker's slots [default: the `worker`
+    /// line of ./fairsched.tokens]
+    #[arg(long, env = "FAIRSCHED_TOKEN", value_name = "T", hide_env_values = true, default_value = "",
+          hide_default_value = true)]
     pub token: String,
 
     /// Tasks run at once [default: the number of CPUs]
@@ -117,5 +120,11 @@ pub fn default_host() -> String {
 /// returns `Ok` after leaving), or until the broker refuses this worker's
 /// token or registration (an error). Broker outages are waited out.
 pub fn run(opts: Opts) -> anyhow::Result<()> {
+    if opts.broker.trim().is_empty() {
+        anyhow::bail!("no broker: give --broker URL or set FAIRSCHED_BROKER");
+    }
+    if opts.token.trim().is_empty() {
+        anyhow::bail!("no token: give --token T (from `fairsched admin worker-token`) or set FAIRSCHED_TOKEN");
+    }
     agent::run(opts)
 }

@@ -16,17 +16,36 @@ use std::time::Duration;
 /// Where the broker is and who is asking.
 #[derive(clap::Args, Clone, Debug)]
 pub struct Conn {
-    /// The broker's URL.
-    #[arg(
-        long,
-        env = "FAIRSCHED_BROKER",
-        default_value = "http://127.0.0.1:8080",
-        value_name = "URL"
-    )]
-    pub broker: String,
-    /// Your token (from `fairsched admin init` or `fairsched admin user add`).
+    /// The broker's URL [default: the `broker` line of ./fairsched.tokens, else
+    /// http://127.0.0.1:8080].
+    #[arg(long, env = "FAIRSCHED_BROKER", value_name = "URL")]
+    pub broker: Option<String>,
+    /// Your token (from `fairsched admin init` or `fairsched admin user add`) [default: from
+    /// ./fairsched.tokens, written by `fairsched serve --quickstart`].
     #[arg(long, env = "FAIRSCHED_TOKEN", hide_env_values = true, value_name = "T")]
     pub token: Option<String>,
+}
+
+/// Credentials `fairsched serve --quickstart` writes for the commands run
+/// from the same directory.
+pub const TOKENS_FILE: &str = "fairsched.tokens";
+
+/// The value of `key` in ./fairsched.tokens, if the file is there.
+fn quickstart(key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(TOKENS_FILE).ok()?;
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Who this command acts as, for the quickstart file.
+#[derive(Clone, Copy)]
+enum Role {
+    User,
+    Admin,
 }
 
 #[derive(clap::Args)]
@@ -44,6 +63,12 @@ pub struct ServeArgs {
     /// Times a task may lose its worker before it fails instead of going back to the queue.
     #[arg(long, value_name = "N", default_value_t = 5)]
     max_attempts: u32,
+    /// Try it on one machine: create the database if it is missing (policy `fifo`, an
+    /// organization `local`, a user `you`), and write the admin, user and worker tokens and
+    /// the broker's URL to ./fairsched.tokens (readable by you only), where `fairsched
+    /// worker`, `submit`, `status`… run from this folder find them.
+    #[arg(long)]
+    quickstart: bool,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -57,6 +82,21 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
     if a.max_attempts == 0 {
         return Err(usage("--max-attempts: at least 1"));
     }
+    let mut tokens: Option<Vec<(&str, String)>> = None;
+    if a.quickstart {
+        if !a.db.exists() {
+            tokens = Some(quickstart_init(&a.db)?);
+        } else if std::path::Path::new(TOKENS_FILE).exists() {
+            // Same broker again: keep the tokens, refresh the URL below.
+            let keys = ["admin", "user", "worker"];
+            tokens = Some(keys.iter().filter_map(|k| quickstart(k).map(|v| (*k, v))).collect());
+        } else {
+            return Err(usage(format!(
+                "--quickstart: {} exists but ./{TOKENS_FILE} does not (its tokens were shown once); serve it without --quickstart, or pick a new --db",
+                a.db.display()
+            )));
+        }
+    }
     let opts = ServeOpts {
         db: a.db,
         listen: a.listen,
@@ -66,6 +106,11 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
         },
     };
     serve(opts, |addr| {
+        if let Some(t) = &tokens
+            && let Err(e) = write_tokens(&format!("http://{addr}"), t)
+        {
+            tracing::error!("{TOKENS_FILE}: {e}");
+        }
         // Tests and scripts wait for this line.
         let mut out = std::io::stdout();
         let _ = writeln!(out, "listening on http://{addr}");
@@ -74,7 +119,46 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)
 }
 
-pub fn worker_cmd(o: fairsched_worker::Opts) -> anyhow::Result<()> {
+/// Creates `db` for a one-machine trial: its tokens.
+fn quickstart_init(db: &std::path::Path) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let live = fairsched_broker::Live::create(db, &fairsched_broker::Config::default())?;
+    let store = live.store();
+    let admin = store.admin_token()?;
+    store.add_org("local")?;
+    let user = store.add_user("you", "local")?;
+    let worker = store.worker_token("local")?;
+    Ok(vec![("admin", admin), ("user", user), ("worker", worker)])
+}
+
+/// Writes ./fairsched.tokens (mode 600).
+fn write_tokens(broker: &str, tokens: &[(&str, String)]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut text = String::from(
+        "# Written by `fairsched serve --quickstart`: the broker's URL and its tokens. Keep private.\n",
+    );
+    text.push_str(&format!("broker={broker}\n"));
+    for (k, v) in tokens {
+        text.push_str(&format!("{k}={v}\n"));
+    }
+    let tmp = format!("{TOKENS_FILE}.partial");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, TOKENS_FILE)
+}
+
+pub fn worker_cmd(mut o: fairsched_worker::Opts) -> anyhow::Result<()> {
+    if o.broker.trim().is_empty() {
+        o.broker = quickstart("broker").unwrap_or_default();
+    }
+    if o.token.trim().is_empty() {
+        o.token = quickstart("worker").unwrap_or_default();
+    }
     fairsched_worker::run(o)
 }
 
@@ -171,14 +255,29 @@ struct Client {
 }
 
 impl Client {
-    fn new(c: &Conn) -> anyhow::Result<Client> {
-        let Some(token) = c.token.as_deref().filter(|t| !t.trim().is_empty()) else {
-            return Err(usage("no token: give --token T or set FAIRSCHED_TOKEN"));
+    fn new(c: &Conn, role: Role) -> anyhow::Result<Client> {
+        let key = match role {
+            Role::User => "user",
+            Role::Admin => "admin",
         };
-        if !c.broker.starts_with("http://") && !c.broker.starts_with("https://") {
+        let token = c
+            .token
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| quickstart(key));
+        let Some(token) = token else {
             return Err(usage(format!(
-                "--broker `{}`: expected a URL like http://127.0.0.1:8080",
-                c.broker
+                "no token: give --token T or set FAIRSCHED_TOKEN (or run from the folder of `fairsched serve --quickstart`, whose {TOKENS_FILE} has one)"
+            )));
+        };
+        let broker = c
+            .broker
+            .clone()
+            .or_else(|| quickstart("broker"))
+            .unwrap_or_else(|| "http://127.0.0.1:8080".into());
+        if !broker.starts_with("http://") && !broker.starts_with("https://") {
+            return Err(usage(format!(
+                "--broker `{broker}`: expected a URL like http://127.0.0.1:8080"
             )));
         }
         let agent = ureq::Agent::config_builder()
@@ -188,7 +287,7 @@ impl Client {
             .into();
         Ok(Client {
             agent,
-            base: c.broker.trim_end_matches('/').to_string(),
+            base: broker.trim_end_matches('/').to_string(),
             auth: format!("Bearer {}", token.trim()),
         })
     }
@@ -240,7 +339,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
     if command.trim().is_empty() {
         return Err(usage("the command after `--` is empty"));
     }
-    let client = Client::new(&a.conn)?;
+    let client = Client::new(&a.conn, Role::User)?;
     let tasks = (0..a.count)
         .map(|i| {
             let sub = |s: &str| s.replace("{i}", &i.to_string());
@@ -265,7 +364,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
 }
 
 pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.conn)?;
+    let client = Client::new(&a.conn, Role::User)?;
     let s: StatusReply = client.call("GET", "/v1/status", None::<&()>)?;
     let tasks: Option<TasksReply> = if a.tasks {
         Some(client.call("GET", "/v1/tasks", None::<&()>)?)
@@ -318,14 +417,14 @@ pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
 }
 
 pub fn cancel_cmd(a: TaskArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.conn)?;
+    let client = Client::new(&a.conn, Role::User)?;
     let t: TaskOut = client.call("POST", &format!("/v1/tasks/{}/cancel", a.id), None::<&()>)?;
     sayln!("{} {}", t.id, t.state);
     Ok(())
 }
 
 pub fn explain_cmd(a: TaskArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.conn)?;
+    let client = Client::new(&a.conn, Role::User)?;
     let v: serde_json::Value = client.call("GET", &format!("/v1/tasks/{}/explain", a.id), None::<&()>)?;
     if let Some(why) = v.get("why").and_then(|w| w.as_str()) {
         sayln!("task {}: {why}", a.id);
@@ -338,16 +437,16 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
     match c {
         AdminLive::Org(OrgCmd::Add { conn, name }) => {
             let r: OrgReply =
-                Client::new(&conn)?.call("POST", "/v1/admin/orgs", Some(&OrgRequest { name }))?;
+                Client::new(&conn, Role::Admin)?.call("POST", "/v1/admin/orgs", Some(&OrgRequest { name }))?;
             sayln!("{}", r.id);
         }
         AdminLive::User(UserCmd::Add { conn, name, org }) => {
             let r: UserReply =
-                Client::new(&conn)?.call("POST", "/v1/admin/users", Some(&UserRequest { name, org }))?;
+                Client::new(&conn, Role::Admin)?.call("POST", "/v1/admin/users", Some(&UserRequest { name, org }))?;
             sayln!("{}", r.token);
         }
         AdminLive::WorkerToken { conn, org } => {
-            let r: TokenReply = Client::new(&conn)?.call(
+            let r: TokenReply = Client::new(&conn, Role::Admin)?.call(
                 "POST",
                 "/v1/admin/worker-tokens",
                 Some(&WorkerTokenRequest { org }),
