@@ -43,6 +43,9 @@ pub struct Live {
     out: Vec<Action>,
     /// Timers the replayed steps asked for and that have not fired.
     timers: Vec<(Time, u64)>,
+    /// Set when a failed commit could not be undone: every later commit
+    /// is refused (restart the broker).
+    broken: Option<String>,
 }
 
 /// Builds the core `config` describes; a clairvoyant policy (one that
@@ -93,57 +96,23 @@ impl Live {
             issued: 0,
             out: Vec::new(),
             timers: Vec::new(),
+            broken: None,
         })
     }
 
     /// Opens the database at `path` and replays its log.
     pub fn open(path: &Path) -> Result<Live, LiveError> {
         let (store, config) = Store::open(path)?;
-        let mut core = build_core(&config)?;
-        let mut now = Time::ZERO;
-        let mut high_id = 0;
-        let mut out = Vec::new();
-        let mut fired: Vec<u64> = Vec::new();
-        store
-            .replay(|_, step: Step| {
-                now = now.max(step.now);
-                fired.extend(step.events.iter().filter_map(|e| match e {
-                    Event::Timer { token } => Some(*token),
-                    _ => None,
-                }));
-                high_id = high_id.max(max_submit(&step.events).unwrap_or(0));
-                core.step(now, step.events, None, &mut out)
-            })
-            .map_err(|e| match e {
-                ReplayError::Store(s) => LiveError::Store(s),
-                ReplayError::Step(seq, e) => LiveError::Replay {
-                    path: path.display().to_string(),
-                    seq,
-                    reason: e.to_string(),
-                },
-            })?;
-        // Timers asked for and not yet delivered (a token is delivered
-        // once per request).
-        let mut pending: Vec<(Time, u64)> = out
-            .iter()
-            .filter_map(|a| match a {
-                Action::Timer { at, token } => Some((*at, *token)),
-                _ => None,
-            })
-            .collect();
-        for t in fired {
-            if let Some(i) = pending.iter().position(|&(_, k)| k == t) {
-                pending.remove(i);
-            }
-        }
+        let r = replay(&store, &config)?;
         Ok(Live {
-            core,
+            core: r.core,
             store,
-            now,
-            high_id,
-            issued: high_id,
-            out,
-            timers: pending,
+            now: r.now,
+            high_id: r.high_id,
+            issued: r.high_id,
+            out: r.out,
+            timers: r.timers,
+            broken: None,
         })
     }
 
@@ -210,7 +179,18 @@ impl Live {
         steps: Vec<(Time, Vec<Event>)>,
         extra: impl FnOnce(&rusqlite::Transaction, &[Option<&[Action]>]) -> rusqlite::Result<()>,
     ) -> Vec<Result<Vec<Action>, LiveError>> {
-        let before = (self.core.clone(), self.now, self.high_id);
+        if let Some(why) = &self.broken {
+            let msg = format!("not logged: the broker must restart ({why})");
+            return steps
+                .iter()
+                .map(|_| Err(LiveError::Refused(msg.clone())))
+                .collect();
+        }
+        // Nothing is cloned to undo a group whose commit fails (that would
+        // cost as much as the whole state at every commit): the core is
+        // rebuilt from the log instead, which holds exactly the steps
+        // committed before.
+        let before = (self.now, self.high_id);
         let mut results = Vec::with_capacity(steps.len());
         let mut accepted = Vec::with_capacity(steps.len());
         for (now, events) in steps {
@@ -240,8 +220,12 @@ impl Live {
             self.store.append_with(&accepted, |tx| extra(tx, &outcomes))
         };
         if let Err(e) = logged {
-            (self.core, self.now, self.high_id) = before;
             let msg = e.to_string();
+            (self.now, self.high_id) = before;
+            match replay(&self.store, &self.store.config().clone()) {
+                Ok(r) => self.core = r.core,
+                Err(e2) => self.broken = Some(format!("{msg}; rebuilding from the log: {e2}")),
+            }
             return results
                 .into_iter()
                 .map(|_| Err(LiveError::Refused(format!("not logged: {msg}"))))
@@ -268,6 +252,62 @@ impl Live {
         }
         Ok(())
     }
+}
+
+/// The core rebuilt from a log.
+struct Replayed {
+    core: Scheduler,
+    now: Time,
+    high_id: u64,
+    out: Vec<Action>,
+    timers: Vec<(Time, u64)>,
+}
+
+fn replay(store: &Store, config: &Config) -> Result<Replayed, LiveError> {
+    let mut core = build_core(config)?;
+    let mut now = Time::ZERO;
+    let mut high_id = 0;
+    let mut out = Vec::new();
+    let mut fired: Vec<u64> = Vec::new();
+    store
+        .replay(|_, step: Step| {
+            now = now.max(step.now);
+            fired.extend(step.events.iter().filter_map(|e| match e {
+                Event::Timer { token } => Some(*token),
+                _ => None,
+            }));
+            high_id = high_id.max(max_submit(&step.events).unwrap_or(0));
+            core.step(now, step.events, None, &mut out)
+        })
+        .map_err(|e| match e {
+            ReplayError::Store(s) => LiveError::Store(s),
+            ReplayError::Step(seq, e) => LiveError::Replay {
+                path: store.path().display().to_string(),
+                seq,
+                reason: e.to_string(),
+            },
+        })?;
+    // Timers asked for and not yet delivered (a token is delivered once
+    // per request).
+    let mut timers: Vec<(Time, u64)> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Timer { at, token } => Some((*at, *token)),
+            _ => None,
+        })
+        .collect();
+    for t in fired {
+        if let Some(i) = timers.iter().position(|&(_, k)| k == t) {
+            timers.remove(i);
+        }
+    }
+    Ok(Replayed {
+        core,
+        now,
+        high_id,
+        out,
+        timers,
+    })
 }
 
 fn max_submit(events: &[Event]) -> Option<u64> {
