@@ -100,7 +100,14 @@ impl App {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, axum::Json(ErrorBody { error: self.message })).into_response()
+        let mut r = (status, axum::Json(ErrorBody { error: self.message })).into_response();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            // The rest of the body is not read: the connection is closed
+            // after this reply, and the client must not reuse it.
+            r.headers_mut()
+                .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+        }
+        r
     }
 }
 
@@ -126,8 +133,14 @@ fn decode<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T,
 
 /// [`decode`] on bytes: never panics, whatever the input.
 pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    // Every body is an object (serde would also take a struct written as
+    // an array, e.g. `[]` for one whose fields all have defaults).
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::new(400, "request body: expected a JSON object"));
+    }
     let mut de = serde_json::Deserializer::from_slice(body);
-    // serde_json refuses nesting deeper than 128 by itself.
+    // serde_json refuses nesting deeper than 128 where it builds values;
+    // every request type refuses unknown fields, so nothing is skipped.
     let v = serde_path_to_error::deserialize(&mut de)
         .map_err(|e| ApiError::new(400, format!("request body: {}: {}", e.path(), e.inner())))?;
     de.end()

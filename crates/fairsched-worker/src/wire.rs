@@ -2,8 +2,9 @@
 //! `docs/protocol.md` ("Worker protocol"), field names exactly as there.
 //!
 //! Both sides can use them: the worker serializes requests and parses
-//! replies, the broker the reverse. Replies tolerate unknown fields so that
-//! the broker can add some without breaking older workers.
+//! replies, the broker the reverse. Requests refuse unknown fields (the broker
+//! answers 400 naming the field); replies tolerate them, so that the
+//! broker can add some without breaking older workers.
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -16,6 +17,7 @@ pub type WorkerId = u64;
 
 /// `POST /v1/workers`: a worker joins with `slots` processors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
     pub slots: u32,
     pub host: String,
@@ -33,6 +35,7 @@ pub struct RegisterReply {
 
 /// `POST /v1/workers/ID/poll`: wait up to `wait_ms` (at most 30,000) for work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PollRequest {
     pub wait_ms: u64,
 }
@@ -160,6 +163,7 @@ impl Report {
 /// [`Report`] as it is on the wire. `exit_code` is `None` when absent and
 /// `Some(None)` when `null`: the two mean different things.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawReport {
     task: TaskId,
     attempt: u32,
@@ -224,6 +228,7 @@ impl TryFrom<RawReport> for Report {
 /// `POST /v1/workers/ID/report`: what happened since the last report, and
 /// every run the worker still runs after these reports.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReportRequest {
     #[serde(default)]
     pub running: Vec<RunKey>,
