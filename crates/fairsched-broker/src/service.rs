@@ -428,11 +428,7 @@ impl Broker {
         self.live
             .store()
             .conn()
-            .query_row(
-                "SELECT id, name, user_id, org, state, attempts, exit_code, signal, submit_ms, start_ms, end_ms, command FROM tasks WHERE id = ?1",
-                [id as i64],
-                row_task,
-            )
+            .query_row(&format!("{TASK_COLUMNS} WHERE id = ?1"), [id as i64], row_task)
             .optional()
             .map_err(ApiError::internal)?
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))
@@ -454,9 +450,9 @@ impl Broker {
         };
         let conn = self.live.store().conn();
         let mut q = conn
-            .prepare_cached(
-                "SELECT id, name, user_id, org, state, attempts, exit_code, signal, submit_ms, start_ms, end_ms, command FROM tasks WHERE (?1 IS NULL OR user_id = ?1) ORDER BY id",
-            )
+            .prepare_cached(&format!(
+                "{TASK_COLUMNS} WHERE (?1 IS NULL OR user_id = ?1) ORDER BY id"
+            ))
             .map_err(ApiError::internal)?;
         let rows = q.query_map([user], row_task).map_err(ApiError::internal)?;
         let mut out = Vec::new();
@@ -983,6 +979,9 @@ fn allowed(who: &Principal, owner: i64, id: u64) -> Reply<()> {
         Principal::Worker { .. } => Err(ApiError::forbidden("workers have no tasks")),
     }
 }
+
+/// The columns [`row_task`] reads, in its order.
+const TASK_COLUMNS: &str = "SELECT id, name, user_id, org, state, attempts, exit_code, signal, submit_ms, start_ms, end_ms, command FROM tasks";
 
 fn row_task(r: &rusqlite::Row) -> rusqlite::Result<TaskOut> {
     Ok(TaskOut {
