@@ -70,13 +70,25 @@ pub use executor::{
 pub struct Opts {
     /// The broker's base URL, e.g. http://broker:8080 [default: from ./fairsched.tokens, written by
     /// `fairsched serve --quickstart`]
-    #[arg(long, env = "FAIRSCHED_BROKER", value_name = "URL", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        env = "FAIRSCHED_BROKER",
+        value_name = "URL",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub broker: String,
 
     /// A worker token of the organization that owns this worker's slots [default: the `worker`
     /// line of ./fairsched.tokens]
-    #[arg(long, env = "FAIRSCHED_TOKEN", value_name = "T", hide_env_values = true, default_value = "",
-          hide_default_value = true)]
+    #[arg(
+        long,
+        env = "FAIRSCHED_TOKEN",
+        value_name = "T",
+        hide_env_values = true,
+        default_value = "",
+        hide_default_value = true
+    )]
     pub token: String,
 
     /// Tasks run at once [default: the number of CPUs]
@@ -124,7 +136,9 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
         anyhow::bail!("no broker: give --broker URL or set FAIRSCHED_BROKER");
     }
     if opts.token.trim().is_empty() {
-        anyhow::bail!("no token: give --token T (from `fairsched admin worker-token`) or set FAIRSCHED_TOKEN");
+        anyhow::bail!(
+            "no token: give --token T (from `fairsched admin worker-token`) or set FAIRSCHED_TOKEN"
+        );
     }
     agent::run(opts)
 }

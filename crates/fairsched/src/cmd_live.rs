@@ -89,7 +89,11 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
         } else if std::path::Path::new(TOKENS_FILE).exists() {
             // Same broker again: keep the tokens, refresh the URL below.
             let keys = ["admin", "user", "worker"];
-            tokens = Some(keys.iter().filter_map(|k| quickstart(k).map(|v| (*k, v))).collect());
+            tokens = Some(
+                keys.iter()
+                    .filter_map(|k| quickstart(k).map(|v| (*k, v)))
+                    .collect(),
+            );
         } else {
             return Err(usage(format!(
                 "--quickstart: {} exists but ./{TOKENS_FILE} does not (its tokens were shown once); serve it without --quickstart, or pick a new --db",
@@ -436,13 +440,19 @@ pub fn explain_cmd(a: TaskArgs) -> anyhow::Result<()> {
 pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
     match c {
         AdminLive::Org(OrgCmd::Add { conn, name }) => {
-            let r: OrgReply =
-                Client::new(&conn, Role::Admin)?.call("POST", "/v1/admin/orgs", Some(&OrgRequest { name }))?;
+            let r: OrgReply = Client::new(&conn, Role::Admin)?.call(
+                "POST",
+                "/v1/admin/orgs",
+                Some(&OrgRequest { name }),
+            )?;
             sayln!("{}", r.id);
         }
         AdminLive::User(UserCmd::Add { conn, name, org }) => {
-            let r: UserReply =
-                Client::new(&conn, Role::Admin)?.call("POST", "/v1/admin/users", Some(&UserRequest { name, org }))?;
+            let r: UserReply = Client::new(&conn, Role::Admin)?.call(
+                "POST",
+                "/v1/admin/users",
+                Some(&UserRequest { name, org }),
+            )?;
             sayln!("{}", r.token);
         }
         AdminLive::WorkerToken { conn, org } => {
