@@ -42,12 +42,16 @@ type Job = Box<dyn FnOnce(&mut Broker) + Send>;
 enum Msg {
     Write(Write, oneshot::Sender<Result<Written, ApiError>>),
     Read(Job),
+    /// The server stopped: finish the batch and return.
+    Stop,
 }
 
 #[derive(Clone)]
 struct App {
     tx: mpsc::Sender<Msg>,
     generation: watch::Receiver<u64>,
+    /// Becomes true on SIGTERM: long polls return at once.
+    stopping: watch::Receiver<bool>,
     principals: Arc<Mutex<HashMap<[u8; 32], Principal>>>,
 }
 
@@ -307,7 +311,11 @@ async fn poll(
     let req: PollRequest = decode(body)?;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms.min(MAX_WAIT_MS));
     let mut generation = app.generation.clone();
+    let mut stopping = app.stopping.clone();
     loop {
+        if *stopping.borrow_and_update() {
+            return Err(ApiError::new(503, "the broker is shutting down"));
+        }
         generation.borrow_and_update();
         let assign = app.read(move |b| b.poll(worker, org)).await??;
         if !assign.is_empty() || tokio::time::Instant::now() >= deadline {
@@ -320,6 +328,7 @@ async fn poll(
                 }
             }
             _ = tokio::time::sleep_until(deadline) => {}
+            _ = stopping.changed() => {}
         }
     }
 }
@@ -483,8 +492,10 @@ fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>)
         let mut writes = Vec::new();
         let mut repliers = Vec::new();
         let mut reads = Vec::new();
+        let mut stop = false;
         for m in batch {
             match m {
+                Msg::Stop => stop = true,
                 Msg::Write(w, tx) => {
                     writes.push(w);
                     repliers.push(Some(tx));
@@ -515,6 +526,9 @@ fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>)
         if *generation.borrow() != b.generation {
             let _ = generation.send(b.generation);
         }
+        if stop {
+            break;
+        }
     }
     tracing::info!("broker stopped; every acknowledged request is in the log");
 }
@@ -522,6 +536,35 @@ fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>)
 /// Runs the broker until SIGTERM or SIGINT. `ready` gets the address
 /// once it listens.
 pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Result<(), String> {
+    if opts.db.is_dir() {
+        return Err(format!(
+            "--db {}: a directory, not a database file",
+            opts.db.display()
+        ));
+    }
+    // One broker per database: a second one would interleave its steps
+    // with ours. The lock goes with the process (even on SIGKILL).
+    let lock_path = {
+        let mut p = opts.db.clone().into_os_string();
+        p.push(".lock");
+        PathBuf::from(p)
+    };
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    if let Err(e) = lock.try_lock() {
+        return Err(match e {
+            std::fs::TryLockError::WouldBlock => format!(
+                "{}: another `fairsched serve` is using this database (it holds {})",
+                opts.db.display(),
+                lock_path.display()
+            ),
+            std::fs::TryLockError::Error(e) => format!("{}: {e}", lock_path.display()),
+        });
+    }
     let broker = Broker::open(&opts.db, opts.settings.clone()).map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -533,11 +576,14 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .name("broker".into())
         .spawn(move || actor(broker, rx, gen_tx))
         .map_err(|e| format!("thread: {e}"))?;
+    let (stop_tx, stop_rx) = watch::channel(false);
     let app = App {
         tx,
         generation: gen_rx,
+        stopping: stop_rx,
         principals: Arc::default(),
     };
+    let stopper = app.tx.clone();
     let router = Router::new()
         .route("/v1/admin/orgs", post(add_org))
         .route("/v1/admin/users", post(add_user))
@@ -565,25 +611,29 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         ready(addr);
         axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown())
+            .with_graceful_shutdown(shutdown(stop_tx))
             .await
             .map_err(|e| e.to_string())
     });
-    // Every handler is gone: the actor's channel closes, it finishes its
-    // batch and stops.
-    rt.shutdown_timeout(Duration::from_secs(5));
+    // The server answered what was in flight; the actor finishes its batch
+    // (every acknowledged write is committed) and stops. Connections still
+    // open get 503s.
+    let _ = stopper.send(Msg::Stop);
     let _ = actor.join();
+    rt.shutdown_timeout(Duration::from_millis(500));
+    drop(lock);
     served
 }
 
-async fn shutdown() {
+async fn shutdown(stopping: watch::Sender<bool>) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
-    tracing::info!("shutting down");
+    eprintln!("fairsched serve: shutting down (requests in flight are answered first)");
+    let _ = stopping.send(true);
 }
 
 #[cfg(test)]

@@ -35,7 +35,8 @@ pub const SCHEMA: &str = "
     CREATE TABLE workers (
         id INTEGER PRIMARY KEY, org INTEGER NOT NULL, host TEXT NOT NULL,
         first_slot INTEGER NOT NULL, slots INTEGER NOT NULL,
-        state TEXT NOT NULL, joined_ms INTEGER NOT NULL, left_ms INTEGER);
+        state TEXT NOT NULL, joined_ms INTEGER NOT NULL, left_ms INTEGER,
+        lease_ms INTEGER NOT NULL);
 ";
 
 /// Settings of a running broker that are not part of the log (changing
@@ -150,6 +151,9 @@ struct Live_ {
 #[derive(Clone, Debug)]
 struct Worker {
     org: u32,
+    /// The lease it was granted at registration (it heartbeats for that
+    /// one, whatever `--lease` a restarted broker got).
+    lease: Duration,
     slots: Vec<SlotId>,
     last_seen: Instant,
     lost: bool,
@@ -228,7 +232,7 @@ impl Broker {
         let conn = b.live.store().conn();
         {
             let mut q = conn
-                .prepare("SELECT id, org, first_slot, slots, state FROM workers ORDER BY id")
+                .prepare("SELECT id, org, first_slot, slots, state, lease_ms FROM workers ORDER BY id")
                 .map_err(store_err)?;
             let rows = q
                 .query_map([], |r| {
@@ -238,12 +242,13 @@ impl Broker {
                         r.get::<_, i64>(2)?,
                         r.get::<_, i64>(3)?,
                         r.get::<_, String>(4)?,
+                        r.get::<_, i64>(5)?,
                     ))
                 })
                 .map_err(store_err)?;
             let now = Instant::now();
             for row in rows {
-                let (id, org, first, n, state) = row.map_err(store_err)?;
+                let (id, org, first, n, state, lease_ms) = row.map_err(store_err)?;
                 let slots: Vec<SlotId> = (first..first + n).map(|s| SlotId(s as u32)).collect();
                 b.next_slot = b.next_slot.max((first + n) as u32);
                 b.next_worker = b.next_worker.max(id as u64 + 1);
@@ -258,6 +263,7 @@ impl Broker {
                     id as u64,
                     Worker {
                         org: org as u32,
+                        lease: Duration::from_millis(lease_ms.max(0) as u64),
                         slots,
                         last_seen: now,
                         lost,
@@ -472,7 +478,7 @@ impl Broker {
         let user = match who {
             Principal::Admin => None,
             Principal::User { id, .. } => Some(*id),
-            Principal::Worker { .. } => None,
+            Principal::Worker { .. } => return Err(ApiError::forbidden("workers have no tasks")),
         };
         let mut st = StatusReply::default();
         let conn = self.live.store().conn();
@@ -612,11 +618,10 @@ impl Broker {
     /// steps to take now.
     pub fn due(&mut self) -> Vec<Write> {
         let now = Instant::now();
-        let lease = self.settings.lease;
         let mut out: Vec<Write> = self
             .workers
             .iter()
-            .filter(|(_, w)| !w.lost && now.duration_since(w.last_seen) > lease)
+            .filter(|(_, w)| !w.lost && now.duration_since(w.last_seen) > w.lease)
             .map(|(&id, w)| Write::Leave {
                 worker: id,
                 org: w.org,
@@ -727,13 +732,14 @@ impl Broker {
             Write::Cancel { who, task } => {
                 let t = self.task_out(task)?;
                 allowed(&who, t.user, task)?;
-                let live = self.tasks.contains_key(&TaskId(task));
+                if !self.tasks.contains_key(&TaskId(task)) {
+                    return Err(ApiError::new(
+                        409,
+                        format!("task {task} has already ended ({})", t.state),
+                    ));
+                }
                 Ok(Plan {
-                    events: if live {
-                        vec![Event::Cancel { task: TaskId(task) }]
-                    } else {
-                        vec![]
-                    },
+                    events: vec![Event::Cancel { task: TaskId(task) }],
                     kind: PlanKind::Cancel(task),
                 })
             }
@@ -758,6 +764,7 @@ impl Broker {
                         host,
                         first,
                         slots,
+                        lease_ms: self.settings.lease.as_millis() as u64,
                     },
                 })
             }
@@ -887,6 +894,7 @@ impl Broker {
                     id,
                     Worker {
                         org,
+                        lease: self.settings.lease,
                         slots,
                         last_seen: Instant::now(),
                         lost: false,
@@ -1019,6 +1027,7 @@ enum PlanKind {
         host: String,
         first: u32,
         slots: u32,
+        lease_ms: u64,
     },
     Report {
         exits: Vec<(u64, Option<i32>, Option<i32>)>,
@@ -1059,10 +1068,11 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             host,
             first,
             slots,
+            lease_ms,
         } => {
             tx.execute(
-                "INSERT INTO workers (id, org, host, first_slot, slots, state, joined_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6)",
-                params![*id as i64, org, host, first, slots, now_ms],
+                "INSERT INTO workers (id, org, host, first_slot, slots, state, joined_ms, lease_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7)",
+                params![*id as i64, org, host, first, slots, now_ms, *lease_ms as i64],
             )?;
         }
         PlanKind::Report { exits, .. } => {

@@ -20,8 +20,9 @@ pub struct Conn {
     /// http://127.0.0.1:8080].
     #[arg(long, env = "FAIRSCHED_BROKER", value_name = "URL")]
     pub broker: Option<String>,
-    /// Your token (from `fairsched admin init` or `fairsched admin user add`) [default: from
-    /// ./fairsched.tokens, written by `fairsched serve --quickstart`].
+    /// Your token: the admin token (from `fairsched admin init`) for `admin …` commands, a user
+    /// token (from `fairsched admin user add`) otherwise [default: from ./fairsched.tokens,
+    /// written by `fairsched serve --quickstart`].
     #[arg(long, env = "FAIRSCHED_TOKEN", hide_env_values = true, value_name = "T")]
     pub token: Option<String>,
 }
@@ -83,9 +84,11 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
         return Err(usage("--max-attempts: at least 1"));
     }
     let mut tokens: Option<Vec<(&str, String)>> = None;
+    let mut created = false;
     if a.quickstart {
         if !a.db.exists() {
             tokens = Some(quickstart_init(&a.db)?);
+            created = true;
         } else if std::path::Path::new(TOKENS_FILE).exists() {
             // Same broker again: keep the tokens, refresh the URL below.
             let keys = ["admin", "user", "worker"];
@@ -101,6 +104,7 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
             )));
         }
     }
+    let db = a.db.clone();
     let opts = ServeOpts {
         db: a.db,
         listen: a.listen,
@@ -109,7 +113,9 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
             max_attempts: a.max_attempts,
         },
     };
-    serve(opts, |addr| {
+    let listening = std::cell::Cell::new(false);
+    let served = serve(opts, |addr| {
+        listening.set(true);
         if let Some(t) = &tokens
             && let Err(e) = write_tokens(&format!("http://{addr}"), t)
         {
@@ -119,8 +125,16 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
         let mut out = std::io::stdout();
         let _ = writeln!(out, "listening on http://{addr}");
         let _ = out.flush();
-    })
-    .map_err(anyhow::Error::msg)
+    });
+    if served.is_err() && created && !listening.get() {
+        // Never served: do not leave a database whose tokens nobody saw.
+        for ext in ["", "-wal", "-shm", ".lock"] {
+            let mut p = db.clone().into_os_string();
+            p.push(ext);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    served.map_err(anyhow::Error::msg)
 }
 
 /// Creates `db` for a one-machine trial: its tokens.
@@ -200,6 +214,7 @@ pub struct StatusArgs {
     /// Every task of yours with its state, attempts and exit code.
     #[arg(long)]
     tasks: bool,
+    /// Print JSON (the counts, and `tasks` with --tasks).
     #[arg(long)]
     json: bool,
 }
@@ -225,6 +240,7 @@ pub enum AdminLive {
     WorkerToken {
         #[command(flatten)]
         conn: Conn,
+        /// The organization whose processors its workers contribute.
         #[arg(long)]
         org: String,
     },
@@ -232,10 +248,11 @@ pub enum AdminLive {
 
 #[derive(clap::Subcommand)]
 pub enum OrgCmd {
-    /// Add an organization.
+    /// Add an organization; prints its id.
     Add {
         #[command(flatten)]
         conn: Conn,
+        /// 1 to 64 letters, digits, '.', '_' or '-'.
         name: String,
     },
 }
@@ -246,7 +263,9 @@ pub enum UserCmd {
     Add {
         #[command(flatten)]
         conn: Conn,
+        /// 1 to 64 letters, digits, '.', '_' or '-'.
         name: String,
+        /// The organization the user belongs to (and submits for).
         #[arg(long)]
         org: String,
     },
@@ -491,7 +510,7 @@ pub struct Exported {
 pub fn export_cmd(a: ExportArgs) -> anyhow::Result<()> {
     let e = export(&a.db, &a.swf, a.platform.as_deref())?;
     sayln!(
-        "{}: {} tasks ({} that never started left out){}",
+        "{}: {} ended tasks ({} that never started left out; tasks still waiting or running are not exported){}",
         a.swf.display(),
         e.jobs,
         e.skipped,

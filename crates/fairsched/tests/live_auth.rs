@@ -563,3 +563,26 @@ fn garbage_gets_400s_and_the_broker_stays_up() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(a.submit(&s.alice, &["true".into()]).len(), 1);
 }
+
+/// One broker per database: a second `serve` on it is refused (exit 1,
+/// naming the lock) and the first keeps working; cancelling a task that
+/// has ended is a 409; a worker token cannot read task counts.
+#[test]
+fn a_database_has_one_broker_and_ended_tasks_stay_ended() {
+    let s = setup();
+    let db = s.broker.db.to_str().unwrap().to_string();
+    let o = run_in(&s.broker.dir, &["serve", "--db", &db, "--listen", "127.0.0.1:0"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("another `fairsched serve`"), "{err}");
+    let a = &s.api;
+    let cancelled = a.post_ok(&format!("/v1/tasks/{}/cancel", s.task), &s.alice, &json!({}));
+    assert_eq!(cancelled["state"], "cancelled");
+    let again = a
+        .try_post(&format!("/v1/tasks/{}/cancel", s.task), Some(&s.alice), b"{}")
+        .unwrap();
+    assert_eq!(again.status, 409, "{}", again.text);
+    assert!(again.error().contains("already ended"));
+    let st = a.try_get("/v1/status", Some(&s.worker)).unwrap();
+    assert_eq!(st.status, 403, "{}", st.text);
+}
