@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped when the tables change; a database of another version is
 /// refused with both numbers.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// What the core is built from. Fixed when the database is created: the
 /// same log under another policy would decide differently.
