@@ -200,14 +200,23 @@ impl Live {
             }
             let now = now.max(self.now);
             let mut out = Vec::new();
-            match self.core.step_atomic(now, events.iter().cloned(), None, &mut out) {
+            // `step`, not `step_atomic`: the latter clones the whole core to
+            // undo a refused step, O(live tasks) per step. A refused step
+            // (rare: a policy bug) is undone by rebuilding from the log and
+            // the group's steps accepted so far.
+            match self.core.step(now, events.iter().cloned(), None, &mut out) {
                 Ok(()) => {
                     self.now = now;
                     self.high_id = self.high_id.max(max_submit(&events).unwrap_or(0));
                     accepted.push(Step { now, events });
                     results.push(Ok(out));
                 }
-                Err(e) => results.push(Err(refused(e))),
+                Err(e) => {
+                    results.push(Err(refused(e)));
+                    if let Err(why) = self.rebuild(&accepted) {
+                        self.broken = Some(why);
+                    }
+                }
             }
         }
         let outcomes: Vec<Option<&[Action]>> = results
@@ -232,6 +241,21 @@ impl Live {
                 .collect();
         }
         results
+    }
+
+    /// Rebuilds the core from the log plus `pending` (steps applied but
+    /// not yet logged).
+    fn rebuild(&mut self, pending: &[Step]) -> Result<(), String> {
+        let config = self.store.config().clone();
+        let mut r = replay(&self.store, &config).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for st in pending {
+            r.core
+                .step(st.now, st.events.iter().cloned(), None, &mut out)
+                .map_err(|e| e.to_string())?;
+        }
+        self.core = r.core;
+        Ok(())
     }
 
     /// What the log layer refuses before the core sees it: a submission
