@@ -183,8 +183,9 @@ pub struct Broker {
     tasks: HashMap<TaskId, Live_>,
     workers: HashMap<u64, Worker>,
     slot_worker: HashMap<SlotId, u64>,
-    /// Running tasks by worker.
+    /// Running tasks by worker, and the worker of each running task.
     running: HashMap<u64, BTreeSet<TaskId>>,
+    runs_on: HashMap<TaskId, u64>,
     /// (task, attempt) already handed to their worker since this process
     /// started (after a restart everything running is handed again; the
     /// worker ignores what it already runs).
@@ -220,6 +221,7 @@ impl Broker {
             workers: HashMap::new(),
             slot_worker: HashMap::new(),
             running: HashMap::new(),
+            runs_on: HashMap::new(),
             delivered: HashSet::new(),
             next_slot: 0,
             next_worker: 1,
@@ -305,6 +307,7 @@ impl Broker {
                 && let Some(&w) = b.slot_worker.get(&s)
             {
                 b.running.entry(w).or_default().insert(id);
+                b.runs_on.insert(id, w);
             }
         }
         Ok(b)
@@ -312,10 +315,6 @@ impl Broker {
 
     pub fn live(&self) -> &Live {
         &self.live
-    }
-
-    pub fn settings(&self) -> &Settings {
-        &self.settings
     }
 
     /// The core's clock now: milliseconds since the database was created.
@@ -645,8 +644,6 @@ impl Broker {
         let now = self.clock();
         let mut steps: Vec<(Time, Vec<Event>)> = Vec::new();
         let mut plans: Vec<Reply<Plan>> = Vec::with_capacity(writes.len());
-        // Ids handed out in this batch (a refused step's ids are not
-        // reused: ids only have to increase).
         for w in writes {
             let p = self.plan(w);
             if let Ok(p) = &p {
@@ -918,7 +915,11 @@ impl Broker {
                     .iter()
                     .filter(|a| matches!(a, Action::Stop { requeued: true, .. }))
                     .count() as u64;
-                self.running.remove(&worker);
+                if let Some(set) = self.running.remove(&worker) {
+                    for t in set {
+                        self.runs_on.remove(&t);
+                    }
+                }
                 Written::Left
             }
         };
@@ -934,6 +935,7 @@ impl Broker {
                 Action::Start { task, slots, .. } => {
                     if let Some(&w) = slots.first().and_then(|s| self.slot_worker.get(s)) {
                         self.running.entry(w).or_default().insert(*task);
+                        self.runs_on.insert(*task, w);
                     }
                     self.generation += 1;
                     if let Some(d) = self.tasks.get(task) {
@@ -959,10 +961,10 @@ impl Broker {
     }
 
     fn unrun(&mut self, task: TaskId) {
-        for set in self.running.values_mut() {
-            if set.remove(&task) {
-                break;
-            }
+        if let Some(w) = self.runs_on.remove(&task)
+            && let Some(set) = self.running.get_mut(&w)
+        {
+            set.remove(&task);
         }
     }
 
