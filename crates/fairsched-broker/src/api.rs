@@ -22,6 +22,11 @@ pub struct NewTask {
     /// Higher runs first under the `priority` policy (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
+    /// Diet-ethic: an optional (as opposed to mandatory) request; the
+    /// `diet-ethic` policy runs mandatory requests first and kills an
+    /// optional run to start a waiting mandatory one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// `POST /v1/tasks`.

@@ -714,6 +714,7 @@ impl Broker {
                     ids.push(id.0);
                     let mut spec = TaskSpec::new(id.0, user, org);
                     spec.priority = t.priority.unwrap_or(1);
+                    spec.optional = t.optional;
                     events.push(Event::Submit(spec));
                 }
                 Ok(Plan {
