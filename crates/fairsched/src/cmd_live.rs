@@ -44,7 +44,7 @@ fn quickstart(key: &str) -> Option<String> {
 
 /// Who this command acts as, for the quickstart file.
 #[derive(Clone, Copy)]
-enum Role {
+pub(crate) enum Role {
     User,
     Admin,
 }
@@ -199,6 +199,10 @@ pub struct SubmitArgs {
     /// A command run after the task (the output phase).
     #[arg(long, value_name = "CMD")]
     stage_out: Option<String>,
+    /// Mark the tasks optional (Diet-ethic: under the `diet-ethic` policy, mandatory tasks run
+    /// first and a waiting mandatory task kills a running optional one).
+    #[arg(long)]
+    optional: bool,
     /// Print `{"ids": […]}` instead of one id per line.
     #[arg(long)]
     json: bool,
@@ -271,14 +275,14 @@ pub enum UserCmd {
     },
 }
 
-struct Client {
+pub(crate) struct Client {
     agent: ureq::Agent,
     base: String,
     auth: String,
 }
 
 impl Client {
-    fn new(c: &Conn, role: Role) -> anyhow::Result<Client> {
+    pub(crate) fn new(c: &Conn, role: Role) -> anyhow::Result<Client> {
         let key = match role {
             Role::User => "user",
             Role::Admin => "admin",
@@ -315,7 +319,7 @@ impl Client {
         })
     }
 
-    fn call<T: DeserializeOwned>(
+    pub(crate) fn call<T: DeserializeOwned>(
         &self,
         method: &str,
         path: &str,
@@ -372,6 +376,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
                 stage_in: a.stage_in.as_deref().map(sub),
                 stage_out: a.stage_out.as_deref().map(sub),
                 priority: a.priority,
+                optional: a.optional,
             }
         })
         .collect();
