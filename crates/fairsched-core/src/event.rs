@@ -167,7 +167,7 @@ impl EndRecord {
 /// A state change, as seen by policies. Delivered to `Allocate` and `Order`
 /// synchronously, while the core applies it (so a policy's own indexes stay
 /// consistent with the view), and to `Control` in batches.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Notice {
     /// The task entered `machine`'s queue (on submit or requeue).
     Queued {

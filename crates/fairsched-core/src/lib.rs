@@ -13,6 +13,9 @@
 //!   [`RuntimeOracle`] explicitly.
 //! - Policies are built by name from the [`registry`]
 //!   (`name[key=value,...]`).
+//! - [`Scheduler::snapshot`] writes the whole core as bytes and
+//!   [`Scheduler::restore`] reads them back into a scheduler built from
+//!   the same configuration ([`snapshot`]: format and guarantees).
 //!
 //! The crate is `no_std` (with `alloc`) and forbids `unsafe`: no code in it,
 //! policies included, can open a file, read the environment, look at a
@@ -48,6 +51,7 @@ pub mod registry;
 pub mod scheduler;
 pub mod shapley;
 pub mod sink;
+pub mod snapshot;
 pub mod state;
 pub mod time;
 
@@ -80,6 +84,7 @@ pub use point::{
 pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
 pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
 pub use sink::{Fanout, Observer, Sample, TaskMeta};
+pub use snapshot::SnapshotError;
 pub use state::{MachineView, Platform, State, TaskView, View};
 pub use time::Time;
 

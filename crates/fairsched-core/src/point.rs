@@ -15,12 +15,15 @@
 //!
 //! Every policy is `Clone` (through [`DynClone`]): a driver that must be
 //! able to undo a step the core rejects keeps a copy of the whole
-//! [`crate::Scheduler`] ([`crate::Scheduler::step_atomic`]).
+//! [`crate::Scheduler`] ([`crate::Scheduler::step_atomic`]). A policy that
+//! can be snapshotted ([`crate::Scheduler::snapshot`]) also implements
+//! `policy_name`, `save` and `load`; the defaults refuse.
 
 use crate::event::Notice;
 use crate::ids::{MachineId, SlotId, TaskId};
 use crate::model::TaskSpec;
 use crate::prelude::*;
+use crate::snapshot::SnapshotError;
 use crate::state::View;
 use crate::time::Time;
 use dyn_clone::DynClone;
@@ -41,6 +44,26 @@ pub trait Allocate: Send + DynClone {
     fn allocate(&mut self, view: &View, task: &TaskSpec, rng: &mut SimRng) -> Option<MachineId>;
     /// State changes, delivered as they are applied.
     fn notify(&mut self, _view: &View, _notice: &Notice) {}
+
+    /// The name the policy is registered under (the registry's), recorded
+    /// in snapshots and named in their errors. The default is the type's
+    /// name.
+    fn policy_name(&self) -> &'static str {
+        crate::snapshot::short_type_name::<Self>()
+    }
+    /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
+    /// The default: [`SnapshotError::Unsupported`]. Policies implement this
+    /// and [`Allocate::load`] with `snapshot_policy!` (module
+    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// however it was reached (hash maps written in key order).
+    fn save(&self) -> Result<Vec<u8>, SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
+    /// Replaces the policy's state with `bytes` from [`Allocate::save`] of a
+    /// policy built from the same spec. On error, `self` is unchanged.
+    fn load(&mut self, _bytes: &[u8]) -> Result<(), SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
 }
 
 /// Clairvoyant variant of [`Allocate`] (e.g. MST): simulation only.
@@ -53,6 +76,26 @@ pub trait ClairvoyantAllocate: Send + DynClone {
         rng: &mut SimRng,
     ) -> Option<MachineId>;
     fn notify(&mut self, _view: &View, _notice: &Notice) {}
+
+    /// The name the policy is registered under (the registry's), recorded
+    /// in snapshots and named in their errors. The default is the type's
+    /// name.
+    fn policy_name(&self) -> &'static str {
+        crate::snapshot::short_type_name::<Self>()
+    }
+    /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
+    /// The default: [`SnapshotError::Unsupported`]. Policies implement this
+    /// and [`ClairvoyantAllocate::load`] with `snapshot_policy!` (module
+    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// however it was reached (hash maps written in key order).
+    fn save(&self) -> Result<Vec<u8>, SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
+    /// Replaces the policy's state with `bytes` from [`ClairvoyantAllocate::save`] of a
+    /// policy built from the same spec. On error, `self` is unchanged.
+    fn load(&mut self, _bytes: &[u8]) -> Result<(), SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
 }
 
 /// What an [`Order`] policy decides for a machine with free slots.
@@ -86,6 +129,26 @@ pub trait Order: Send + DynClone {
     fn preempts(&self) -> bool {
         false
     }
+
+    /// The name the policy is registered under (the registry's), recorded
+    /// in snapshots and named in their errors. The default is the type's
+    /// name.
+    fn policy_name(&self) -> &'static str {
+        crate::snapshot::short_type_name::<Self>()
+    }
+    /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
+    /// The default: [`SnapshotError::Unsupported`]. Policies implement this
+    /// and [`Order::load`] with `snapshot_policy!` (module
+    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// however it was reached (hash maps written in key order).
+    fn save(&self) -> Result<Vec<u8>, SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
+    /// Replaces the policy's state with `bytes` from [`Order::save`] of a
+    /// policy built from the same spec. On error, `self` is unchanged.
+    fn load(&mut self, _bytes: &[u8]) -> Result<(), SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
 }
 
 /// Clairvoyant variant of [`Order`] (REF/RAND sub-coalition schedules).
@@ -101,6 +164,26 @@ pub trait ClairvoyantOrder: Send + DynClone {
     /// See [`Order::preempts`].
     fn preempts(&self) -> bool {
         false
+    }
+
+    /// The name the policy is registered under (the registry's), recorded
+    /// in snapshots and named in their errors. The default is the type's
+    /// name.
+    fn policy_name(&self) -> &'static str {
+        crate::snapshot::short_type_name::<Self>()
+    }
+    /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
+    /// The default: [`SnapshotError::Unsupported`]. Policies implement this
+    /// and [`ClairvoyantOrder::load`] with `snapshot_policy!` (module
+    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// however it was reached (hash maps written in key order).
+    fn save(&self) -> Result<Vec<u8>, SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
+    /// Replaces the policy's state with `bytes` from [`ClairvoyantOrder::save`] of a
+    /// policy built from the same spec. On error, `self` is unchanged.
+    fn load(&mut self, _bytes: &[u8]) -> Result<(), SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
     }
 }
 
@@ -131,6 +214,26 @@ pub trait Control: Send + DynClone {
     fn react(&mut self, view: &View, notices: &[Notice], timers: &[u64], out: &mut ControlOut);
     /// See [`Order::gauges`].
     fn gauges(&self, _view: &View, _out: &mut Vec<Gauge>) {}
+
+    /// The name the policy is registered under (the registry's), recorded
+    /// in snapshots and named in their errors. The default is the type's
+    /// name.
+    fn policy_name(&self) -> &'static str {
+        crate::snapshot::short_type_name::<Self>()
+    }
+    /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
+    /// The default: [`SnapshotError::Unsupported`]. Policies implement this
+    /// and [`Control::load`] with `snapshot_policy!` (module
+    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// however it was reached (hash maps written in key order).
+    fn save(&self) -> Result<Vec<u8>, SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
+    /// Replaces the policy's state with `bytes` from [`Control::save`] of a
+    /// policy built from the same spec. On error, `self` is unchanged.
+    fn load(&mut self, _bytes: &[u8]) -> Result<(), SnapshotError> {
+        Err(SnapshotError::Unsupported(self.policy_name()))
+    }
 }
 
 /// One number of a policy's fairness state (for operators; never read by

@@ -6,10 +6,11 @@ use crate::model::{Outcome, TaskSpec};
 use crate::point::{Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Order};
 use crate::point::{Pick, RuntimeOracle, SimRng};
 use crate::prelude::*;
+use crate::snapshot::{self, SnapshotError};
 use crate::state::{Platform, State, Status, TaskState, View, push_free};
 use crate::time::Time;
 use rand::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An `Allocate` policy, blind or clairvoyant.
 #[derive(Clone)]
@@ -32,6 +33,25 @@ impl AllocatePolicy {
             AllocatePolicy::Clairvoyant(p) => p.notify(view, n),
         }
     }
+    /// The policy's name (see [`Allocate::policy_name`]).
+    pub fn policy_name(&self) -> &'static str {
+        match self {
+            AllocatePolicy::Blind(p) => p.policy_name(),
+            AllocatePolicy::Clairvoyant(p) => p.policy_name(),
+        }
+    }
+    fn save(&self) -> Result<Vec<u8>, SnapshotError> {
+        match self {
+            AllocatePolicy::Blind(p) => p.save(),
+            AllocatePolicy::Clairvoyant(p) => p.save(),
+        }
+    }
+    fn load(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
+        match self {
+            AllocatePolicy::Blind(p) => p.load(bytes),
+            AllocatePolicy::Clairvoyant(p) => p.load(bytes),
+        }
+    }
     pub fn is_clairvoyant(&self) -> bool {
         matches!(self, AllocatePolicy::Clairvoyant(_))
     }
@@ -42,6 +62,25 @@ impl OrderPolicy {
         match self {
             OrderPolicy::Blind(p) => p.notify(view, n),
             OrderPolicy::Clairvoyant(p) => p.notify(view, n),
+        }
+    }
+    /// The policy's name (see [`Order::policy_name`]).
+    pub fn policy_name(&self) -> &'static str {
+        match self {
+            OrderPolicy::Blind(p) => p.policy_name(),
+            OrderPolicy::Clairvoyant(p) => p.policy_name(),
+        }
+    }
+    fn save(&self) -> Result<Vec<u8>, SnapshotError> {
+        match self {
+            OrderPolicy::Blind(p) => p.save(),
+            OrderPolicy::Clairvoyant(p) => p.save(),
+        }
+    }
+    fn load(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
+        match self {
+            OrderPolicy::Blind(p) => p.load(bytes),
+            OrderPolicy::Clairvoyant(p) => p.load(bytes),
         }
     }
     pub fn is_clairvoyant(&self) -> bool {
@@ -76,7 +115,7 @@ pub enum CoreError {
 }
 
 /// Counters about what the core did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoreStats {
     pub events: u64,
     /// Events that did not apply (unknown task, duplicate, wrong state).
@@ -103,6 +142,48 @@ pub struct Scheduler {
     fired: Vec<u64>,
     stats: CoreStats,
     poisoned: bool,
+}
+
+/// A snapshot's body as written ([`crate::snapshot`]); [`BodyIn`] reads
+/// the same fields in the same order.
+#[derive(Serialize)]
+struct BodyOut<'a> {
+    allocate: &'a str,
+    order: &'a str,
+    control: Option<&'a str>,
+    state: &'a State,
+    rng: u128,
+    dirty: &'a [MachineId],
+    control_notices: &'a [Notice],
+    fired: &'a [u64],
+    stats: &'a CoreStats,
+    poisoned: bool,
+    #[serde(serialize_with = "snapshot::as_bytes")]
+    allocate_state: &'a [u8],
+    #[serde(serialize_with = "snapshot::as_bytes")]
+    order_state: &'a [u8],
+    /// Empty without a Control.
+    #[serde(serialize_with = "snapshot::as_bytes")]
+    control_state: &'a [u8],
+}
+
+/// A snapshot's body as read (see [`BodyOut`]).
+#[derive(Deserialize)]
+struct BodyIn<'a> {
+    allocate: &'a str,
+    order: &'a str,
+    #[serde(borrow)]
+    control: Option<&'a str>,
+    state: State,
+    rng: u128,
+    dirty: Vec<MachineId>,
+    control_notices: Vec<Notice>,
+    fired: Vec<u64>,
+    stats: CoreStats,
+    poisoned: bool,
+    allocate_state: &'a [u8],
+    order_state: &'a [u8],
+    control_state: &'a [u8],
 }
 
 /// Delivers a notice to every policy that wants it.
@@ -190,6 +271,121 @@ impl Scheduler {
         let mut v: Vec<TaskId> = self.state.tasks.keys().copied().collect();
         v.sort_unstable();
         v
+    }
+
+    /// Every piece of state the core holds — platform state (tasks,
+    /// queues' counters, slots, organizations, clock), the policies' state,
+    /// the RNG, the stats, the Control's pending notices and fired timers,
+    /// the poisoned flag — as bytes (format: [`crate::snapshot`]). The same
+    /// logical state gives the same bytes, however it was reached. O(state);
+    /// nothing is added to [`Scheduler::step`].
+    ///
+    /// [`SnapshotError::Unsupported`] names a policy that cannot be
+    /// snapshotted (the clairvoyant baselines; policies written outside
+    /// the registry that do not implement `save`).
+    pub fn snapshot(&self) -> Result<Vec<u8>, SnapshotError> {
+        let allocate_state = self.allocate.save()?;
+        let order_state = self.order.save()?;
+        let control_state = match &self.control {
+            Some(c) => c.save()?,
+            None => Vec::new(),
+        };
+        snapshot::write_sealed(&BodyOut {
+            allocate: self.allocate.policy_name(),
+            order: self.order.policy_name(),
+            control: self.control.as_ref().map(|c| c.policy_name()),
+            state: &self.state,
+            rng: self.rng.state(),
+            dirty: &self.dirty_list,
+            control_notices: &self.control_notices,
+            fired: &self.fired,
+            stats: &self.stats,
+            poisoned: self.poisoned,
+            allocate_state: &allocate_state,
+            order_state: &order_state,
+            control_state: &control_state,
+        })
+    }
+
+    /// Replaces the whole state of `self` with a snapshot's. `self` must be
+    /// built from the configuration the snapshot's scheduler was built from
+    /// (same platform, same policy specs; the seed does not matter, the
+    /// RNG's state is in the snapshot), and not stepped yet. Afterwards it
+    /// decides exactly as the snapshotted scheduler would have.
+    ///
+    /// Errors, with `self` unchanged: [`SnapshotError::Corrupt`] (not a
+    /// snapshot, truncated, altered, inconsistent), [`SnapshotError::Mismatch`]
+    /// (another format version, other policies or parameters — both are
+    /// named —, another platform), [`SnapshotError::Unsupported`] (a policy
+    /// of `self` cannot be restored). Never panics, whatever the bytes.
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
+        let body: BodyIn = snapshot::decode("the snapshot", snapshot::open(bytes)?)?;
+        let mismatch = |point: &str, snap: Option<&str>, here: Option<&str>| {
+            let show = |n: Option<&str>| n.map_or("none".to_string(), |n| format!("`{n}`"));
+            SnapshotError::Mismatch(format!(
+                "the snapshot was taken with {point} policy {}, this scheduler has {}; \
+                 build it with the snapshot's policies",
+                show(snap),
+                show(here)
+            ))
+        };
+        let here = (
+            self.allocate.policy_name(),
+            self.order.policy_name(),
+            self.control.as_ref().map(|c| c.policy_name()),
+        );
+        if body.allocate != here.0 {
+            return Err(mismatch("allocate", Some(body.allocate), Some(here.0)));
+        }
+        if body.order != here.1 {
+            return Err(mismatch("order", Some(body.order), Some(here.1)));
+        }
+        if body.control != here.2 {
+            return Err(mismatch("control", body.control, here.2));
+        }
+        body.state.check_restored(&self.state)?;
+        let corrupt = |why: &str| SnapshotError::Corrupt(why.to_string());
+        // The generator's state is odd (`Pcg64Mcg::new` would force it).
+        if body.rng & 1 == 0 {
+            return Err(corrupt("the random generator's state is invalid"));
+        }
+        let n = self.dirty.len();
+        let mut dirty = vec![false; n];
+        for &m in &body.dirty {
+            if m.index() >= n || core::mem::replace(&mut dirty[m.index()], true) {
+                return Err(corrupt(
+                    "a machine marked for dispatch does not exist or is marked twice",
+                ));
+            }
+        }
+        if self.control.is_none() && !(body.control_notices.is_empty() && body.fired.is_empty()) {
+            return Err(corrupt(
+                "notices or timers pending for a Control that does not exist",
+            ));
+        }
+        // Policies are loaded into copies: on error, `self` is unchanged.
+        let mut allocate = self.allocate.clone();
+        allocate.load(body.allocate_state)?;
+        let mut order = self.order.clone();
+        order.load(body.order_state)?;
+        let mut control = self.control.clone();
+        if let Some(c) = control.as_mut() {
+            c.load(body.control_state)?;
+        }
+        *self = Scheduler {
+            state: body.state,
+            allocate,
+            order,
+            control,
+            rng: SimRng::new(body.rng),
+            dirty,
+            dirty_list: body.dirty,
+            control_notices: body.control_notices,
+            fired: body.fired,
+            stats: body.stats,
+            poisoned: body.poisoned,
+        };
+        Ok(())
     }
 
     /// Apply the events that happened at `now`, in order, then let the

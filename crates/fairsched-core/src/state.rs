@@ -10,6 +10,7 @@ use crate::event::{Attempt, SlotList};
 use crate::ids::{MachineId, OrgId, SlotId, TaskId};
 use crate::model::{Phase, TaskSpec};
 use crate::prelude::*;
+use crate::snapshot::SnapshotError;
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 
@@ -54,7 +55,7 @@ impl Platform {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) enum Status {
     Waiting,
     Running {
@@ -63,14 +64,15 @@ pub(crate) enum Status {
     },
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct PhaseLog {
     pub current: Option<(Phase, Time)>,
     pub done: [Option<Time>; 4],
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TaskState {
+    #[serde(with = "crate::snapshot::spec")]
     pub spec: TaskSpec,
     pub seq: u64,
     pub submit: Time,
@@ -86,7 +88,7 @@ pub(crate) struct TaskState {
     pub phases: Option<Box<PhaseLog>>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct MachineState {
     /// Present slots (joined and not left).
     pub capacity: u32,
@@ -97,7 +99,7 @@ pub(crate) struct MachineState {
     pub running: u32,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct SlotState {
     pub machine: MachineId,
     pub owner: OrgId,
@@ -108,9 +110,13 @@ pub(crate) struct SlotState {
 }
 
 /// Everything the core tracks. Memory is O(live tasks + slots + orgs).
-#[derive(Clone, Debug)]
+///
+/// Its serde form is the snapshot format's ([`crate::snapshot`]), not a
+/// stable interface.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct State {
     pub(crate) now: Time,
+    #[serde(with = "crate::snapshot::sorted_map")]
     pub(crate) tasks: FxHashMap<TaskId, TaskState>,
     pub(crate) machines: Vec<MachineState>,
     pub(crate) slots: Vec<SlotState>,
@@ -206,6 +212,148 @@ impl State {
 
     pub fn view(&self) -> View<'_> {
         View { s: self }
+    }
+
+    /// Checks a state read from a snapshot before a scheduler adopts it:
+    /// built on the same initial platform as `initial` (the state of the
+    /// scheduler being restored, fresh from its configuration), and
+    /// consistent (every counter, free list and held slot agrees with the
+    /// tasks), so no later step can trip over it. O(state).
+    pub(crate) fn check_restored(&self, initial: &State) -> Result<(), SnapshotError> {
+        let mismatch = |why: String| Err(SnapshotError::Mismatch(why));
+        if self.machines.len() != initial.machines.len() {
+            return mismatch(format!(
+                "the snapshot's platform has {} machines, this scheduler's {}",
+                self.machines.len(),
+                initial.machines.len()
+            ));
+        }
+        if self.slots.len() < initial.slots.len() || self.org_slots.len() < initial.org_slots.len() {
+            return mismatch(format!(
+                "the snapshot's platform has {} slots and {} organizations, fewer than the {} and {} this scheduler starts with",
+                self.slots.len(),
+                self.org_slots.len(),
+                initial.slots.len(),
+                initial.org_slots.len()
+            ));
+        }
+        for (i, (a, b)) in self.slots.iter().zip(&initial.slots).enumerate() {
+            if (a.machine, a.owner) != (b.machine, b.owner) {
+                return mismatch(format!(
+                    "slot {i} is on machine {} owned by organization {} in the snapshot, \
+                     on machine {} owned by {} in this scheduler's platform",
+                    a.machine, a.owner, b.machine, b.owner
+                ));
+            }
+        }
+        self.check_consistent().map_err(SnapshotError::Corrupt)
+    }
+
+    fn check_consistent(&self) -> Result<(), String> {
+        let (nm, ns, no) = (self.machines.len(), self.slots.len(), self.org_slots.len());
+        let mut capacity = vec![0u32; nm];
+        let mut owned = vec![0u32; no];
+        let (mut free_marked, mut held) = (0usize, 0u64);
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.machine.index() >= nm || s.owner.index() >= no {
+                return Err(format!(
+                    "slot {i} names a machine or an organization that does not exist"
+                ));
+            }
+            let free = s.free_pos.is_some();
+            if s.present {
+                capacity[s.machine.index()] += 1;
+                owned[s.owner.index()] += 1;
+                if free == s.task.is_some() {
+                    return Err(format!("present slot {i} is neither free nor held (or both)"));
+                }
+            } else if free || s.task.is_some() {
+                return Err(format!("slot {i} has left but is free or held"));
+            }
+            free_marked += usize::from(free);
+            held += u64::from(s.task.is_some());
+        }
+        if owned != self.org_slots {
+            return Err("slots owned per organization disagree with the slots".into());
+        }
+        let mut free_listed = 0usize;
+        for (m, ms) in self.machines.iter().enumerate() {
+            if ms.capacity != capacity[m] {
+                return Err(format!("machine {m}'s capacity disagrees with its slots"));
+            }
+            for (p, slot) in ms.free.iter().enumerate() {
+                let ok = self
+                    .slots
+                    .get(slot.index())
+                    .is_some_and(|s| s.machine.index() == m && s.free_pos == Some(p as u32));
+                if !ok {
+                    return Err(format!(
+                        "machine {m}'s free list holds slot {slot}, which is not free there"
+                    ));
+                }
+            }
+            free_listed += ms.free.len();
+        }
+        if free_listed != free_marked {
+            return Err("free slots disagree with the machines' free lists".into());
+        }
+        let mut count = vec![(0u32, 0u64, 0u32); nm];
+        let (mut waiting, mut busy) = (0u64, 0u64);
+        let mut seqs = Vec::with_capacity(self.tasks.len());
+        let mut claimed = vec![false; ns];
+        for (&id, t) in &self.tasks {
+            let m = t.machine.index();
+            if t.spec.id != id
+                || m >= nm
+                || t.spec.slots == 0
+                || t.spec.org.index() >= no
+                || t.seq >= self.next_seq
+            {
+                return Err(format!("task {id} is inconsistent"));
+            }
+            seqs.push(t.seq);
+            match &t.status {
+                Status::Waiting => {
+                    count[m].0 += 1;
+                    count[m].1 += u64::from(t.spec.slots);
+                    waiting += 1;
+                }
+                Status::Running { slots, .. } => {
+                    if slots.len() != t.spec.slots as usize {
+                        return Err(format!(
+                            "task {id} holds {} slots, needs {}",
+                            slots.len(),
+                            t.spec.slots
+                        ));
+                    }
+                    for s in slots {
+                        let ok = self
+                            .slots
+                            .get(s.index())
+                            .is_some_and(|st| st.task == Some(id) && st.machine == t.machine)
+                            && !core::mem::replace(&mut claimed[s.index()], true);
+                        if !ok {
+                            return Err(format!("task {id} holds slot {s}, which does not run it"));
+                        }
+                    }
+                    count[m].2 += 1;
+                    busy += slots.len() as u64;
+                }
+            }
+        }
+        for (m, ms) in self.machines.iter().enumerate() {
+            if (ms.waiting, ms.waiting_slots, ms.running) != count[m] {
+                return Err(format!("machine {m}'s task counters disagree with its tasks"));
+            }
+        }
+        if waiting != self.waiting || busy != self.busy_slots || busy != held {
+            return Err("waiting or busy counters disagree with the tasks".into());
+        }
+        seqs.sort_unstable();
+        if seqs.windows(2).any(|w| w[0] == w[1]) {
+            return Err("two tasks share a submission sequence number".into());
+        }
+        Ok(())
     }
 }
 

@@ -25,9 +25,11 @@ use crate::ids::TaskId;
 use crate::point::{Control, ControlOut};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use crate::time::Time;
 use alloc::collections::VecDeque;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "age-boost";
 
@@ -73,13 +75,14 @@ fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {
 const TICK: u64 = 0;
 
 /// See the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AgeBoost {
     after: Time,
     by: i64,
     /// When each waiting task's next boost is due. A calendar entry whose
     /// instant is not its task's `due` is stale (the task started, left or
     /// was requeued since): it is dropped when it comes due.
+    #[serde(with = "crate::snapshot::sorted_map")]
     due: FxHashMap<TaskId, Time>,
     /// `(due, task)` in the order scheduled, which is non-decreasing `due`
     /// order: each is `now + after` at an instant `now` that never goes back.
@@ -106,6 +109,7 @@ impl AgeBoost {
 }
 
 impl Control for AgeBoost {
+    snapshot_policy!(NAME, config: after, by);
     fn react(&mut self, view: &View, notices: &[Notice], _timers: &[u64], out: &mut ControlOut) {
         let now = view.now();
         for n in notices {

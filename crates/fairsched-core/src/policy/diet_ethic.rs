@@ -64,10 +64,12 @@ use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::PerMachine;
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use crate::time::Time;
 use alloc::collections::BTreeMap;
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "diet-ethic";
 
@@ -85,7 +87,7 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
 }
 
 /// A request's place in its server's queue: smaller runs first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 struct Key {
     /// 1. Mandatory (`false`) before optional.
     optional: bool,
@@ -102,7 +104,7 @@ struct Key {
 }
 
 /// What the policy keeps about a live request.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Request {
     machine: MachineId,
     user: UserId,
@@ -131,7 +133,7 @@ impl Request {
 }
 
 /// One server's queue.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Server {
     /// Waiting requests with their draw, in queue order.
     queue: BTreeMap<Key, TaskId>,
@@ -142,8 +144,10 @@ struct Server {
     running: Vec<(Key, TaskId)>,
     /// Each user's waiting requests in `queue` (re-keyed when the user's
     /// allocated time changes).
+    #[serde(with = "crate::snapshot::sorted_map")]
     by_user: FxHashMap<UserId, Vec<TaskId>>,
     /// Server-time allocated to each user here: its finished runs.
+    #[serde(with = "crate::snapshot::sorted_map")]
     allocated: FxHashMap<UserId, Time>,
 }
 
@@ -176,8 +180,9 @@ impl Server {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DietEthic {
+    #[serde(with = "crate::snapshot::sorted_map")]
     requests: FxHashMap<TaskId, Request>,
     servers: PerMachine<Server>,
 }
@@ -224,6 +229,7 @@ impl DietEthic {
 }
 
 impl Order for DietEthic {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         match *n {
             Notice::Queued { task, machine } => {

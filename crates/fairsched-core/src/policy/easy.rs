@@ -23,12 +23,14 @@
 use crate::event::Notice;
 use crate::ids::{MachineId, TaskId};
 use crate::point::{Order, Pick, SimRng};
-use crate::policy::queue::{KeyedQueues, PerMachine};
+use crate::policy::queue::{KeyedQueues, PerMachine, QueueKey};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use crate::time::Time;
 use alloc::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "easy";
 
@@ -44,8 +46,19 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
     Ok(Box::new(Easy::default()))
 }
 
-fn key(t: &TaskView) -> u64 {
-    t.seq()
+/// Submission order, with the estimate as payload.
+#[derive(Clone, Debug)]
+pub struct BySeqWithEstimate;
+
+impl QueueKey for BySeqWithEstimate {
+    type K = u64;
+    type V = Option<Time>;
+    fn key(t: &TaskView) -> u64 {
+        t.seq()
+    }
+    fn value(t: &TaskView) -> Option<Time> {
+        t.spec().estimate
+    }
 }
 
 /// Expected end of a task started at `start`.
@@ -54,28 +67,18 @@ fn expected_end(start: Time, estimate: Option<Time>) -> Time {
 }
 
 /// See the module docs.
-#[derive(Clone)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct Easy {
     /// Waiting jobs by submission order, with their estimates.
-    queues: KeyedQueues<u64, Option<Time>>,
+    queues: KeyedQueues<BySeqWithEstimate>,
     /// Per machine: running jobs by expected end, with their widths.
     running: PerMachine<BTreeMap<(Time, TaskId), u32>>,
+    #[serde(with = "crate::snapshot::sorted_map")]
     running_key: FxHashMap<TaskId, (MachineId, Time)>,
     /// `(now, machine, seq)` of the last backfilled job: where the next
     /// scan of the same instant resumes. Cleared by any change other than
     /// a start or an arrival.
     resume: Option<(Time, MachineId, u64)>,
-}
-
-impl Default for Easy {
-    fn default() -> Self {
-        Easy {
-            queues: KeyedQueues::with_value(key, |t| t.spec().estimate),
-            running: PerMachine::default(),
-            running_key: FxHashMap::default(),
-            resume: None,
-        }
-    }
 }
 
 impl Easy {
@@ -113,6 +116,7 @@ impl Easy {
 }
 
 impl Order for Easy {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
         if !matches!(n, Notice::Started { .. } | Notice::Queued { .. }) {

@@ -20,7 +20,9 @@ use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::OrgQueues;
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "fair-share";
 
@@ -36,7 +38,7 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
     Ok(Box::new(FairShare::default()))
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct Usage {
     /// Slot-milliseconds of finished (or stopped) runs.
     done: i128,
@@ -53,10 +55,11 @@ impl Usage {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FairShare {
     queues: OrgQueues,
     usage: Vec<Usage>,
+    #[serde(with = "crate::snapshot::sorted_map")]
     starts: FxHashMap<crate::ids::TaskId, (OrgId, i128, i128)>,
 }
 
@@ -78,6 +81,7 @@ impl FairShare {
 }
 
 impl Order for FairShare {
+    snapshot_policy!(NAME);
     fn gauges(&self, view: &View, out: &mut Vec<crate::point::Gauge>) {
         let now = view.now().millis() as i128;
         for (o, u) in self.usage.iter().enumerate() {

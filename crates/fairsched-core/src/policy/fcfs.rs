@@ -5,10 +5,13 @@
 use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
+use crate::policy::fifo::BySeq;
 use crate::policy::queue::KeyedQueues;
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
-use crate::state::{TaskView, View};
+use crate::snapshot::snapshot_policy;
+use crate::state::View;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "fcfs";
 
@@ -24,25 +27,14 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
     Ok(Box::new(Fcfs::default()))
 }
 
-fn key(t: &TaskView) -> u64 {
-    t.seq()
-}
-
 /// See the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Fcfs {
-    queues: KeyedQueues<u64>,
-}
-
-impl Default for Fcfs {
-    fn default() -> Self {
-        Fcfs {
-            queues: KeyedQueues::new(key),
-        }
-    }
+    queues: KeyedQueues<BySeq>,
 }
 
 impl Order for Fcfs {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
     }

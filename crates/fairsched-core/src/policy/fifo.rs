@@ -6,10 +6,12 @@
 use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
-use crate::policy::queue::KeyedQueues;
+use crate::policy::queue::{KeyedQueues, QueueKey};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "fifo";
 
@@ -25,25 +27,27 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
     Ok(Box::new(Fifo::default()))
 }
 
-fn key(t: &TaskView) -> u64 {
-    t.seq()
+/// Submission order.
+#[derive(Clone, Debug)]
+pub struct BySeq;
+
+impl QueueKey for BySeq {
+    type K = u64;
+    type V = ();
+    fn key(t: &TaskView) -> u64 {
+        t.seq()
+    }
+    fn value(_: &TaskView) {}
 }
 
 /// See the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Fifo {
-    queues: KeyedQueues<u64>,
-}
-
-impl Default for Fifo {
-    fn default() -> Self {
-        Fifo {
-            queues: KeyedQueues::new(key),
-        }
-    }
+    queues: KeyedQueues<BySeq>,
 }
 
 impl Order for Fifo {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
     }

@@ -10,7 +10,9 @@ use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "least-loaded";
 
@@ -27,10 +29,11 @@ fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LeastLoaded;
 
 impl Allocate for LeastLoaded {
+    snapshot_policy!(NAME);
     fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
         let mut best: Option<(u128, u128, MachineId)> = None;
         for m in view.machines() {

@@ -6,11 +6,13 @@
 use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
-use crate::policy::queue::KeyedQueues;
+use crate::policy::queue::{KeyedQueues, QueueKey};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use core::cmp::Reverse;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "priority";
 
@@ -26,27 +28,27 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
     Ok(Box::new(PriorityOrder::default()))
 }
 
-type Key = (Reverse<i64>, u64);
+/// Highest priority first, then submission order.
+#[derive(Clone, Debug)]
+pub struct ByPriority;
 
-fn key(t: &TaskView) -> Key {
-    (Reverse(t.priority()), t.seq())
+impl QueueKey for ByPriority {
+    type K = (Reverse<i64>, u64);
+    type V = ();
+    fn key(t: &TaskView) -> Self::K {
+        (Reverse(t.priority()), t.seq())
+    }
+    fn value(_: &TaskView) {}
 }
 
 /// See the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PriorityOrder {
-    queues: KeyedQueues<Key>,
-}
-
-impl Default for PriorityOrder {
-    fn default() -> Self {
-        PriorityOrder {
-            queues: KeyedQueues::new(key),
-        }
-    }
+    queues: KeyedQueues<ByPriority>,
 }
 
 impl Order for PriorityOrder {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
     }

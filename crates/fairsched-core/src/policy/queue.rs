@@ -5,14 +5,19 @@ use crate::ids::{MachineId, OrgId, TaskId};
 use crate::prelude::*;
 use crate::state::{TaskView, View};
 use alloc::collections::BTreeMap;
+use core::fmt::Debug;
+use core::marker::PhantomData;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 /// Waiting tasks ordered by a key `K` (which must be unique: end it with
 /// the task's `seq`), each with its width (slots needed) and a small
 /// payload `V` the policy reads on its hot path, plus the multiset of
 /// widths so "nothing waiting can fit" is answered in O(log n).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Waiting<K: Ord + Copy, V: Copy = ()> {
     by_key: BTreeMap<K, (TaskId, u32, V)>,
+    #[serde(with = "crate::snapshot::sorted_map")]
     keys: FxHashMap<TaskId, K>,
     widths: BTreeMap<u32, u32>,
 }
@@ -104,7 +109,7 @@ impl<K: Ord + Copy, V: Copy> Waiting<K, V> {
 }
 
 /// A [`Waiting`] index per machine, grown on demand.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PerMachine<T>(pub Vec<T>);
 
 impl<T: Default> Default for PerMachine<T> {
@@ -125,7 +130,7 @@ impl<T: Default> PerMachine<T> {
 /// Per machine, one FIFO queue per organization: the index behind the
 /// organization-level orders (round-robin, fair-share), where each
 /// organization's tasks start in the order it submitted them.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct OrgQueues {
     machines: PerMachine<Vec<Waiting<u64>>>,
 }
@@ -178,37 +183,61 @@ impl OrgQueues {
     }
 }
 
-/// Per machine, waiting tasks keyed by `K` with payload `V`, maintained
-/// from notices. `key` and `value` read them from the view (on queue and
-/// priority changes).
-#[derive(Clone, Debug)]
-pub struct KeyedQueues<K: Ord + Copy, V: Copy = ()> {
-    pub machines: PerMachine<Waiting<K, V>>,
-    key: fn(&TaskView) -> K,
-    value: fn(&TaskView) -> V,
+/// How a [`KeyedQueues`] orders its tasks: the key (unique: end it with
+/// the task's `seq`) and the payload, read from the view on queue and
+/// priority changes. A type rather than function pointers, so a policy's
+/// queues are plain data (snapshots).
+pub trait QueueKey {
+    type K: Ord + Copy + Debug + Serialize + DeserializeOwned;
+    type V: Copy + Debug + Serialize + DeserializeOwned;
+    fn key(t: &TaskView) -> Self::K;
+    fn value(t: &TaskView) -> Self::V;
 }
 
-impl<K: Ord + Copy> KeyedQueues<K> {
-    pub fn new(key: fn(&TaskView) -> K) -> Self {
-        KeyedQueues::with_value(key, |_| ())
-    }
+/// Per machine, waiting tasks keyed by `Q::K` with payload `Q::V`,
+/// maintained from notices.
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct KeyedQueues<Q: QueueKey> {
+    pub machines: PerMachine<Waiting<Q::K, Q::V>>,
+    #[serde(skip)]
+    order: PhantomData<fn() -> Q>,
 }
 
-impl<K: Ord + Copy, V: Copy> KeyedQueues<K, V> {
-    pub fn with_value(key: fn(&TaskView) -> K, value: fn(&TaskView) -> V) -> Self {
+impl<Q: QueueKey> Clone for KeyedQueues<Q> {
+    fn clone(&self) -> Self {
         KeyedQueues {
-            machines: PerMachine::default(),
-            key,
-            value,
+            machines: self.machines.clone(),
+            order: PhantomData,
         }
     }
+}
+
+impl<Q: QueueKey> Debug for KeyedQueues<Q> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KeyedQueues")
+            .field("machines", &self.machines)
+            .finish()
+    }
+}
+
+impl<Q: QueueKey> Default for KeyedQueues<Q> {
+    fn default() -> Self {
+        KeyedQueues {
+            machines: PerMachine::default(),
+            order: PhantomData,
+        }
+    }
+}
+
+impl<Q: QueueKey> KeyedQueues<Q> {
     pub fn notify(&mut self, view: &View, n: &Notice) {
         match *n {
             Notice::Queued { task, machine } | Notice::Requeued { task, machine } => {
                 if let Some(t) = view.task(task) {
                     self.machines
                         .get(machine)
-                        .insert_with(task, (self.key)(&t), t.slots(), (self.value)(&t));
+                        .insert_with(task, Q::key(&t), t.slots(), Q::value(&t));
                 }
             }
             Notice::Started { task, machine }
@@ -222,14 +251,14 @@ impl<K: Ord + Copy, V: Copy> KeyedQueues<K, V> {
             }
             Notice::PriorityChanged { task, .. } => {
                 if let Some(t) = view.task(task).filter(|t| !t.is_running()) {
-                    let k = (self.key)(&t);
+                    let k = Q::key(&t);
                     self.machines.get(t.machine()).rekey(task, k);
                 }
             }
             _ => {}
         }
     }
-    pub fn get(&mut self, m: MachineId) -> &mut Waiting<K, V> {
+    pub fn get(&mut self, m: MachineId) -> &mut Waiting<Q::K, Q::V> {
         self.machines.get(m)
     }
 }

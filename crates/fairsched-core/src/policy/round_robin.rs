@@ -10,7 +10,9 @@ use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{OrgQueues, PerMachine};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "round-robin";
 
@@ -27,7 +29,7 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RoundRobin {
     queues: OrgQueues,
     /// Per machine, the organization after the one served last (not
@@ -36,6 +38,7 @@ pub struct RoundRobin {
 }
 
 impl Order for RoundRobin {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
     }

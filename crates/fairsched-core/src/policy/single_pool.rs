@@ -9,7 +9,9 @@ use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "single-pool";
 
@@ -26,10 +28,11 @@ fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SinglePool;
 
 impl Allocate for SinglePool {
+    snapshot_policy!(NAME);
     fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
         if view.machine_count() == 0 {
             return None;

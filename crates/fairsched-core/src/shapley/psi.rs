@@ -16,6 +16,7 @@
 //! processors, 1.3·10⁷ s) ψ reaches 10¹⁸ s², 2·10²⁴ units, far inside.
 
 use crate::time::Time;
+use serde::{Deserialize, Serialize};
 
 /// `2·10⁶ · ψ` (ψ in s²): an exact integer whatever the clock's resolution.
 pub type Units = i128;
@@ -32,7 +33,7 @@ pub fn seconds(u: Units) -> f64 {
 const SEC: i128 = 1000;
 
 /// ψsp aggregates of one organization's schedule.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Psi {
     /// Finished jobs: Σ 2P (the coefficient of T) and the constant part.
     fin_t: i128,

@@ -10,8 +10,10 @@ use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use core::cmp::Ordering;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "mlp";
 
@@ -44,10 +46,11 @@ impl PartialOrd for Ratio {
 }
 
 /// See the module docs.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Mlp;
 
 impl Allocate for Mlp {
+    snapshot_policy!(NAME);
     fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
         argmin(view, task, |m| {
             let m = view.machine(m);

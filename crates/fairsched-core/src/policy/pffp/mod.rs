@@ -23,6 +23,7 @@ use crate::prelude::*;
 use crate::state::View;
 use crate::time::Time;
 use alloc::collections::BTreeSet;
+use serde::{Deserialize, Serialize};
 
 /// The machine that can hold `task` with the smallest `key`, ties to the
 /// lowest index; `None` when no machine is large enough.
@@ -46,9 +47,10 @@ pub fn argmin<K: PartialOrd>(
 
 /// Per machine, the start times of its running tasks (ordered), kept from
 /// notices: the elapsed time of the longest-running task in O(log n).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunningStarts {
     starts: PerMachine<BTreeSet<(Time, TaskId)>>,
+    #[serde(with = "crate::snapshot::sorted_map")]
     of: FxHashMap<TaskId, (MachineId, Time)>,
 }
 

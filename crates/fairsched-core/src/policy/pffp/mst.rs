@@ -38,6 +38,10 @@ pub struct Mst {
 }
 
 impl ClairvoyantAllocate for Mst {
+    /// Clairvoyant: no snapshots (`save` and `load` refuse, the default).
+    fn policy_name(&self) -> &'static str {
+        NAME
+    }
     fn allocate(
         &mut self,
         view: &View,

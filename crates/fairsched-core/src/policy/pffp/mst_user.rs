@@ -12,8 +12,10 @@ use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use crate::time::Time;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "mst-user";
 
@@ -37,13 +39,14 @@ fn from_params(p: &Params) -> Result<Box<dyn Allocate>, SpecError> {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MstUser {
     missing: Time,
     book: FcfsBook,
 }
 
 impl Allocate for MstUser {
+    snapshot_policy!(NAME, config: missing);
     fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
         let book = &mut self.book;
         let m = argmin(view, task, |m| {

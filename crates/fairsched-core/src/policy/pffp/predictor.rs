@@ -22,7 +22,9 @@ use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "pffp";
 
@@ -132,7 +134,7 @@ fn from_params(p: &Params) -> Result<Box<dyn Allocate>, SpecError> {
 }
 
 /// PFFP's prediction, from its parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Predictor {
     /// ψ^(−1/β) − 1.
     residual: f64,
@@ -173,7 +175,7 @@ impl Predictor {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Pffp {
     predict: Predictor,
     starts: RunningStarts,
@@ -189,6 +191,7 @@ impl Pffp {
 }
 
 impl Allocate for Pffp {
+    snapshot_policy!(NAME, config: predict);
     fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
         let now = view.now();
         let (p, starts) = (self.predict, &mut self.starts);

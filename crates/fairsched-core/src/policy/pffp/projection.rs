@@ -21,11 +21,13 @@ use crate::state::View;
 use crate::time::Time;
 use alloc::collections::{BTreeMap, BinaryHeap};
 use core::cmp::Reverse;
+use serde::{Deserialize, Serialize};
 
 /// FCFS placement on one machine's processors.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Projection {
     /// When each processor frees (earlier than now means free now).
+    #[serde(with = "crate::snapshot::sorted_heap")]
     free: BinaryHeap<Reverse<Time>>,
     /// Start of the last task placed: FCFS starts never go backwards.
     last_start: Option<Time>,
@@ -77,7 +79,7 @@ impl Projection {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Machine {
     proj: Projection,
     /// The projection must be rebuilt before it is read.
@@ -86,16 +88,19 @@ struct Machine {
     /// Waiting tasks in FCFS order: seq → (task, slots, duration).
     queued: BTreeMap<u64, (TaskId, u32, Time)>,
     /// Running tasks: start, slots, duration.
+    #[serde(with = "crate::snapshot::sorted_map")]
     running: FxHashMap<TaskId, (Time, u32, Time)>,
     /// Where each waiting task is in `queued`.
+    #[serde(with = "crate::snapshot::sorted_map")]
     seq_of: FxHashMap<TaskId, u64>,
 }
 
 /// One [`Projection`] per machine, kept from notices.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FcfsBook {
     machines: PerMachine<Machine>,
     /// Durations of tasks allocated but not yet queued.
+    #[serde(with = "crate::snapshot::sorted_map")]
     pending: FxHashMap<TaskId, Time>,
     /// Rebuild on every end (durations are estimates).
     estimates: bool,

@@ -7,8 +7,10 @@ use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "rand";
 
@@ -25,10 +27,11 @@ fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
 }
 
 /// See the module docs.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct RandMachine;
 
 impl Allocate for RandMachine {
+    snapshot_policy!(NAME);
     fn allocate(&mut self, view: &View, task: &TaskSpec, rng: &mut SimRng) -> Option<MachineId> {
         let fits = view.machines().filter(|m| m.capacity() >= task.slots).count();
         if fits == 0 {

@@ -38,9 +38,11 @@ use crate::policy::queue::{OrgQueues, PerMachine};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
 use crate::shapley::Units;
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use crate::time::Time;
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 pub const NAME: &str = "direct-contr";
@@ -58,7 +60,7 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
 }
 
 /// Per organization bookkeeping of Algorithm 1.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Books {
     pub fin_ut: i128,
     pub fin_con: i128,
@@ -72,7 +74,7 @@ pub struct Books {
 
 /// Free slots of one machine, in an array with positions (O(1) removal);
 /// positions are indexed by slot id (dense).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct FreeSlots {
     built: bool,
     slots: Vec<SlotId>,
@@ -113,12 +115,13 @@ impl FreeSlots {
 type Run = (usize, SmallVec<[(SlotId, Option<OrgId>); 1]>);
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DirectContr {
     queues: OrgQueues,
     books: Vec<Books>,
     last: Option<Time>,
     /// Running tasks: job owner and the owners of the slots they hold.
+    #[serde(with = "crate::snapshot::sorted_map")]
     runs: FxHashMap<TaskId, Run>,
     free: PerMachine<FreeSlots>,
 }
@@ -168,6 +171,7 @@ impl DirectContr {
 }
 
 impl Order for DirectContr {
+    snapshot_policy!(NAME);
     fn gauges(&self, _view: &View, out: &mut Vec<crate::point::Gauge>) {
         // Units: 2·10⁶ per slot·s² (module docs); as of the last event.
         for (o, b) in self.books.iter().enumerate() {

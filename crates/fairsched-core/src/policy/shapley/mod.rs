@@ -24,13 +24,15 @@ use crate::prelude::*;
 use crate::shapley::{Coalitions, Psi, Units};
 use crate::state::View;
 use crate::time::Time;
+use serde::{Deserialize, Serialize};
 
 /// ψsp of every organization in the real schedule, kept from notices
 /// (elapsed times only: no runtime). A task holding q slots counts as q
 /// jobs (one per processor).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RealPsi {
     psi: Vec<Psi>,
+    #[serde(with = "crate::snapshot::sorted_map")]
     runs: FxHashMap<TaskId, (usize, Time, u32)>,
 }
 

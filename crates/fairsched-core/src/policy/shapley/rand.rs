@@ -141,6 +141,10 @@ impl Rand {
 }
 
 impl ClairvoyantOrder for Rand {
+    /// Clairvoyant: no snapshots (`save` and `load` refuse, the default).
+    fn policy_name(&self) -> &'static str {
+        NAME
+    }
     fn notify(&mut self, view: &View, n: &Notice) {
         self.g.notify(view, n);
     }

@@ -115,6 +115,10 @@ impl Ref {
 }
 
 impl ClairvoyantOrder for Ref {
+    /// Clairvoyant: no snapshots (`save` and `load` refuse, the default).
+    fn policy_name(&self) -> &'static str {
+        NAME
+    }
     fn notify(&mut self, view: &View, n: &Notice) {
         self.g.notify(view, n);
     }

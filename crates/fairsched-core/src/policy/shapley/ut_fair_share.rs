@@ -13,7 +13,9 @@ use crate::policy::fair_share::least_per_share;
 use crate::policy::queue::OrgQueues;
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::View;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "ut-fair-share";
 
@@ -30,13 +32,14 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
 }
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UtFairShare {
     queues: OrgQueues,
     real: RealPsi,
 }
 
 impl Order for UtFairShare {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         self.queues.notify(view, n);
         self.real.notify(view, n);

@@ -7,9 +7,11 @@ use crate::model::{Outcome, Phase};
 use crate::point::{Control, ControlOut};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use crate::time::Time;
 use alloc::collections::{BTreeMap, BTreeSet};
+use serde::{Deserialize, Serialize};
 
 use super::eta::{ActivityKey, Eta, Tracker, delta, end_phases};
 
@@ -52,7 +54,7 @@ fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {
 const TICK: u64 = 0;
 
 /// What the Control keeps of a live workflow task.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct Meta {
     key: ActivityKey,
     seq: u64,
@@ -61,12 +63,13 @@ struct Meta {
 }
 
 /// See the module docs of [`super`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkflowFairness {
     tau: f64,
     /// `Time::ZERO`: react at every status change; else the timer period.
     every: Time,
     tracker: Tracker,
+    #[serde(with = "crate::snapshot::sorted_map")]
     tasks: FxHashMap<TaskId, Meta>,
     /// Waiting tasks of each activity, oldest (`seq`) first.
     waiting: BTreeMap<ActivityKey, BTreeSet<(u64, TaskId)>>,
@@ -79,6 +82,8 @@ pub struct WorkflowFairness {
     changes: u64,
     evaluations: u64,
     last_eta: f64,
+    /// A buffer `act` reuses (emptied at each use): not state.
+    #[serde(skip)]
     scratch: Eta,
 }
 
@@ -221,6 +226,7 @@ fn phases_at_end(t: &TaskView, now: Time) -> [Time; 4] {
 }
 
 impl Control for WorkflowFairness {
+    snapshot_policy!(NAME, config: tau, every);
     fn gauges(&self, _view: &View, out: &mut Vec<crate::point::Gauge>) {
         let g = |name, help, value| crate::point::Gauge {
             name,

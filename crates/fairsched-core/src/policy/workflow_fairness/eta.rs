@@ -20,6 +20,7 @@ use crate::prelude::*;
 use crate::time::Time;
 use alloc::collections::{BTreeMap, BTreeSet};
 use core::ops::Range;
+use serde::{Deserialize, Serialize};
 
 use super::median::UpperMedian;
 
@@ -27,7 +28,7 @@ use super::median::UpperMedian;
 pub type ActivityKey = (WorkflowId, u32);
 
 /// What the tracker knows of a running task's phases.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Run {
     start: Time,
     /// The phase it is in and since when.
@@ -59,13 +60,13 @@ impl Run {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct TaskEntry {
     key: ActivityKey,
     run: Option<Run>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Activity {
     /// Waiting tasks (Q_ij).
     q: u32,
@@ -103,9 +104,11 @@ impl Activity {
 /// is proportional to the active activities plus their running tasks,
 /// never to completed tasks or finished activities (medians are
 /// incremental, active activities are kept in an index).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Tracker {
+    #[serde(with = "crate::snapshot::sorted_map")]
     tasks: FxHashMap<TaskId, TaskEntry>,
+    #[serde(with = "crate::snapshot::sorted_map")]
     activities: FxHashMap<ActivityKey, Activity>,
     /// Activities with ≥ 1 waiting or running task, in (workflow, activity)
     /// order.

@@ -22,8 +22,10 @@ use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{PerMachine, Waiting};
 use crate::prelude::*;
 use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use core::cmp::Reverse;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "workflow-fcfs";
 
@@ -42,10 +44,11 @@ fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
 type Key = (Reverse<i64>, u64, u64);
 
 /// See the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WorkflowFcfs {
     queues: PerMachine<Waiting<Key>>,
     /// Each workflow's rank: the `seq` of its first task seen.
+    #[serde(with = "crate::snapshot::sorted_map")]
     ranks: FxHashMap<WorkflowId, u64>,
 }
 
@@ -60,6 +63,7 @@ impl WorkflowFcfs {
 }
 
 impl Order for WorkflowFcfs {
+    snapshot_policy!(NAME);
     fn notify(&mut self, view: &View, n: &Notice) {
         match *n {
             Notice::Queued { task, machine } | Notice::Requeued { task, machine } => {

@@ -4,6 +4,7 @@
 use crate::time::Time;
 use alloc::collections::BinaryHeap;
 use core::cmp::Reverse;
+use serde::{Deserialize, Serialize};
 
 /// The median of a multiset of [`Time`]s that only grows: for the values
 /// sorted as `a[0..n)`, the median is `a[n / 2]` (for an even count, the
@@ -14,9 +15,11 @@ use core::cmp::Reverse;
 /// `upper`, a min-heap of the `⌈n/2⌉` largest; the median is the minimum
 /// of `upper`. [`UpperMedian::push`] is O(log n), [`UpperMedian::get`]
 /// O(1). Memory is one word per value (an exact median needs them all).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UpperMedian {
+    #[serde(with = "crate::snapshot::sorted_heap")]
     lower: BinaryHeap<Time>,
+    #[serde(with = "crate::snapshot::sorted_heap")]
     upper: BinaryHeap<Reverse<Time>>,
 }
 
