@@ -17,5 +17,5 @@ pub mod service;
 pub mod store;
 
 pub use identity::{IdentityError, Principal};
-pub use live::{Live, LiveError, build_core};
-pub use store::{Config, SCHEMA_VERSION, Step, Store, StoreError};
+pub use live::{DEFAULT_SNAPSHOT_EVERY, Live, LiveError, build_core};
+pub use store::{Config, SCHEMA_VERSION, Snapshot, Step, Store, StoreError};

@@ -3,11 +3,14 @@
 //! out. A step the core rejects leaves the core as it was and is never
 //! logged, so a restart cannot trip on it; a commit that fails puts the
 //! core back too. On open, the core is rebuilt from the configuration and
-//! every logged step — same log, same decisions.
+//! every logged step — same log, same decisions — or, faster, from the
+//! newest snapshot that restores plus the steps logged after it. Every
+//! [`DEFAULT_SNAPSHOT_EVERY`] steps a snapshot is written, after the
+//! commit (it is never part of a step's acknowledgement).
 
-use crate::store::{Config, ReplayError, Step, Store, StoreError};
+use crate::store::{Config, ReplayError, Snapshot, Step, Store, StoreError};
 use fairsched_core::registry::{build_allocate, build_control, build_order};
-use fairsched_core::{Action, CoreError, Event, Platform, Scheduler, TaskId, Time};
+use fairsched_core::{Action, CoreError, Event, Platform, Scheduler, SnapshotError, TaskId, Time};
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +28,11 @@ pub enum LiveError {
     Replay { path: String, seq: i64, reason: String },
 }
 
+/// Steps between two snapshots, unless [`Live::set_snapshot_every`] says
+/// otherwise. A snapshot costs O(state) once; replaying a step costs about
+/// what applying it did, so this bounds a restart's replay.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 10_000;
+
 /// The core with its log.
 pub struct Live {
     core: Scheduler,
@@ -41,11 +49,17 @@ pub struct Live {
     issued: u64,
     /// Actions of the replay.
     out: Vec<Action>,
-    /// Timers the replayed steps asked for and that have not fired.
+    /// Timers the core asked for that have not fired: `(at, token)`.
     timers: Vec<(Time, u64)>,
     /// Set when a failed commit could not be undone: every later commit
     /// is refused (restart the broker).
     broken: Option<String>,
+    /// Steps between snapshots (0: none).
+    snapshot_every: u64,
+    /// Steps committed since the last snapshot.
+    since_snapshot: u64,
+    /// The step of the snapshot the open started from, if any.
+    restored_from: Option<i64>,
 }
 
 /// Builds the core `config` describes; a clairvoyant policy (one that
@@ -97,23 +111,76 @@ impl Live {
             out: Vec::new(),
             timers: Vec::new(),
             broken: None,
+            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+            since_snapshot: 0,
+            restored_from: None,
         })
     }
 
-    /// Opens the database at `path` and replays its log.
+    /// Opens the database at `path`: the newest snapshot that restores,
+    /// then the steps logged after it (the whole log if there is none).
     pub fn open(path: &Path) -> Result<Live, LiveError> {
+        Live::open_with(path, true)
+    }
+
+    /// Opens the database at `path` by replaying its whole log, ignoring
+    /// snapshots (to check them, or to see every action again).
+    pub fn open_from_log(path: &Path) -> Result<Live, LiveError> {
+        Live::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, snapshots: bool) -> Result<Live, LiveError> {
         let (store, config) = Store::open(path)?;
-        let r = replay(&store, &config)?;
+        let r = load(&store, &config, snapshots)?;
         Ok(Live {
             core: r.core,
-            store,
             now: r.now,
             high_id: r.high_id,
             issued: r.high_id,
             out: r.out,
             timers: r.timers,
             broken: None,
+            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+            since_snapshot: (store.len() as i64 - r.from.unwrap_or(0)).max(0) as u64,
+            restored_from: r.from,
+            store,
         })
+    }
+
+    /// Steps between snapshots; 0 turns them off.
+    pub fn set_snapshot_every(&mut self, steps: u64) {
+        self.snapshot_every = steps;
+    }
+
+    /// The step of the snapshot this open started from (`None`: the whole
+    /// log was replayed).
+    pub fn restored_from(&self) -> Option<i64> {
+        self.restored_from
+    }
+
+    /// Writes a snapshot of the core after the last logged step. `Ok(false)`
+    /// if a policy cannot be snapshotted (periodic snapshots then stop:
+    /// restarts replay the whole log, which is always correct).
+    pub fn write_snapshot(&mut self) -> Result<bool, LiveError> {
+        let core = match self.core.snapshot() {
+            Ok(bytes) => bytes,
+            Err(SnapshotError::Unsupported(name)) => {
+                tracing::warn!("policy `{name}` cannot be snapshotted: a restart replays the whole log");
+                self.snapshot_every = 0;
+                return Ok(false);
+            }
+            Err(e) => return Err(LiveError::Refused(format!("snapshot: {e}"))),
+        };
+        let snap = Snapshot {
+            seq: self.store.len() as i64,
+            now: self.now,
+            high_id: self.high_id,
+            timers: self.timers.clone(),
+            core,
+        };
+        self.store.write_snapshot(&snap)?;
+        self.since_snapshot = 0;
+        Ok(true)
     }
 
     /// The core as it stands.
@@ -142,14 +209,14 @@ impl Live {
         TaskId(self.issued)
     }
 
-    /// Timers requested before the last restart that have not fired yet:
-    /// `(at, token)`.
+    /// Timers the core asked for that have not fired yet: `(at, token)`.
     pub fn pending_timers(&self) -> &[(Time, u64)] {
         &self.timers
     }
 
-    /// The actions of every step since the database was created, when it
-    /// was just opened (for a caller that wants to check them).
+    /// The actions of the steps replayed when the database was opened:
+    /// those after the snapshot it started from, or every step since the
+    /// database was created with [`Live::open_from_log`].
     pub fn replayed_actions(&self) -> &[Action] {
         &self.out
     }
@@ -231,14 +298,32 @@ impl Live {
         if let Err(e) = logged {
             let msg = e.to_string();
             (self.now, self.high_id) = before;
-            match replay(&self.store, &self.store.config().clone()) {
-                Ok(r) => self.core = r.core,
+            match load(&self.store, &self.store.config().clone(), true) {
+                Ok(r) => {
+                    self.core = r.core;
+                    self.timers = r.timers;
+                }
                 Err(e2) => self.broken = Some(format!("{msg}; rebuilding from the log: {e2}")),
             }
             return results
                 .into_iter()
                 .map(|_| Err(LiveError::Refused(format!("not logged: {msg}"))))
                 .collect();
+        }
+        for (step, out) in accepted
+            .iter()
+            .zip(results.iter().filter_map(|r| r.as_ref().ok()))
+        {
+            track_timers(&mut self.timers, &step.events, out);
+        }
+        self.since_snapshot += accepted.len() as u64;
+        if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
+            // After the commit, outside the steps' acknowledgement: a
+            // snapshot that fails costs only a longer replay later.
+            if let Err(e) = self.write_snapshot() {
+                tracing::warn!("{}: {e}", self.store.path().display());
+                self.since_snapshot = 0;
+            }
         }
         results
     }
@@ -247,7 +332,7 @@ impl Live {
     /// not yet logged).
     fn rebuild(&mut self, pending: &[Step]) -> Result<(), String> {
         let config = self.store.config().clone();
-        let mut r = replay(&self.store, &config).map_err(|e| e.to_string())?;
+        let mut r = load(&self.store, &config, true).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
         for st in pending {
             r.core
@@ -285,23 +370,70 @@ struct Replayed {
     high_id: u64,
     out: Vec<Action>,
     timers: Vec<(Time, u64)>,
+    /// The snapshot it started from.
+    from: Option<i64>,
 }
 
-fn replay(store: &Store, config: &Config) -> Result<Replayed, LiveError> {
-    let mut core = build_core(config)?;
-    let mut now = Time::ZERO;
-    let mut high_id = 0;
-    let mut out = Vec::new();
+/// The core from the newest snapshot that restores (when `snapshots`) and
+/// the steps after it, else from the whole log. A snapshot that does not
+/// restore, or whose tail does not replay, is passed over with a warning:
+/// the log alone is the truth.
+fn load(store: &Store, config: &Config, snapshots: bool) -> Result<Replayed, LiveError> {
+    if snapshots {
+        for snap in store.snapshots()? {
+            let snap = match snap {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("{e}; using an older snapshot or the whole log");
+                    continue;
+                }
+            };
+            let seq = snap.seq;
+            let mut core = build_core(config)?;
+            let start = core.restore(&snap.core).map(|()| Replayed {
+                core,
+                now: snap.now,
+                high_id: snap.high_id,
+                out: Vec::new(),
+                timers: snap.timers,
+                from: Some(seq),
+            });
+            match start
+                .map_err(|e| e.to_string())
+                .and_then(|r| replay(store, r).map_err(|e| e.to_string()))
+            {
+                Ok(r) => return Ok(r),
+                Err(e) => tracing::warn!(
+                    "{}: snapshot after step {seq}: {e}; using an older snapshot or the whole log",
+                    store.path().display()
+                ),
+            }
+        }
+    }
+    let start = Replayed {
+        core: build_core(config)?,
+        now: Time::ZERO,
+        high_id: 0,
+        out: Vec::new(),
+        timers: Vec::new(),
+        from: None,
+    };
+    replay(store, start)
+}
+
+/// Applies the steps logged after `r.from` to `r`.
+fn replay(store: &Store, mut r: Replayed) -> Result<Replayed, LiveError> {
     let mut fired: Vec<u64> = Vec::new();
+    let mut out = Vec::new();
     store
-        .replay(|_, step: Step| {
-            now = now.max(step.now);
+        .replay_after(r.from.unwrap_or(0), |_, step: Step| {
+            r.now = r.now.max(step.now);
             fired.extend(step.events.iter().filter_map(|e| match e {
                 Event::Timer { token } => Some(*token),
                 _ => None,
             }));
-            high_id = high_id.max(max_submit(&step.events).unwrap_or(0));
-            core.step(now, step.events, None, &mut out)
+            r.high_id = r.high_id.max(max_submit(&step.events).unwrap_or(0));
+            r.core.step(r.now, step.events, None, &mut out)
         })
         .map_err(|e| match e {
             ReplayError::Store(s) => LiveError::Store(s),
@@ -313,25 +445,32 @@ fn replay(store: &Store, config: &Config) -> Result<Replayed, LiveError> {
         })?;
     // Timers asked for and not yet delivered (a token is delivered once
     // per request).
-    let mut timers: Vec<(Time, u64)> = out
-        .iter()
-        .filter_map(|a| match a {
-            Action::Timer { at, token } => Some((*at, *token)),
-            _ => None,
-        })
-        .collect();
+    r.timers.extend(out.iter().filter_map(|a| match a {
+        Action::Timer { at, token } => Some((*at, *token)),
+        _ => None,
+    }));
     for t in fired {
-        if let Some(i) = timers.iter().position(|&(_, k)| k == t) {
+        if let Some(i) = r.timers.iter().position(|&(_, k)| k == t) {
+            r.timers.remove(i);
+        }
+    }
+    r.out = out;
+    Ok(r)
+}
+
+/// Keeps `timers` (asked for, not fired) up to date with one step.
+fn track_timers(timers: &mut Vec<(Time, u64)>, events: &[Event], out: &[Action]) {
+    for e in events {
+        if let Event::Timer { token } = e
+            && let Some(i) = timers.iter().position(|&(_, k)| k == *token)
+        {
             timers.remove(i);
         }
     }
-    Ok(Replayed {
-        core,
-        now,
-        high_id,
-        out,
-        timers,
-    })
+    timers.extend(out.iter().filter_map(|a| match a {
+        Action::Timer { at, token } => Some((*at, *token)),
+        _ => None,
+    }));
 }
 
 fn max_submit(events: &[Event]) -> Option<u64> {

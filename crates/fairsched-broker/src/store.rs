@@ -4,6 +4,11 @@
 //! applied. Steps are only ever appended; a group of steps is one
 //! transaction (one fsync). Replaying the steps into a core built from
 //! the same configuration gives the same state and the same decisions.
+//!
+//! Beside the log, [`Snapshot`]s: the core's whole state after a given
+//! step, so that opening replays only the steps after it. A snapshot is a
+//! shortcut, never the truth — the log alone rebuilds everything, and a
+//! snapshot that does not restore is skipped.
 
 use fairsched_core::{Event, Time};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -39,6 +44,32 @@ impl Default for Config {
         }
     }
 }
+
+/// The core's state after step `seq` (and everything the live driver
+/// keeps beside it), so a restart replays only the steps after `seq`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    /// The last step it includes.
+    pub seq: i64,
+    /// The core's time then.
+    pub now: Time,
+    /// The largest task id submitted by then.
+    pub high_id: u64,
+    /// Timers asked for and not fired by then: `(at, token)`.
+    pub timers: Vec<(Time, u64)>,
+    /// [`fairsched_core::Scheduler::snapshot`].
+    pub core: Vec<u8>,
+}
+
+/// Snapshots kept: the newest, and one before it in case the newest does
+/// not restore.
+const SNAPSHOTS_KEPT: i64 = 2;
+
+/// The snapshot table (additive: a database of schema 2 without it gets it
+/// when opened).
+const SNAPSHOT_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS snapshots (
+        seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, high_id INTEGER NOT NULL,
+        timers TEXT NOT NULL, core BLOB NOT NULL, written_ms INTEGER NOT NULL);";
 
 /// One accepted step: the instant the core was given and its events.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,6 +177,7 @@ impl Store {
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE steps (seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, events TEXT NOT NULL);",
         )
+        .and_then(|_| tx.execute_batch(SNAPSHOT_SCHEMA))
         .and_then(|_| tx.execute_batch(crate::identity::SCHEMA))
         .and_then(|_| tx.execute_batch(crate::service::SCHEMA))
         .and_then(|_| {
@@ -214,6 +246,7 @@ impl Store {
             .query_row("SELECT max(seq) FROM steps", [], |r| r.get(0))
             .map_err(|e| s.err(e))?;
         s.next_seq = last.unwrap_or(0) + 1;
+        s.conn.execute_batch(SNAPSHOT_SCHEMA).map_err(|e| s.err(e))?;
         Ok((s, config))
     }
 
@@ -288,14 +321,120 @@ impl Store {
         Ok(())
     }
 
-    /// Every logged step, in order, handed to `f`; stops at `f`'s first
-    /// error.
-    pub fn replay<E>(&self, mut f: impl FnMut(i64, Step) -> Result<(), E>) -> Result<(), ReplayError<E>> {
+    /// Writes `snap` (one transaction) and drops all but the newest
+    /// [`SNAPSHOTS_KEPT`]. A snapshot of a step not logged is refused.
+    pub fn write_snapshot(&mut self, snap: &Snapshot) -> Result<(), StoreError> {
+        if snap.seq < 0 || snap.seq >= self.next_seq {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                seq: snap.seq,
+                reason: format!(
+                    "a snapshot after step {} of a log of {}",
+                    snap.seq,
+                    self.next_seq - 1
+                ),
+            });
+        }
+        let timers = serde_json::to_string(
+            &snap
+                .timers
+                .iter()
+                .map(|&(at, token)| (at.millis(), token))
+                .collect::<Vec<_>>(),
+        )
+        .expect("timers serialize");
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            cause: source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO snapshots (seq, now_ms, high_id, timers, core, written_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                snap.seq,
+                snap.now.millis(),
+                snap.high_id as i64,
+                timers,
+                snap.core,
+                unix_ms()
+            ],
+        )
+        .map_err(sql)?;
+        tx.execute(
+            "DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?1)",
+            [SNAPSHOTS_KEPT],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// The snapshots kept, newest first. One whose row does not decode is
+    /// returned as an error in its place (the caller skips it).
+    pub fn snapshots(&self) -> Result<Vec<Result<Snapshot, StoreError>>, StoreError> {
         let mut q = self
             .conn
-            .prepare("SELECT seq, now_ms, events FROM steps ORDER BY seq")
+            .prepare("SELECT seq, now_ms, high_id, timers, core FROM snapshots ORDER BY seq DESC")
+            .map_err(|e| self.err(e))?;
+        let rows = q
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Vec<u8>>(4)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, now, high_id, timers, core) = row.map_err(|e| self.err(e))?;
+            let timers: Result<Vec<(i64, u64)>, _> = serde_json::from_str(&timers);
+            out.push(match timers {
+                Ok(t) if seq < self.next_seq => Ok(Snapshot {
+                    seq,
+                    now: Time::from_millis(now),
+                    high_id: high_id.max(0) as u64,
+                    timers: t.into_iter().map(|(at, k)| (Time::from_millis(at), k)).collect(),
+                    core,
+                }),
+                Ok(_) => Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    seq,
+                    reason: format!(
+                        "a snapshot after step {seq}, but the log ends at {}",
+                        self.next_seq - 1
+                    ),
+                }),
+                Err(e) => Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    seq,
+                    reason: format!("snapshot timers: {e}"),
+                }),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every logged step, in order, handed to `f`; stops at `f`'s first
+    /// error.
+    pub fn replay<E>(&self, f: impl FnMut(i64, Step) -> Result<(), E>) -> Result<(), ReplayError<E>> {
+        self.replay_after(0, f)
+    }
+
+    /// [`Store::replay`] of the steps after `seq` only.
+    pub fn replay_after<E>(
+        &self,
+        seq: i64,
+        mut f: impl FnMut(i64, Step) -> Result<(), E>,
+    ) -> Result<(), ReplayError<E>> {
+        let mut q = self
+            .conn
+            .prepare("SELECT seq, now_ms, events FROM steps WHERE seq > ?1 ORDER BY seq")
             .map_err(|e| ReplayError::Store(self.err(e)))?;
-        let mut rows = q.query([]).map_err(|e| ReplayError::Store(self.err(e)))?;
+        let mut rows = q.query([seq]).map_err(|e| ReplayError::Store(self.err(e)))?;
         while let Some(row) = rows.next().map_err(|e| ReplayError::Store(self.err(e)))? {
             let read = || -> Result<(i64, i64, String), rusqlite::Error> {
                 Ok((row.get(0)?, row.get(1)?, row.get(2)?))

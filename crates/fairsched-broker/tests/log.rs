@@ -226,3 +226,105 @@ fn bad_files_are_named() {
     let e = Live::open(&db).err().unwrap().to_string();
     assert!(e.contains("schema version 99") && e.contains("x.db"), "{e}");
 }
+
+/// Every live policy the snapshot tests cover: (order, control).
+const SNAPSHOT_CONFIGS: [(&str, Option<&str>); 7] = [
+    ("fifo", None),
+    ("fair-share", None),
+    ("round-robin", None),
+    ("priority", None),
+    ("direct-contr", None),
+    ("diet-ethic", None),
+    ("priority", Some("workflow-fairness")),
+];
+
+fn config_with(order: &str, control: Option<&str>) -> Config {
+    Config {
+        control: control.map(String::from),
+        ..config(order)
+    }
+}
+
+#[test]
+fn a_reopened_log_with_snapshots_replays_only_the_tail_and_decides_the_same() {
+    for (order, control) in SNAPSHOT_CONFIGS {
+        let dir = tempfile::tempdir().unwrap();
+        let steps = script();
+        let cut = steps.len() / 2;
+        let cfg = config_with(order, control);
+
+        let mut a = Live::create(&dir.path().join("a.db"), &cfg).unwrap();
+        a.set_snapshot_every(0);
+        let mut a_started = Vec::new();
+        let a_all = drive(&mut a, &steps, &mut a_started);
+
+        let path = dir.path().join("b.db");
+        let mut b = Live::create(&path, &cfg).unwrap();
+        b.set_snapshot_every(7);
+        let mut b_started = Vec::new();
+        let mut b_all = drive(&mut b, &steps[..cut], &mut b_started);
+        drop(b);
+
+        let mut b = Live::open(&path).unwrap();
+        let from = b.restored_from().expect("opened from a snapshot");
+        assert!(from >= 7 && from as u64 <= b.steps(), "{order}: from step {from}");
+        // Only the steps after the snapshot were replayed.
+        let tail: Vec<Action> = b.replayed_actions().to_vec();
+        let full = Live::open_from_log(&path).unwrap();
+        assert_eq!(full.restored_from(), None);
+        assert!(full.replayed_actions().ends_with(&tail), "{order}");
+        assert_eq!(full.replayed_actions().len(), b_all.len(), "{order}");
+        // The same state, byte for byte, and the same timers.
+        assert_eq!(
+            b.core().snapshot().unwrap(),
+            full.core().snapshot().unwrap(),
+            "{order} {control:?}"
+        );
+        assert_eq!(b.pending_timers(), full.pending_timers(), "{order}");
+        assert_eq!((b.now(), b.steps()), (full.now(), full.steps()));
+        drop(full);
+
+        b.set_snapshot_every(7);
+        b_all.extend(drive(&mut b, &steps[cut..], &mut b_started));
+        assert_eq!(a_all, b_all, "{order} {control:?}");
+        assert_eq!(a.core().stats(), b.core().stats());
+    }
+}
+
+#[test]
+fn a_snapshot_that_does_not_restore_is_passed_over_for_an_older_one_then_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let mut live = Live::create(&path, &config("fair-share")).unwrap();
+    live.set_snapshot_every(5);
+    drive(&mut live, &script(), &mut Vec::new());
+    let want = live.core().snapshot().unwrap();
+    let steps = live.steps() as i64;
+    drop(live);
+
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let seqs: Vec<i64> = c
+        .prepare("SELECT seq FROM snapshots ORDER BY seq DESC")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(seqs.len(), 2, "two snapshots kept: {seqs:?}");
+    assert!(seqs[0] <= steps && steps - seqs[0] < 5, "{seqs:?} of {steps}");
+
+    let check = |want_from: Option<i64>| {
+        let live = Live::open(&path).unwrap();
+        assert_eq!(live.restored_from(), want_from);
+        assert_eq!(live.core().snapshot().unwrap(), want);
+    };
+    check(Some(seqs[0]));
+    c.execute(
+        "UPDATE snapshots SET core = x'00ff00ff' WHERE seq = ?1",
+        [seqs[0]],
+    )
+    .unwrap();
+    check(Some(seqs[1]));
+    c.execute("UPDATE snapshots SET timers = 'not json'", []).unwrap();
+    check(None);
+}

@@ -190,7 +190,7 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
             std::fs::copy(&from, copy.join(format!("broker.db{ext}"))).unwrap();
         }
     }
-    let live = Live::open(&copy.join("broker.db")).expect("the log replays");
+    let live = Live::open_from_log(&copy.join("broker.db")).expect("the log replays");
     let mut ended = BTreeMap::new();
     for a in live.replayed_actions() {
         if let Action::Ended(r) = a {
