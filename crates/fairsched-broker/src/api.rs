@@ -27,6 +27,25 @@ pub struct NewTask {
     /// optional run to start a waiting mandatory one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
+    /// With a `workflow`: the task's activity, an index into
+    /// [`WorkflowSpec::activities`] (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<u32>,
+    /// With a `workflow`: the tasks of the same request it depends on, by
+    /// index (each smaller than its own). It is held, not queued, until
+    /// every one of them has completed; if one ends otherwise, it is
+    /// cancelled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<u32>,
+}
+
+/// A request's tasks as one workflow (a DAG of tasks of a few activities).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSpec {
+    pub name: String,
+    /// Activity names; [`NewTask::activity`] indexes this list.
+    pub activities: Vec<String>,
 }
 
 /// `POST /v1/tasks`.
@@ -37,11 +56,84 @@ pub struct SubmitRequest {
     /// The organization to charge: only the caller's own is accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org: Option<String>,
+    /// The whole request is one workflow: the broker gives it an id, and
+    /// its tasks may depend on each other (`after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<WorkflowSpec>,
+}
+
+/// Most activities one workflow may name, and the longest name.
+pub const MAX_ACTIVITIES: usize = 10_000;
+pub const MAX_NAME_LEN: usize = 256;
+
+impl SubmitRequest {
+    /// What the broker refuses before anything is logged (the reason names
+    /// the field, like a decoding error).
+    pub fn check(&self) -> Result<(), String> {
+        check_tasks(&self.tasks, self.workflow.as_ref())
+    }
+}
+
+/// [`SubmitRequest::check`] on its parts.
+pub fn check_tasks(tasks: &[NewTask], workflow: Option<&WorkflowSpec>) -> Result<(), String> {
+    if tasks.is_empty() {
+        return Err("tasks: at least one task".into());
+    }
+    if tasks.len() > MAX_TASKS_PER_SUBMIT {
+        return Err(format!("tasks: at most {MAX_TASKS_PER_SUBMIT} per request"));
+    }
+    if let Some(w) = workflow {
+        if w.name.len() > MAX_NAME_LEN {
+            return Err(format!("workflow.name: at most {MAX_NAME_LEN} bytes"));
+        }
+        if w.activities.is_empty() {
+            return Err("workflow.activities: at least one activity".into());
+        }
+        if w.activities.len() > MAX_ACTIVITIES {
+            return Err(format!("workflow.activities: at most {MAX_ACTIVITIES}"));
+        }
+        if let Some(i) = w.activities.iter().position(|a| a.len() > MAX_NAME_LEN) {
+            return Err(format!("workflow.activities[{i}]: at most {MAX_NAME_LEN} bytes"));
+        }
+    }
+    for (i, t) in tasks.iter().enumerate() {
+        if t.command.trim().is_empty() {
+            return Err(format!("tasks[{i}].command: empty"));
+        }
+        match workflow {
+            None => {
+                if t.activity.is_some() {
+                    return Err(format!("tasks[{i}].activity: only in a request with `workflow`"));
+                }
+                if !t.after.is_empty() {
+                    return Err(format!("tasks[{i}].after: only in a request with `workflow`"));
+                }
+            }
+            Some(w) => {
+                let a = t.activity.unwrap_or(0) as usize;
+                if a >= w.activities.len() {
+                    return Err(format!(
+                        "tasks[{i}].activity: {a} is not an index of workflow.activities (it has {})",
+                        w.activities.len()
+                    ));
+                }
+                if let Some(&p) = t.after.iter().find(|&&p| p as usize >= i) {
+                    return Err(format!(
+                        "tasks[{i}].after: {p} is not the index of an earlier task of the request (parents come first)"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubmitReply {
     pub ids: Vec<u64>,
+    /// The workflow's id, when the request was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<u32>,
 }
 
 /// A task as its owner sees it.
@@ -51,7 +143,9 @@ pub struct TaskOut {
     pub name: String,
     pub user: i64,
     pub org: u32,
-    /// `waiting`, `running`, `completed`, `failed`, `cancelled`, `killed`.
+    /// `held` (a workflow task whose parents have not all completed),
+    /// `waiting`, `running`, `completed`, `failed`, `cancelled`, `killed`,
+    /// `rejected`.
     pub state: String,
     pub attempts: u32,
     pub exit_code: Option<i32>,
@@ -60,6 +154,13 @@ pub struct TaskOut {
     pub start_ms: Option<i64>,
     pub end_ms: Option<i64>,
     pub command: String,
+    /// Its workflow, if it was submitted as part of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<u32>,
+    /// Why it ended without running, when the broker ended it (e.g. a
+    /// workflow task whose parent failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +171,9 @@ pub struct TasksReply {
 /// `GET /v1/status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusReply {
+    /// Workflow tasks waiting for their parents (not queued yet).
+    #[serde(default)]
+    pub held: u64,
     pub waiting: u64,
     pub running: u64,
     pub completed: u64,

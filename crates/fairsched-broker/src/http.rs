@@ -193,23 +193,8 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
         return Err(ApiError::new(403, "only users submit tasks"));
     };
     let req: SubmitRequest = decode(body)?;
-    if req.tasks.is_empty() {
-        return Err(ApiError::new(400, "request body: tasks: at least one task"));
-    }
-    if req.tasks.len() > MAX_TASKS_PER_SUBMIT {
-        return Err(ApiError::new(
-            400,
-            format!("request body: tasks: at most {MAX_TASKS_PER_SUBMIT} per request"),
-        ));
-    }
-    for (i, t) in req.tasks.iter().enumerate() {
-        if t.command.trim().is_empty() {
-            return Err(ApiError::new(
-                400,
-                format!("request body: tasks[{i}].command: empty"),
-            ));
-        }
-    }
+    req.check()
+        .map_err(|m| ApiError::new(400, format!("request body: {m}")))?;
     if let Some(name) = &req.org {
         let name = name.clone();
         let theirs = app
@@ -231,10 +216,11 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
             user: id,
             org,
             tasks: req.tasks,
+            workflow: req.workflow,
         })
         .await?
     {
-        Written::Submitted(ids) => json(StatusCode::CREATED, &SubmitReply { ids }),
+        Written::Submitted { ids, workflow } => json(StatusCode::CREATED, &SubmitReply { ids, workflow }),
         other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
     }
 }
@@ -387,6 +373,11 @@ pub fn render_metrics(b: &mut Broker) -> String {
     );
     gauge("fairsched_tasks_running", "Tasks running.", running.to_string());
     gauge(
+        "fairsched_tasks_held",
+        "Workflow tasks held until their parents complete (not queued yet).",
+        b.held_count().to_string(),
+    );
+    gauge(
         "fairsched_workers",
         "Workers holding a lease.",
         b.worker_count().to_string(),
@@ -430,6 +421,11 @@ pub fn render_metrics(b: &mut Broker) -> String {
         c.dispatch_sum_ms as f64 / 1000.0,
         c.dispatch_count
     );
+    let orgs = b.org_names();
+    let org = |o: i64| match orgs.get(&(o as u32)) {
+        Some(name) => label(name),
+        None => o.to_string(),
+    };
     let _ = writeln!(
         s,
         "# HELP fairsched_org_slots Slots each organization contributes.\n# TYPE fairsched_org_slots gauge"
@@ -437,9 +433,19 @@ pub fn render_metrics(b: &mut Broker) -> String {
     for o in 0..view.org_count() {
         let _ = writeln!(
             s,
-            "fairsched_org_slots{{org=\"{o}\"}} {}",
+            "fairsched_org_slots{{org=\"{}\"}} {}",
+            org(o as i64),
             view.org_slots(fairsched_core::OrgId(o as u32))
         );
+    }
+    let users = b.user_names();
+    let _ = writeln!(
+        s,
+        "# HELP fairsched_user_satisfaction Slot-time a user's runs got (any outcome, runs in progress included) over the slot-time it deserved: the slots shared equally among the users with tasks waiting or running, while it had some (spec/diet-ethic.md, Metrics).\n# TYPE fairsched_user_satisfaction gauge"
+    );
+    for (u, v) in b.satisfactions() {
+        let name = users.get(&u).map_or_else(|| u.to_string(), |n| label(n));
+        let _ = writeln!(s, "fairsched_user_satisfaction{{user=\"{name}\"}} {v}");
     }
     let mut named: Vec<&'static str> = Vec::new();
     let mut gauges = b.live().core().gauges();
@@ -452,6 +458,9 @@ pub fn render_metrics(b: &mut Broker) -> String {
             let _ = writeln!(s, "# HELP {name} {}\n# TYPE {name} gauge", g.help);
         }
         match g.key {
+            Some(("org", v)) => {
+                let _ = writeln!(s, "{name}{{org=\"{}\"}} {}", org(v), g.value);
+            }
             Some((k, v)) => {
                 let _ = writeln!(s, "{name}{{{k}=\"{v}\"}} {}", g.value);
             }
@@ -461,6 +470,12 @@ pub fn render_metrics(b: &mut Broker) -> String {
         }
     }
     s
+}
+
+/// A label value of the Prometheus text format: `\`, `"` and line breaks
+/// escaped.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// The actor: owns the broker, batches writes into group commits, runs
@@ -512,7 +527,7 @@ fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>)
             }
         }
         let timer_due = b.next_timer().is_some_and(|at| at <= b.clock());
-        if !writes.is_empty() || timer_due {
+        if !writes.is_empty() || timer_due || b.unsettled() {
             let replies = b.write(writes);
             for (tx, r) in repliers.into_iter().zip(replies) {
                 if let Some(tx) = tx {
@@ -527,6 +542,7 @@ fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>)
             let _ = generation.send(b.generation);
         }
         if stop {
+            b.snapshot_now();
             break;
         }
     }
@@ -670,5 +686,80 @@ mod tests {
             .collect();
         served.sort();
         assert_eq!(documented, served);
+    }
+
+    /// The bodies `/openapi.json` describes have the fields the broker
+    /// reads and writes: a request type exactly (its schema refuses
+    /// anything else), a reply at least.
+    #[test]
+    fn openapi_describes_every_field() {
+        use crate::api::*;
+        let doc: serde_json::Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
+        let fields = |schema: &str| -> Vec<String> {
+            let mut v: Vec<String> = doc["components"]["schemas"][schema]["properties"]
+                .as_object()
+                .unwrap_or_else(|| panic!("no schema {schema}"))
+                .keys()
+                .cloned()
+                .collect();
+            v.sort();
+            v
+        };
+        let keys = |v: serde_json::Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let task = NewTask {
+            command: "c".into(),
+            name: Some("n".into()),
+            stage_in: Some("i".into()),
+            stage_out: Some("o".into()),
+            priority: Some(2),
+            optional: true,
+            activity: Some(0),
+            after: vec![0],
+        };
+        let wf = WorkflowSpec {
+            name: "w".into(),
+            activities: vec!["a".into()],
+        };
+        let req = SubmitRequest {
+            tasks: vec![task.clone()],
+            org: Some("o".into()),
+            workflow: Some(wf.clone()),
+        };
+        assert_eq!(keys(serde_json::to_value(&task).unwrap()), fields("NewTask"));
+        assert_eq!(keys(serde_json::to_value(&wf).unwrap()), fields("WorkflowSpec"));
+        assert_eq!(keys(serde_json::to_value(&req).unwrap()), fields("SubmitRequest"));
+        let replies = [
+            (
+                "SubmitReply",
+                serde_json::to_value(SubmitReply {
+                    ids: vec![1],
+                    workflow: Some(1),
+                })
+                .unwrap(),
+            ),
+            (
+                "StatusReply",
+                serde_json::to_value(StatusReply::default()).unwrap(),
+            ),
+            (
+                "Task",
+                serde_json::to_value(TaskOut {
+                    workflow: Some(1),
+                    reason: Some("r".into()),
+                    ..TaskOut::default()
+                })
+                .unwrap(),
+            ),
+        ];
+        for (schema, v) in replies {
+            let documented = fields(schema);
+            for k in keys(v) {
+                assert!(documented.contains(&k), "{schema}.{k} is not in openapi.json");
+            }
+        }
     }
 }

@@ -152,6 +152,12 @@ impl Live {
         self.snapshot_every = steps;
     }
 
+    /// Steps logged since the last snapshot (or since the open, if it
+    /// started from none).
+    pub fn since_snapshot(&self) -> u64 {
+        self.since_snapshot
+    }
+
     /// The step of the snapshot this open started from (`None`: the whole
     /// log was replayed).
     pub fn restored_from(&self) -> Option<i64> {

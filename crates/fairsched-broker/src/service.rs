@@ -8,36 +8,121 @@
 //! keeps beside it is either in its own tables (written with the steps) or
 //! derived from the core's state (which worker runs what), so a restart at
 //! any moment recovers both.
+//!
+//! # Workflows: held tasks and two kinds of ids
+//!
+//! A submission may be one workflow whose tasks depend on each other
+//! (`after`). A task with parents is *held*: it has a row in `tasks` (state
+//! `held`, its parents in `task_parents`) but the core does not know it.
+//! When its last parent completes, it is *released*: submitted to the core
+//! in a step of its own, committed right after the one that completed the
+//! parent. If a parent ends otherwise, its held descendants end `cancelled`
+//! (with a `reason`), in the tables only. A SIGKILL between the two commits
+//! loses nothing: on open, held tasks are checked against their parents'
+//! rows and released or cancelled then ([`Broker::settle`]).
+//!
+//! The log layer refuses a `Submit` whose id is not above every id it has
+//! seen ([`Live`] keeps ids from being reused), yet a held task needs its id
+//! at submission (the user gets it back) and enters the core later, after
+//! tasks submitted since. So a task has a *public* id — the one users,
+//! workers, `tasks.id` and the API see, handed out at submission — and a
+//! *core* id, taken when it enters the core. They are equal except for
+//! released tasks, whose core id is taken at release (`tasks.core_id`;
+//! [`Broker::core_id`] and [`Broker::public_id`] translate, the maps holding
+//! only live released tasks). Both come from one increasing sequence
+//! ([`Broker::take_id`]), so a number is never the public id of one task and
+//! the core id of another. Relaxing the log layer's check instead would let a
+//! buggy caller slip an id in below others; this way the core and the log
+//! stay as strict as before and the translation is the service's alone.
 
 use crate::api::*;
 use crate::identity::{IdentityError, Principal};
 use crate::live::{Live, LiveError};
 use crate::store::unix_ms;
-use fairsched_core::{Action, EndRecord, Event, MachineId, OrgId, Phase, SlotId, TaskId, TaskSpec, Time};
+use fairsched_core::{
+    Action, EndRecord, Event, MachineId, OrgId, Outcome, Phase, SlotId, TaskId, TaskSpec, Time, WorkflowId,
+    WorkflowRef,
+};
 use fairsched_worker::wire::{
     Assignment, Phase as WirePhase, RegisterReply, ReportEvent, ReportReply, ReportRequest, RunKey,
 };
 use rusqlite::{OptionalExtension, params};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The service's own tables, created with the log.
-pub const SCHEMA: &str = "
+/// Tables added since schema 2 was first written (idempotent).
+macro_rules! added_tables {
+    () => {
+        "
+    CREATE TABLE IF NOT EXISTS workflows (
+        id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, org INTEGER NOT NULL,
+        name TEXT NOT NULL, activities TEXT NOT NULL, submit_ms INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS task_parents (
+        child INTEGER NOT NULL, parent INTEGER NOT NULL,
+        PRIMARY KEY (child, parent)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS shares (
+        user_id INTEGER PRIMARY KEY, allocated_ms INTEGER NOT NULL,
+        deserved REAL NOT NULL, base REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS share_clock (
+        id INTEGER PRIMARY KEY CHECK (id = 0), g REAL NOT NULL, at_ms INTEGER NOT NULL);
+"
+    };
+}
+
+/// The service's own tables, created with the log. Columns and tables
+/// added since schema 2 was first written are added to an older database
+/// when it is opened ([`ADDED_COLUMNS`], [`ADDED_TABLES`]).
+pub const SCHEMA: &str = concat!(
+    "
     CREATE TABLE tasks (
         id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, org INTEGER NOT NULL,
         name TEXT NOT NULL, command TEXT NOT NULL, stage_in TEXT, stage_out TEXT,
         priority INTEGER NOT NULL,
         state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
         exit_code INTEGER, signal INTEGER,
-        submit_ms INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER);
+        submit_ms INTEGER NOT NULL, start_ms INTEGER, end_ms INTEGER,
+        optional INTEGER NOT NULL DEFAULT 0, core_id INTEGER,
+        workflow INTEGER, activity INTEGER, reason TEXT);
     CREATE INDEX tasks_user ON tasks (user_id, id);
     CREATE TABLE workers (
         id INTEGER PRIMARY KEY, org INTEGER NOT NULL, host TEXT NOT NULL,
         first_slot INTEGER NOT NULL, slots INTEGER NOT NULL,
         state TEXT NOT NULL, joined_ms INTEGER NOT NULL, left_ms INTEGER,
         lease_ms INTEGER NOT NULL);
-";
+",
+    added_tables!()
+);
+
+/// [`added_tables!`], for [`Broker::open`].
+pub const ADDED_TABLES: &str = added_tables!();
+
+/// Columns of `tasks` added since schema 2 was first written.
+pub const ADDED_COLUMNS: [(&str, &str); 5] = [
+    ("optional", "INTEGER NOT NULL DEFAULT 0"),
+    ("core_id", "INTEGER"),
+    ("workflow", "INTEGER"),
+    ("activity", "INTEGER"),
+    ("reason", "TEXT"),
+];
+
+/// Brings a database created by an older fairsched up to [`SCHEMA`]
+/// (additive only: nothing is dropped or rewritten).
+fn upgrade(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let mut have = HashSet::new();
+    {
+        let mut q = conn.prepare("PRAGMA table_info(tasks)")?;
+        for name in q.query_map([], |r| r.get::<_, String>(1))? {
+            have.insert(name?);
+        }
+    }
+    for (col, ty) in ADDED_COLUMNS {
+        if !have.contains(col) {
+            conn.execute_batch(&format!("ALTER TABLE tasks ADD COLUMN {col} {ty}"))?;
+        }
+    }
+    conn.execute_batch(ADDED_TABLES)
+}
 
 /// Settings of a running broker that are not part of the log (changing
 /// them between restarts does not change past decisions).
@@ -48,6 +133,9 @@ pub struct Settings {
     /// A task whose worker was lost this many times fails instead of
     /// going back to the queue.
     pub max_attempts: u32,
+    /// Steps between two snapshots of the core (0: none; a restart then
+    /// replays the whole log).
+    pub snapshot_every: u64,
 }
 
 impl Default for Settings {
@@ -55,6 +143,7 @@ impl Default for Settings {
         Settings {
             lease: Duration::from_secs(30),
             max_attempts: 5,
+            snapshot_every: crate::live::DEFAULT_SNAPSHOT_EVERY,
         }
     }
 }
@@ -106,6 +195,7 @@ pub enum Write {
         user: i64,
         org: u32,
         tasks: Vec<NewTask>,
+        workflow: Option<WorkflowSpec>,
     },
     Cancel {
         who: Principal,
@@ -130,22 +220,48 @@ pub enum Write {
 /// What a write answers.
 #[derive(Debug)]
 pub enum Written {
-    Submitted(Vec<u64>),
+    Submitted {
+        ids: Vec<u64>,
+        workflow: Option<u32>,
+    },
     Cancelled(TaskOut),
     Registered(RegisterReply),
     Reported(ReportReply),
     Left,
+    /// Held tasks released or cancelled (internal: no client waits).
+    Settled,
 }
 
 /// One live task's description (the core knows the rest).
 #[derive(Clone, Debug)]
 struct Live_ {
+    /// Its public id (the key is its core id).
+    public: u64,
     user: i64,
     name: String,
     command: String,
     stage_in: Option<String>,
     stage_out: Option<String>,
     submit_ms: i64,
+}
+
+/// A workflow task waiting for its parents: not in the core yet.
+#[derive(Clone, Debug)]
+struct Held {
+    user: i64,
+    org: u32,
+    name: String,
+    command: String,
+    stage_in: Option<String>,
+    stage_out: Option<String>,
+    priority: i64,
+    optional: bool,
+    submit_ms: i64,
+    workflow: WorkflowRef,
+    /// Public ids, ascending, without repeats.
+    parents: Vec<u64>,
+    /// Parents not completed yet.
+    pending: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -175,17 +291,277 @@ pub struct Counters {
 
 pub const LATENCY_BUCKETS_MS: [i64; 10] = [1, 5, 10, 50, 100, 500, 1000, 5000, 30000, 300000];
 
+/// A task's state, for the counts of `GET /v1/status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    Held,
+    Waiting,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    Killed,
+    Rejected,
+}
+
+impl St {
+    fn of_row(state: &str) -> Option<St> {
+        Some(match state {
+            "held" => St::Held,
+            "completed" => St::Completed,
+            "failed" => St::Failed,
+            "cancelled" => St::Cancelled,
+            "killed" => St::Killed,
+            "live" => return None,
+            _ => St::Rejected,
+        })
+    }
+    fn of_outcome(o: Outcome) -> St {
+        match o {
+            Outcome::Completed => St::Completed,
+            Outcome::Failed => St::Failed,
+            Outcome::Cancelled => St::Cancelled,
+            Outcome::Killed => St::Killed,
+            Outcome::Rejected => St::Rejected,
+        }
+    }
+}
+
+/// Tasks by state, of one user or of all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct StateCounts([u64; 8]);
+
+impl StateCounts {
+    fn add(&mut self, s: St, n: u64) {
+        self.0[s as usize] += n;
+    }
+    fn sub(&mut self, s: St) {
+        let c = &mut self.0[s as usize];
+        *c = c.saturating_sub(1);
+    }
+    fn get(&self, s: St) -> u64 {
+        self.0[s as usize]
+    }
+}
+
+/// The counts behind `GET /v1/status`, kept as tasks change state (O(1)
+/// per change) and recounted from the tables and the core on open.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    all: StateCounts,
+    users: HashMap<i64, StateCounts>,
+}
+
+impl Counts {
+    fn add(&mut self, user: i64, s: St, n: u64) {
+        self.all.add(s, n);
+        self.users.entry(user).or_default().add(s, n);
+    }
+    fn shift(&mut self, user: i64, from: St, to: St) {
+        self.all.sub(from);
+        self.all.add(to, 1);
+        let u = self.users.entry(user).or_default();
+        u.sub(from);
+        u.add(to, 1);
+    }
+}
+
+/// Per-user satisfaction (spec/diet-ethic.md, "Metrics", adapted to a
+/// live pool): `s_u = allocated_u / deserved_u`, where `allocated_u` is the
+/// slot-time of u's runs, whatever their outcome (killed and requeued runs
+/// included, and runs in progress up to now), and `deserved_u` is the
+/// integral, over the time u has live work (tasks waiting or running in the
+/// core; held workflow tasks do not count), of `slots / |U|`, `U` being the
+/// users with live work then.
+///
+/// Kept in O(1) per change: `G(t) = ∫ slots/|U| dt` is one global integral
+/// (advanced lazily: `slots` and `|U|` only change at events); a user's
+/// deserved share is the sum of `G` differences over its presence intervals
+/// (`deserved` for the closed ones, `G(now) − base` for the current one);
+/// its allocated time is `allocated` for closed runs plus
+/// `running · now − start_sum` for the runs in progress. Times are the
+/// core's milliseconds, slot-time is slot-milliseconds.
+///
+/// `g`, `at`, and each user's `allocated`, `deserved` and `base` are in the
+/// tables (`share_clock`, `shares`), written in the same transaction as the
+/// steps that change them; the rest (live and running tasks, slots) is
+/// recounted from the core on open.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Satisfaction {
+    g: f64,
+    at: i64,
+    slots: i64,
+    /// |U|: users with `live > 0`.
+    present: u64,
+    users: HashMap<i64, Share>,
+}
+
+/// One user's part of [`Satisfaction`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Share {
+    live: u64,
+    running: u64,
+    start_sum: i64,
+    allocated: i64,
+    deserved: f64,
+    base: f64,
+}
+
+/// What a batch of steps changes for [`Satisfaction`] (all at one instant).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct ShareDelta {
+    slots: i64,
+    users: BTreeMap<i64, UserDelta>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct UserDelta {
+    live: i64,
+    running: i64,
+    start_sum: i64,
+    allocated: i64,
+}
+
+impl ShareDelta {
+    fn is_empty(&self) -> bool {
+        self.slots == 0 && self.users.is_empty()
+    }
+    fn user(&mut self, u: i64) -> &mut UserDelta {
+        self.users.entry(u).or_default()
+    }
+    fn start(&mut self, u: i64, now: i64) {
+        let d = self.user(u);
+        d.running += 1;
+        d.start_sum += now;
+    }
+    fn stop(&mut self, u: i64, start: i64, now: i64) {
+        let d = self.user(u);
+        d.running -= 1;
+        d.start_sum -= start;
+        d.allocated += (now - start).max(0);
+    }
+}
+
+/// [`Satisfaction`] after a batch, before it is committed.
+#[derive(Clone, Debug, PartialEq)]
+struct Staged {
+    g: f64,
+    at: i64,
+    slots: i64,
+    present: u64,
+    users: Vec<(i64, Share)>,
+}
+
+impl Satisfaction {
+    /// `G(now)`.
+    fn g_at(&self, now: i64) -> f64 {
+        if now > self.at && self.present > 0 {
+            self.g + self.slots.max(0) as f64 * (now - self.at) as f64 / self.present as f64
+        } else {
+            self.g
+        }
+    }
+
+    /// The state after `d` at `now` (the users it touches only).
+    fn preview(&self, now: i64, d: &ShareDelta) -> Staged {
+        let g = self.g_at(now);
+        let mut present = self.present;
+        let users = d
+            .users
+            .iter()
+            .map(|(&u, ud)| {
+                let mut s = self.users.get(&u).copied().unwrap_or_default();
+                let was = s.live > 0;
+                s.live = (s.live as i64 + ud.live).max(0) as u64;
+                s.running = (s.running as i64 + ud.running).max(0) as u64;
+                s.start_sum += ud.start_sum;
+                s.allocated += ud.allocated;
+                match (was, s.live > 0) {
+                    (false, true) => {
+                        s.base = g;
+                        present += 1;
+                    }
+                    (true, false) => {
+                        s.deserved += g - s.base;
+                        s.base = 0.0;
+                        present -= 1;
+                    }
+                    _ => {}
+                }
+                (u, s)
+            })
+            .collect();
+        Staged {
+            g,
+            at: now.max(self.at),
+            slots: self.slots + d.slots,
+            present,
+            users,
+        }
+    }
+
+    fn install(&mut self, st: Staged) {
+        self.g = st.g;
+        self.at = st.at;
+        self.slots = st.slots;
+        self.present = st.present;
+        for (u, s) in st.users {
+            self.users.insert(u, s);
+        }
+    }
+
+    /// Applies `d` at `now` at once (tests; the broker stages and commits).
+    #[cfg(test)]
+    fn apply(&mut self, now: i64, d: &ShareDelta) {
+        let st = self.preview(now, d);
+        self.install(st);
+    }
+
+    /// `(allocated, deserved)` of `user` at `now`, slot-milliseconds.
+    fn parts(&self, user: i64, now: i64) -> Option<(f64, f64)> {
+        let s = self.users.get(&user)?;
+        let allocated = s.allocated + s.running as i64 * now - s.start_sum;
+        let current = if s.live > 0 { self.g_at(now) - s.base } else { 0.0 };
+        Some((allocated as f64, s.deserved + current))
+    }
+
+    /// `s_u` at `now`; `None` while nothing is deserved yet.
+    fn value(&self, user: i64, now: i64) -> Option<f64> {
+        let (a, d) = self.parts(user, now)?;
+        (d > 0.0).then(|| a / d)
+    }
+}
+
 /// The broker's state: the core with its log, and the service's
 /// bookkeeping around it.
 pub struct Broker {
     live: Live,
     settings: Settings,
+    /// Live tasks (in the core), by core id.
     tasks: HashMap<TaskId, Live_>,
+    /// Held workflow tasks, by public id.
+    held: HashMap<u64, Held>,
+    /// The held children of a task not ended yet (public ids; a child
+    /// cancelled meanwhile may linger until the parent ends).
+    children: HashMap<u64, Vec<u64>>,
+    /// Held tasks whose parents have all completed: released at the next
+    /// [`Broker::settle`].
+    ready: BTreeSet<u64>,
+    /// Held tasks to cancel at the next [`Broker::settle`], and why.
+    doomed: Vec<(u64, String)>,
+    /// Public id ↔ core id, for live tasks whose ids differ (released ones).
+    core_of: HashMap<u64, TaskId>,
+    public_of: HashMap<TaskId, u64>,
+    /// The next id [`Broker::take_id`] may hand out.
+    next_id: u64,
+    next_workflow: u32,
     workers: HashMap<u64, Worker>,
     slot_worker: HashMap<SlotId, u64>,
     /// Running tasks by worker, and the worker of each running task.
     running: HashMap<u64, BTreeSet<TaskId>>,
     runs_on: HashMap<TaskId, u64>,
+    /// Each running task's user and the start of its run (ms).
+    run_start: HashMap<TaskId, (i64, i64)>,
     /// (task, attempt) already handed to their worker since this process
     /// started (after a restart everything running is handed again; the
     /// worker ignores what it already runs).
@@ -193,6 +569,8 @@ pub struct Broker {
     next_slot: u32,
     next_worker: u64,
     timers: Vec<(Time, u64)>,
+    counts: Counts,
+    sat: Satisfaction,
     pub counters: Counters,
     /// Bumped whenever tasks start (long polls wait on it).
     pub generation: u64,
@@ -207,61 +585,97 @@ pub enum OpenError {
     Store(String),
 }
 
+/// Why a held task is cancelled when its parent `parent` ended so.
+fn parent_reason(parent: u64, state: &str) -> String {
+    match state {
+        "failed" => format!("parent task {parent} failed"),
+        s => format!("parent task {parent} was {s}"),
+    }
+}
+
 impl Broker {
     /// Opens the database (created by `fairsched admin init`) and rebuilds
-    /// the state from its log.
+    /// the state from its log; held tasks whose parents ended while the
+    /// broker was down (or before their release was committed) are
+    /// released or cancelled now.
     pub fn open(path: &Path, settings: Settings) -> Result<Broker, OpenError> {
-        let live = Live::open(path)?;
+        let mut live = Live::open(path)?;
+        live.set_snapshot_every(settings.snapshot_every);
+        if let Some(seq) = live.restored_from() {
+            tracing::info!(
+                "{}: restored from the snapshot after step {seq}, then {} steps of the log",
+                path.display(),
+                live.steps() as i64 - seq
+            );
+        }
         let store_err = |e: rusqlite::Error| OpenError::Store(format!("{}: {e}", path.display()));
+        upgrade(live.store().conn()).map_err(store_err)?;
         let mut b = Broker {
             timers: live.pending_timers().to_vec(),
             live,
             settings,
             tasks: HashMap::new(),
+            held: HashMap::new(),
+            children: HashMap::new(),
+            ready: BTreeSet::new(),
+            doomed: Vec::new(),
+            core_of: HashMap::new(),
+            public_of: HashMap::new(),
+            next_id: 1,
+            next_workflow: 1,
             workers: HashMap::new(),
             slot_worker: HashMap::new(),
             running: HashMap::new(),
             runs_on: HashMap::new(),
+            run_start: HashMap::new(),
             delivered: HashSet::new(),
             next_slot: 0,
             next_worker: 1,
+            counts: Counts::default(),
+            sat: Satisfaction::default(),
             counters: Counters {
                 dispatch: vec![0; LATENCY_BUCKETS_MS.len()],
                 ..Counters::default()
             },
             generation: 0,
         };
-        let conn = b.live.store().conn();
+        b.load().map_err(store_err)?;
+        b.settle();
+        Ok(b)
+    }
+}
+
+impl Broker {
+    /// Rebuilds the service's state from its tables and the core.
+    fn load(&mut self) -> rusqlite::Result<()> {
+        let conn = self.live.store().conn();
         {
-            let mut q = conn
-                .prepare("SELECT id, org, first_slot, slots, state, lease_ms FROM workers ORDER BY id")
-                .map_err(store_err)?;
-            let rows = q
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, i64>(5)?,
-                    ))
-                })
-                .map_err(store_err)?;
+            let mut q =
+                conn.prepare("SELECT id, org, first_slot, slots, state, lease_ms FROM workers ORDER BY id")?;
+            let rows = q.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, i64>(5)?,
+                ))
+            })?;
             let now = Instant::now();
             for row in rows {
-                let (id, org, first, n, state, lease_ms) = row.map_err(store_err)?;
+                let (id, org, first, n, state, lease_ms) = row?;
                 let slots: Vec<SlotId> = (first..first + n).map(|s| SlotId(s as u32)).collect();
-                b.next_slot = b.next_slot.max((first + n) as u32);
-                b.next_worker = b.next_worker.max(id as u64 + 1);
+                self.next_slot = self.next_slot.max((first + n) as u32);
+                self.next_worker = self.next_worker.max(id as u64 + 1);
                 let lost = state != "active";
                 if !lost {
                     for &s in &slots {
-                        b.slot_worker.insert(s, id as u64);
+                        self.slot_worker.insert(s, id as u64);
                     }
                 }
                 // A worker that was active gets a fresh lease from now.
-                b.workers.insert(
+                self.workers.insert(
                     id as u64,
                     Worker {
                         org: org as u32,
@@ -274,52 +688,221 @@ impl Broker {
             }
         }
         {
-            let mut q = conn
-                .prepare(
-                    "SELECT id, user_id, name, command, stage_in, stage_out, submit_ms FROM tasks WHERE state = 'live'",
-                )
-                .map_err(store_err)?;
-            let rows = q
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
+            let mut q = conn.prepare(
+                "SELECT id, user_id, org, name, command, stage_in, stage_out, submit_ms, core_id, state,
+                        priority, optional, workflow, activity
+                 FROM tasks WHERE state IN ('live', 'held')",
+            )?;
+            let mut rows = q.query([])?;
+            while let Some(r) = rows.next()? {
+                let id = r.get::<_, i64>(0)? as u64;
+                let user: i64 = r.get(1)?;
+                let (name, command): (String, String) = (r.get(3)?, r.get(4)?);
+                let (stage_in, stage_out): (Option<String>, Option<String>) = (r.get(5)?, r.get(6)?);
+                let submit_ms: i64 = r.get(7)?;
+                let state: String = r.get(9)?;
+                if state == "live" {
+                    let core = TaskId(r.get::<_, Option<i64>>(8)?.map_or(id, |c| c as u64));
+                    if core.0 != id {
+                        self.core_of.insert(id, core);
+                        self.public_of.insert(core, id);
+                    }
+                    self.tasks.insert(
+                        core,
                         Live_ {
-                            user: r.get(1)?,
-                            name: r.get(2)?,
-                            command: r.get(3)?,
-                            stage_in: r.get(4)?,
-                            stage_out: r.get(5)?,
-                            submit_ms: r.get(6)?,
+                            public: id,
+                            user,
+                            name,
+                            command,
+                            stage_in,
+                            stage_out,
+                            submit_ms,
                         },
-                    ))
-                })
-                .map_err(store_err)?;
-            for row in rows {
-                let (id, t) = row.map_err(store_err)?;
-                b.tasks.insert(TaskId(id as u64), t);
+                    );
+                } else {
+                    self.held.insert(
+                        id,
+                        Held {
+                            user,
+                            org: r.get::<_, i64>(2)? as u32,
+                            name,
+                            command,
+                            stage_in,
+                            stage_out,
+                            priority: r.get(10)?,
+                            optional: r.get::<_, i64>(11)? != 0,
+                            submit_ms,
+                            workflow: WorkflowRef {
+                                workflow: WorkflowId(r.get::<_, Option<i64>>(12)?.unwrap_or(0) as u32),
+                                activity: r.get::<_, Option<i64>>(13)?.unwrap_or(0) as u32,
+                            },
+                            parents: Vec::new(),
+                            pending: 0,
+                        },
+                    );
+                }
             }
         }
-        // Which worker runs what: from the core's state.
-        let view = b.live.core().view();
-        for id in b.live.core().live_task_ids() {
+        self.next_id = conn.query_row("SELECT coalesce(max(id), 0) FROM tasks", [], |r| {
+            r.get::<_, i64>(0)
+        })? as u64
+            + 1;
+        self.next_workflow = conn.query_row("SELECT coalesce(max(id), 0) FROM workflows", [], |r| {
+            r.get::<_, i64>(0)
+        })? as u32
+            + 1;
+        // Held tasks against their parents' rows: what was not settled
+        // before a crash is settled now.
+        {
+            let mut q = conn.prepare_cached(
+                "SELECT p.parent, t.state FROM task_parents p LEFT JOIN tasks t ON t.id = p.parent
+                 WHERE p.child = ?1 ORDER BY p.parent",
+            )?;
+            let mut ids: Vec<u64> = self.held.keys().copied().collect();
+            ids.sort_unstable();
+            for child in ids {
+                let mut parents = Vec::new();
+                let mut pending = 0;
+                let mut rows = q.query([child as i64])?;
+                while let Some(r) = rows.next()? {
+                    let parent = r.get::<_, i64>(0)? as u64;
+                    let state: Option<String> = r.get(1)?;
+                    parents.push(parent);
+                    match state.as_deref() {
+                        Some("completed") => {}
+                        Some("held" | "live") => {
+                            pending += 1;
+                            self.children.entry(parent).or_default().push(child);
+                        }
+                        Some(s) => self.doomed.push((child, parent_reason(parent, s))),
+                        None => self
+                            .doomed
+                            .push((child, format!("parent task {parent} is unknown"))),
+                    }
+                }
+                let h = self.held.get_mut(&child).expect("loaded above");
+                h.parents = parents;
+                h.pending = pending;
+                if pending == 0 {
+                    self.ready.insert(child);
+                }
+            }
+        }
+        // Counts of ended and held tasks; live ones come from the core.
+        {
+            let mut q = conn.prepare("SELECT user_id, state, count(*) FROM tasks GROUP BY user_id, state")?;
+            let mut rows = q.query([])?;
+            while let Some(r) = rows.next()? {
+                let state: String = r.get(1)?;
+                if let Some(st) = St::of_row(&state) {
+                    self.counts.add(r.get(0)?, st, r.get::<_, i64>(2)? as u64);
+                }
+            }
+        }
+        // Satisfaction: its integrals from the tables, the rest from the core.
+        let clock: Option<(f64, i64)> = conn
+            .query_row("SELECT g, at_ms FROM share_clock WHERE id = 0", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        let (g, at) = clock.unwrap_or((0.0, self.live.now().millis()));
+        self.sat = Satisfaction {
+            g,
+            at,
+            ..Satisfaction::default()
+        };
+        {
+            let mut q = conn.prepare("SELECT user_id, allocated_ms, deserved, base FROM shares")?;
+            let mut rows = q.query([])?;
+            while let Some(r) = rows.next()? {
+                self.sat.users.insert(
+                    r.get(0)?,
+                    Share {
+                        allocated: r.get(1)?,
+                        deserved: r.get(2)?,
+                        base: r.get(3)?,
+                        ..Share::default()
+                    },
+                );
+            }
+        }
+        // Which worker runs what, and since when: from the core's state.
+        let view = self.live.core().view();
+        self.sat.slots = view.total_slots() as i64;
+        for id in self.live.core().live_task_ids() {
             let Some(t) = view.task(id) else { continue };
+            let user = t.spec().user.0;
+            let share = self.sat.users.entry(user).or_insert_with(|| Share {
+                base: g,
+                ..Share::default()
+            });
+            share.live += 1;
+            match t.start() {
+                Some(start) => {
+                    share.running += 1;
+                    share.start_sum += start.millis();
+                    self.run_start.insert(id, (user, start.millis()));
+                    self.counts.add(user, St::Running, 1);
+                }
+                None => self.counts.add(user, St::Waiting, 1),
+            }
             if let Some(&s) = t.held_slots().first()
-                && let Some(&w) = b.slot_worker.get(&s)
+                && let Some(&w) = self.slot_worker.get(&s)
             {
-                b.running.entry(w).or_default().insert(id);
-                b.runs_on.insert(id, w);
+                self.running.entry(w).or_default().insert(id);
+                self.runs_on.insert(id, w);
             }
         }
-        Ok(b)
+        self.sat.present = self.sat.users.values().filter(|s| s.live > 0).count() as u64;
+        Ok(())
     }
 
     pub fn live(&self) -> &Live {
         &self.live
     }
 
+    /// Writes a snapshot of the core now (a clean shutdown does, so the
+    /// next start replays nothing), unless snapshots are off or nothing
+    /// was logged since the last one.
+    pub fn snapshot_now(&mut self) {
+        if self.settings.snapshot_every == 0 || self.live.since_snapshot() == 0 {
+            return;
+        }
+        if let Err(e) = self.live.write_snapshot() {
+            tracing::warn!("{}: {e}", self.live.store().path().display());
+        }
+    }
+
     /// The core's clock now: milliseconds since the database was created.
     pub fn clock(&self) -> Time {
         Time::from_millis(unix_ms() - self.live.store().epoch_ms()).max(self.live.now())
+    }
+
+    /// A task id used by no task yet, public or core (see the module docs).
+    fn take_id(&mut self) -> u64 {
+        let id = self.live.fresh_id().0.max(self.next_id);
+        self.next_id = id + 1;
+        id
+    }
+
+    /// The core id of the task with public id `public` (the same number
+    /// unless it is a released workflow task).
+    pub fn core_id(&self, public: u64) -> TaskId {
+        self.core_of.get(&public).copied().unwrap_or(TaskId(public))
+    }
+
+    /// The public id of the task with core id `core`.
+    pub fn public_id(&self, core: TaskId) -> u64 {
+        self.public_of.get(&core).copied().unwrap_or(core.0)
+    }
+
+    /// The live task whose public id is `public`: its core id and description.
+    fn live_task(&self, public: u64) -> Option<(TaskId, &Live_)> {
+        let core = self.core_id(public);
+        self.tasks
+            .get(&core)
+            .filter(|d| d.public == public)
+            .map(|d| (core, d))
     }
 
     /// Who holds `token`.
@@ -359,6 +942,29 @@ impl Broker {
         })
     }
 
+    /// Organization names by id (for `/metrics`).
+    pub fn org_names(&self) -> HashMap<u32, String> {
+        self.names("SELECT id, name FROM orgs")
+            .into_iter()
+            .map(|(id, n)| (id as u32, n))
+            .collect()
+    }
+
+    /// User names by id (for `/metrics`).
+    pub fn user_names(&self) -> HashMap<i64, String> {
+        self.names("SELECT id, name FROM users").into_iter().collect()
+    }
+
+    fn names(&self, sql: &str) -> Vec<(i64, String)> {
+        let conn = self.live.store().conn();
+        let Ok(mut q) = conn.prepare_cached(sql) else {
+            return Vec::new();
+        };
+        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default()
+    }
+
     /// Whether the worker is known, alive and of `org` (a poll renews its
     /// lease).
     fn check_worker(&mut self, worker: u64, org: u32) -> Reply<()> {
@@ -392,7 +998,7 @@ impl Broker {
                 }
                 let Some(d) = self.tasks.get(&id) else { continue };
                 out.push(Assignment {
-                    task: id.0,
+                    task: d.public,
                     attempt,
                     name: d.name.clone(),
                     command: d.command.clone(),
@@ -406,10 +1012,27 @@ impl Broker {
 
     /// The task as its owner sees it.
     fn task_out(&self, id: u64) -> Reply<TaskOut> {
-        let tid = TaskId(id);
-        if let Some(d) = self.tasks.get(&tid) {
+        if let Some(h) = self.held.get(&id) {
+            return Ok(TaskOut {
+                id,
+                name: h.name.clone(),
+                user: h.user,
+                org: h.org,
+                state: "held".into(),
+                attempts: 0,
+                exit_code: None,
+                signal: None,
+                submit_ms: h.submit_ms,
+                start_ms: None,
+                end_ms: None,
+                command: h.command.clone(),
+                workflow: Some(h.workflow.workflow.0),
+                reason: None,
+            });
+        }
+        if let Some((core, d)) = self.live_task(id) {
             let view = self.live.core().view();
-            let t = view.task(tid);
+            let t = view.task(core);
             let spec = t.map(|t| t.spec().clone());
             return Ok(TaskOut {
                 id,
@@ -428,6 +1051,8 @@ impl Broker {
                 start_ms: t.and_then(|t| t.last_start()).map(|s| s.millis()),
                 end_ms: None,
                 command: d.command.clone(),
+                workflow: spec.and_then(|s| s.workflow).map(|w| w.workflow.0),
+                reason: None,
             });
         }
         self.live
@@ -463,7 +1088,7 @@ impl Broker {
         let mut out = Vec::new();
         for r in rows {
             let t = r.map_err(ApiError::internal)?;
-            if t.state == "live" {
+            if t.state == "live" || t.state == "held" {
                 out.push(self.task_out(t.id)?);
             } else {
                 out.push(t);
@@ -472,63 +1097,113 @@ impl Broker {
         Ok(out)
     }
 
-    /// Counts by state for `who`.
+    /// Counts by state for `who`: kept as tasks change state, so O(1)
+    /// (plus the workers).
     pub fn status(&self, who: &Principal) -> Reply<StatusReply> {
-        let user = match who {
-            Principal::Admin => None,
-            Principal::User { id, .. } => Some(*id),
+        let c = match who {
+            Principal::Admin => self.counts.all,
+            Principal::User { id, .. } => self.counts.users.get(id).copied().unwrap_or_default(),
             Principal::Worker { .. } => return Err(ApiError::forbidden("workers have no tasks")),
         };
-        let mut st = StatusReply::default();
-        let conn = self.live.store().conn();
-        let mut q = conn
-            .prepare_cached(
-                "SELECT state, count(*) FROM tasks WHERE state != 'live' AND (?1 IS NULL OR user_id = ?1) GROUP BY state",
-            )
-            .map_err(ApiError::internal)?;
-        let rows = q
-            .query_map([user], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(ApiError::internal)?;
-        for r in rows {
-            let (state, n) = r.map_err(ApiError::internal)?;
-            let n = n as u64;
-            match state.as_str() {
-                "completed" => st.completed = n,
-                "failed" => st.failed = n,
-                "cancelled" => st.cancelled = n,
-                "killed" => st.killed = n,
-                _ => st.rejected += n,
-            }
-        }
         let view = self.live.core().view();
-        for (id, d) in &self.tasks {
-            if user.is_some_and(|u| u != d.user) {
-                continue;
-            }
-            match view.task(*id) {
-                Some(t) if t.is_running() => st.running += 1,
-                Some(_) => st.waiting += 1,
-                None => {}
-            }
-        }
-        st.workers = self.workers.values().filter(|w| !w.lost).count() as u64;
-        st.slots = view.total_slots() as u64;
-        st.busy_slots = view.busy_slots();
-        Ok(st)
+        Ok(StatusReply {
+            held: c.get(St::Held),
+            waiting: c.get(St::Waiting),
+            running: c.get(St::Running),
+            completed: c.get(St::Completed),
+            failed: c.get(St::Failed),
+            cancelled: c.get(St::Cancelled),
+            killed: c.get(St::Killed),
+            rejected: c.get(St::Rejected),
+            workers: self.worker_count() as u64,
+            slots: view.total_slots() as u64,
+            busy_slots: view.busy_slots(),
+        })
     }
 
-    /// Why task `id` is not running (or where it runs).
+    /// The state of task `id` in a word (`held`, `waiting`, `running`, or
+    /// how it ended).
+    fn state_of(&self, id: u64) -> String {
+        if self.held.contains_key(&id) {
+            return "held".into();
+        }
+        if let Some((core, _)) = self.live_task(id) {
+            let running = self.live.core().view().task(core).is_some_and(|t| t.is_running());
+            return if running { "running" } else { "waiting" }.into();
+        }
+        self.live
+            .store()
+            .conn()
+            .query_row("SELECT state FROM tasks WHERE id = ?1", [id as i64], |r| {
+                r.get::<_, String>(0)
+            })
+            .optional()
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    /// `user`'s satisfaction now (see [`Satisfaction`]); `None` while
+    /// nothing is deserved yet.
+    pub fn satisfaction(&self, user: i64) -> Option<f64> {
+        self.sat.value(user, self.clock().millis())
+    }
+
+    /// Every user's satisfaction now, by user id (users to whom nothing is
+    /// deserved yet are left out).
+    pub fn satisfactions(&self) -> Vec<(i64, f64)> {
+        let now = self.clock().millis();
+        let mut v: Vec<(i64, f64)> = self
+            .sat
+            .users
+            .keys()
+            .filter_map(|&u| self.sat.value(u, now).map(|s| (u, s)))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    }
+
+    /// Why task `id` is not running (or where it runs), with its user's
+    /// satisfaction.
     pub fn explain(&self, who: &Principal, id: u64) -> Reply<serde_json::Value> {
         let t = self.task(who, id)?;
+        let mut v = self.explain_state(&t, id)?;
+        v["user_satisfaction"] = serde_json::json!(self.satisfaction(t.user));
+        if let Some(w) = t.workflow {
+            v["workflow"] = serde_json::json!(w);
+        }
+        Ok(v)
+    }
+
+    fn explain_state(&self, t: &TaskOut, id: u64) -> Reply<serde_json::Value> {
         let cfg = self.live.store().config();
         let policy = serde_json::json!({
             "order": cfg.order, "allocate": cfg.allocate, "control": cfg.control,
         });
-        let view = self.live.core().view();
-        let Some(tv) = view.task(TaskId(id)) else {
+        if let Some(h) = self.held.get(&id) {
+            let parents: Vec<(u64, String)> = h.parents.iter().map(|&p| (p, self.state_of(p))).collect();
+            let waiting: Vec<&(u64, String)> = parents.iter().filter(|(_, s)| s != "completed").collect();
+            let list: Vec<String> = waiting.iter().map(|(p, s)| format!("task {p} ({s})")).collect();
             return Ok(serde_json::json!({
-                "task": id, "state": t.state, "policy": policy,
-                "why": format!("it has ended ({})", t.state),
+                "task": id, "state": "held", "policy": policy,
+                "parents": parents.iter().map(|(p, s)| serde_json::json!({"task": p, "state": s})).collect::<Vec<_>>(),
+                "waiting_for": waiting.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+                "why": format!(
+                    "it is held until its parents complete: it waits for {}",
+                    list.join(", ")
+                ),
+            }));
+        }
+        let view = self.live.core().view();
+        let tv = self.live_task(id).and_then(|(core, _)| view.task(core));
+        let Some(tv) = tv else {
+            let why = match &t.reason {
+                Some(r) => format!("it has ended ({}: {r})", t.state),
+                None => format!("it has ended ({})", t.state),
+            };
+            return Ok(serde_json::json!({
+                "task": id, "state": t.state, "policy": policy, "reason": t.reason,
+                "why": why,
             }));
         };
         if tv.is_running() {
@@ -638,39 +1313,211 @@ impl Broker {
         self.timers.iter().map(|t| t.0).min()
     }
 
+    /// Held tasks are waiting to be released or cancelled (a commit that
+    /// failed is tried again at the next batch).
+    pub fn unsettled(&self) -> bool {
+        !self.ready.is_empty() || !self.doomed.is_empty()
+    }
+
     /// Prepares, commits and applies a batch of writes: one step each, all
-    /// in one transaction. Due timers ride along as their own steps.
+    /// in one transaction. Due timers ride along as their own steps. Then
+    /// held tasks whose parents ended in it are released or cancelled
+    /// ([`Broker::settle`]).
     pub fn write(&mut self, writes: Vec<Write>) -> Vec<Reply<Written>> {
+        let replies = self.write_unsettled(writes);
+        self.settle();
+        replies
+    }
+
+    /// [`Broker::write`] without the settling.
+    fn write_unsettled(&mut self, writes: Vec<Write>) -> Vec<Reply<Written>> {
         let now = self.clock();
+        let plans: Vec<Reply<Plan>> = writes.into_iter().map(|w| self.plan(w)).collect();
+        self.commit(plans, now, true)
+    }
+
+    /// Releases held tasks whose parents have all completed (a step
+    /// submitting them to the core) and cancels those with a parent that
+    /// ended otherwise, with their held descendants (in the tables only),
+    /// until nothing is left to do; one commit per round. A failed commit
+    /// leaves them for the next batch.
+    pub fn settle(&mut self) {
+        while self.unsettled() {
+            let now = self.clock();
+            let plans = self.plan_settle();
+            if plans.is_empty() {
+                continue;
+            }
+            let replies = self.commit(plans.into_iter().map(Ok).collect(), now, false);
+            if let Some(Err(e)) = replies.iter().find(|r| r.is_err()) {
+                tracing::warn!(
+                    "releasing or cancelling held workflow tasks: {}; tried again at the next batch",
+                    e.message
+                );
+                return;
+            }
+        }
+    }
+
+    /// Held tasks to cancel from `stack` (task, why), with their held
+    /// descendants.
+    fn doom(&self, stack: &mut Vec<(u64, Option<String>)>, out: &mut Vec<(u64, Option<String>)>) {
+        let mut seen = HashSet::new();
+        while let Some((id, why)) = stack.pop() {
+            if !self.held.contains_key(&id) || !seen.insert(id) {
+                continue;
+            }
+            for &k in self.children.get(&id).into_iter().flatten() {
+                stack.push((k, Some(parent_reason(id, "cancelled"))));
+            }
+            out.push((id, why));
+        }
+    }
+
+    /// The plans of one round of [`Broker::settle`] (none when what was
+    /// pending no longer applies: its tasks ended meanwhile).
+    fn plan_settle(&mut self) -> Vec<Plan> {
+        let mut cancel = Vec::new();
+        let mut stack: Vec<(u64, Option<String>)> = self
+            .doomed
+            .iter()
+            .rev()
+            .map(|(id, why)| (*id, Some(why.clone())))
+            .collect();
+        self.doom(&mut stack, &mut cancel);
+        let cancelled: HashSet<u64> = cancel.iter().map(|c| c.0).collect();
+        let ready: Vec<u64> = self
+            .ready
+            .iter()
+            .copied()
+            .filter(|id| self.held.contains_key(id) && !cancelled.contains(id))
+            .collect();
+        // What no longer applies goes.
+        let held = &self.held;
+        self.ready
+            .retain(|id| held.contains_key(id) && !cancelled.contains(id));
+        if cancel.is_empty() {
+            self.doomed.clear();
+        }
+        let mut events = Vec::with_capacity(ready.len());
+        let mut release = Vec::with_capacity(ready.len());
+        for id in ready {
+            let core = TaskId(self.take_id());
+            let h = &self.held[&id];
+            let mut spec = TaskSpec::new(core.0, h.user, h.org);
+            spec.priority = h.priority;
+            spec.optional = h.optional;
+            spec.workflow = Some(h.workflow);
+            release.push((id, core, h.user));
+            events.push(Event::Submit(spec));
+            // Known before the commit: an end in the same step (a
+            // rejection) is written under the public id.
+            self.public_of.insert(core, id);
+        }
+        let mut plans = Vec::new();
+        if !release.is_empty() {
+            plans.push(Plan {
+                events,
+                kind: PlanKind::Release(release),
+            });
+        }
+        if !cancel.is_empty() {
+            plans.push(Plan {
+                events: Vec::new(),
+                kind: PlanKind::Withdraw { cancel, asked: None },
+            });
+        }
+        plans
+    }
+
+    /// Commits `plans` (and, with `timers`, the timers due) in one
+    /// transaction and applies what was committed. A plan about held tasks
+    /// only ([`Plan::tables_only`]) writes the service's tables alone.
+    fn commit(&mut self, plans: Vec<Reply<Plan>>, now: Time, timers: bool) -> Vec<Reply<Written>> {
         let mut steps: Vec<(Time, Vec<Event>)> = Vec::new();
-        let mut plans: Vec<Reply<Plan>> = Vec::with_capacity(writes.len());
-        for w in writes {
-            let p = self.plan(w);
-            if let Ok(p) = &p {
+        for p in plans.iter().flatten() {
+            if !p.tables_only() {
                 steps.push((now, p.events.clone()));
             }
-            plans.push(p);
         }
-        let (due, rest): (Vec<_>, Vec<_>) = self.timers.iter().partition(|t| t.0 <= now);
-        self.timers = rest;
+        let due: Vec<(Time, u64)> = if timers {
+            let (due, rest) = self.timers.iter().partition(|t| t.0 <= now);
+            self.timers = rest;
+            due
+        } else {
+            Vec::new()
+        };
         for (_, token) in &due {
             steps.push((now, vec![Event::Timer { token: *token }]));
         }
-        let accepted_plans: Vec<&Plan> = plans.iter().filter_map(|p| p.as_ref().ok()).collect();
+        let stepped: Vec<&Plan> = plans.iter().flatten().filter(|p| !p.tables_only()).collect();
+        let tables_only: Vec<&Plan> = plans.iter().flatten().filter(|p| p.tables_only()).collect();
         let now_ms = now.millis();
-        let results = self.live.commit_with(steps, |tx, outcomes| {
-            for (plan, actions) in accepted_plans.iter().zip(outcomes) {
-                if let Some(actions) = actions {
-                    persist(tx, plan, now_ms)?;
-                    persist_actions(tx, actions)?;
+        let mut staged: Option<Staged> = None;
+        let mut ran = false;
+        let known = Known {
+            tasks: &self.tasks,
+            run_start: &self.run_start,
+            workers: &self.workers,
+            public_of: &self.public_of,
+        };
+        let sat = &self.sat;
+        let results = if steps.is_empty() {
+            Vec::new()
+        } else {
+            self.live.commit_with(steps, |tx, outcomes| {
+                ran = true;
+                let mut delta = ShareDelta::default();
+                let mut batch = Batch::default();
+                for (plan, actions) in stepped.iter().zip(outcomes) {
+                    if let Some(actions) = actions {
+                        persist(tx, plan, now_ms)?;
+                        persist_actions(tx, actions, known.public_of)?;
+                        known.plan_delta(plan, &mut delta, &mut batch);
+                        known.actions_delta(actions, now_ms, &mut delta, &mut batch);
+                    }
                 }
-            }
-            for actions in outcomes.iter().skip(accepted_plans.len()).flatten() {
-                persist_actions(tx, actions)?;
-            }
+                for actions in outcomes.iter().skip(stepped.len()).flatten() {
+                    persist_actions(tx, actions, known.public_of)?;
+                    known.actions_delta(actions, now_ms, &mut delta, &mut batch);
+                }
+                for plan in &tables_only {
+                    persist(tx, plan, now_ms)?;
+                }
+                if !delta.is_empty() {
+                    let st = sat.preview(now_ms, &delta);
+                    persist_shares(tx, &st)?;
+                    staged = Some(st);
+                }
+                Ok(())
+            })
+        };
+        let logged = results.iter().any(|r| r.is_ok());
+        if logged && let Some(st) = staged {
+            self.sat.install(st);
+        }
+        // Plans without events: written with the steps, or on their own.
+        let tables: Reply<()> = if tables_only.is_empty() {
             Ok(())
-        });
-        self.counters.commits += 1;
+        } else if ran {
+            match results.iter().find_map(|r| r.as_ref().err()) {
+                Some(e) if !logged => Err(ApiError::internal(e.to_string())),
+                _ => Ok(()),
+            }
+        } else {
+            let conn = self.live.store().conn();
+            conn.unchecked_transaction()
+                .and_then(|tx| {
+                    for plan in &tables_only {
+                        persist(&tx, plan, now_ms)?;
+                    }
+                    tx.commit()
+                })
+                .map_err(|e| ApiError::internal(format!("{}: {e}", self.live.store().path().display())))
+        };
+        if ran || !tables_only.is_empty() {
+            self.counters.commits += 1;
+        }
         let mut results = results.into_iter();
         let mut replies = Vec::with_capacity(plans.len());
         for p in plans {
@@ -681,6 +1528,13 @@ impl Broker {
                     continue;
                 }
             };
+            if p.tables_only() {
+                replies.push(match &tables {
+                    Ok(()) => Ok(self.apply(p, &[], now)),
+                    Err(e) => Err(e.clone()),
+                });
+                continue;
+            }
             match results.next().expect("a result per step") {
                 Ok(actions) => {
                     self.counters.steps += 1;
@@ -706,16 +1560,39 @@ impl Broker {
     /// The events of a write, checked against the state.
     fn plan(&mut self, w: Write) -> Reply<Plan> {
         match w {
-            Write::Submit { user, org, tasks } => {
+            Write::Submit {
+                user,
+                org,
+                tasks,
+                workflow,
+            } => {
+                check_tasks(&tasks, workflow.as_ref())
+                    .map_err(|m| ApiError::bad(format!("request body: {m}")))?;
+                let workflow = workflow.map(|w| {
+                    let id = self.next_workflow;
+                    self.next_workflow += 1;
+                    (id, w)
+                });
                 let mut events = Vec::with_capacity(tasks.len());
-                let mut ids = Vec::with_capacity(tasks.len());
+                let mut ids: Vec<u64> = Vec::with_capacity(tasks.len());
+                let mut parents: Vec<Vec<u64>> = Vec::with_capacity(tasks.len());
                 for t in &tasks {
-                    let id = self.live.fresh_id();
-                    ids.push(id.0);
-                    let mut spec = TaskSpec::new(id.0, user, org);
-                    spec.priority = t.priority.unwrap_or(1);
-                    spec.optional = t.optional;
-                    events.push(Event::Submit(spec));
+                    let id = self.take_id();
+                    let mut ps: Vec<u64> = t.after.iter().map(|&i| ids[i as usize]).collect();
+                    ps.sort_unstable();
+                    ps.dedup();
+                    ids.push(id);
+                    if ps.is_empty() {
+                        let mut spec = TaskSpec::new(id, user, org);
+                        spec.priority = t.priority.unwrap_or(1);
+                        spec.optional = t.optional;
+                        spec.workflow = workflow.as_ref().map(|(w, _)| WorkflowRef {
+                            workflow: WorkflowId(*w),
+                            activity: t.activity.unwrap_or(0),
+                        });
+                        events.push(Event::Submit(spec));
+                    }
+                    parents.push(ps);
                 }
                 Ok(Plan {
                     events,
@@ -724,20 +1601,34 @@ impl Broker {
                         org,
                         tasks,
                         ids,
+                        parents,
+                        workflow,
                     },
                 })
             }
             Write::Cancel { who, task } => {
+                if let Some(h) = self.held.get(&task) {
+                    allowed(&who, h.user, task)?;
+                    let mut cancel = Vec::new();
+                    self.doom(&mut vec![(task, None)], &mut cancel);
+                    return Ok(Plan {
+                        events: Vec::new(),
+                        kind: PlanKind::Withdraw {
+                            cancel,
+                            asked: Some(task),
+                        },
+                    });
+                }
                 let t = self.task_out(task)?;
                 allowed(&who, t.user, task)?;
-                if !self.tasks.contains_key(&TaskId(task)) {
+                let Some((core, _)) = self.live_task(task) else {
                     return Err(ApiError::new(
                         409,
                         format!("task {task} has already ended ({})", t.state),
                     ));
-                }
+                };
                 Ok(Plan {
-                    events: vec![Event::Cancel { task: TaskId(task) }],
+                    events: vec![Event::Cancel { task: core }],
                     kind: PlanKind::Cancel(task),
                 })
             }
@@ -770,21 +1661,25 @@ impl Broker {
                 self.check_worker(worker, org)?;
                 let view = self.live.core().view();
                 let mine = self.running.get(&worker);
-                let current = |task: u64, attempt: u32| {
-                    let id = TaskId(task);
-                    mine.is_some_and(|m| m.contains(&id))
+                // The core id of a run this worker is running now.
+                let current = |task: u64, attempt: u32| -> Option<TaskId> {
+                    let (id, _) = self.live_task(task)?;
+                    (mine.is_some_and(|m| m.contains(&id))
                         && view
                             .task(id)
-                            .is_some_and(|t| t.is_running() && t.attempts() == attempt)
+                            .is_some_and(|t| t.is_running() && t.attempts() == attempt))
+                    .then_some(id)
                 };
                 let mut events = Vec::new();
                 let mut exits = Vec::new();
                 let mut ended: HashSet<u64> = HashSet::new();
                 for r in &body.reports {
-                    if !current(r.task, r.attempt) || ended.contains(&r.task) {
-                        continue; // late, lost or duplicate: ignored
+                    if ended.contains(&r.task) {
+                        continue; // duplicate: ignored
                     }
-                    let task = TaskId(r.task);
+                    let Some(task) = current(r.task, r.attempt) else {
+                        continue; // late or lost: ignored
+                    };
                     match r.event {
                         ReportEvent::Phase(p) => events.push(Event::Phase {
                             task,
@@ -810,7 +1705,7 @@ impl Broker {
                 let kill: Vec<RunKey> = body
                     .running
                     .iter()
-                    .filter(|r| !current(r.task, r.attempt))
+                    .filter(|r| current(r.task, r.attempt).is_none())
                     .copied()
                     .collect();
                 Ok(Plan {
@@ -853,21 +1748,104 @@ impl Broker {
     /// Applies a committed write to the service's bookkeeping; its reply.
     fn apply(&mut self, p: Plan, actions: &[Action], now: Time) -> Written {
         let reply = match p.kind {
-            PlanKind::Submit { user, tasks, ids, .. } => {
-                for (t, &id) in tasks.into_iter().zip(&ids) {
-                    self.tasks.insert(
-                        TaskId(id),
-                        Live_ {
+            PlanKind::Submit {
+                user,
+                org,
+                tasks,
+                ids,
+                parents,
+                workflow,
+            } => {
+                for ((t, &id), ps) in tasks.into_iter().zip(&ids).zip(parents) {
+                    if ps.is_empty() {
+                        self.tasks.insert(
+                            TaskId(id),
+                            Live_ {
+                                public: id,
+                                user,
+                                name: t.name.unwrap_or_default(),
+                                command: t.command,
+                                stage_in: t.stage_in,
+                                stage_out: t.stage_out,
+                                submit_ms: now.millis(),
+                            },
+                        );
+                        self.counts.add(user, St::Waiting, 1);
+                        continue;
+                    }
+                    for &parent in &ps {
+                        self.children.entry(parent).or_default().push(id);
+                    }
+                    self.held.insert(
+                        id,
+                        Held {
                             user,
+                            org,
                             name: t.name.unwrap_or_default(),
                             command: t.command,
                             stage_in: t.stage_in,
                             stage_out: t.stage_out,
+                            priority: t.priority.unwrap_or(1),
+                            optional: t.optional,
                             submit_ms: now.millis(),
+                            workflow: WorkflowRef {
+                                workflow: WorkflowId(workflow.as_ref().map_or(0, |w| w.0)),
+                                activity: t.activity.unwrap_or(0),
+                            },
+                            pending: ps.len() as u32,
+                            parents: ps,
+                        },
+                    );
+                    self.counts.add(user, St::Held, 1);
+                }
+                Written::Submitted {
+                    ids,
+                    workflow: workflow.map(|w| w.0),
+                }
+            }
+            PlanKind::Release(list) => {
+                for (public, core, _) in list {
+                    let Some(h) = self.held.remove(&public) else {
+                        continue;
+                    };
+                    self.ready.remove(&public);
+                    self.core_of.insert(public, core);
+                    self.public_of.insert(core, public);
+                    self.counts.shift(h.user, St::Held, St::Waiting);
+                    self.tasks.insert(
+                        core,
+                        Live_ {
+                            public,
+                            user: h.user,
+                            name: h.name,
+                            command: h.command,
+                            stage_in: h.stage_in,
+                            stage_out: h.stage_out,
+                            submit_ms: h.submit_ms,
                         },
                     );
                 }
-                Written::Submitted(ids)
+                Written::Settled
+            }
+            PlanKind::Withdraw { cancel, asked } => {
+                for (id, _) in &cancel {
+                    if let Some(h) = self.held.remove(id) {
+                        self.counts.shift(h.user, St::Held, St::Cancelled);
+                        *self.counters.ended.entry("cancelled").or_default() += 1;
+                    }
+                    self.children.remove(id);
+                    self.ready.remove(id);
+                }
+                let held = &self.held;
+                self.doomed.retain(|(id, _)| held.contains_key(id));
+                match asked {
+                    Some(task) => Written::Cancelled(self.task_out(task).unwrap_or_else(|e| TaskOut {
+                        id: task,
+                        state: format!("unknown: {}", e.message),
+                        ..TaskOut::default()
+                    })),
+                    None => Written::Settled,
+                }
             }
             PlanKind::Cancel(task) => {
                 self.after(actions, now);
@@ -929,7 +1907,7 @@ impl Broker {
     }
 
     /// Bookkeeping from the core's actions: who runs what, timers,
-    /// counters.
+    /// counters, held children of ended tasks.
     fn after(&mut self, actions: &[Action], now: Time) {
         for a in actions {
             match a {
@@ -940,7 +1918,18 @@ impl Broker {
                     }
                     self.generation += 1;
                     if let Some(d) = self.tasks.get(task) {
-                        let ms = now.millis() - d.submit_ms;
+                        if self.run_start.insert(*task, (d.user, now.millis())).is_none() {
+                            self.counts.shift(d.user, St::Waiting, St::Running);
+                        }
+                        // From the moment it was queued (a released
+                        // workflow task: from its release).
+                        let queued = self
+                            .live
+                            .core()
+                            .view()
+                            .task(*task)
+                            .map_or(d.submit_ms, |t| t.submit().millis());
+                        let ms = now.millis() - queued;
                         let b = LATENCY_BUCKETS_MS.iter().position(|&x| ms <= x);
                         if let Some(b) = b {
                             self.counters.dispatch[b] += 1;
@@ -949,14 +1938,44 @@ impl Broker {
                         self.counters.dispatch_count += 1;
                     }
                 }
-                Action::Stop { task, .. } => self.unrun(*task),
-                Action::Ended(r) => {
-                    self.unrun(r.spec.id);
-                    self.tasks.remove(&r.spec.id);
-                    *self.counters.ended.entry(r.outcome.name()).or_default() += 1;
+                Action::Stop { task, .. } => {
+                    self.unrun(*task);
+                    if let Some((user, _)) = self.run_start.remove(task) {
+                        self.counts.shift(user, St::Running, St::Waiting);
+                    }
                 }
+                Action::Ended(r) => self.ended(r),
                 Action::Timer { at, token } => self.timers.push((*at, *token)),
                 Action::Priority { .. } => {}
+            }
+        }
+    }
+
+    fn ended(&mut self, r: &EndRecord) {
+        let core = r.spec.id;
+        self.unrun(core);
+        let was_running = self.run_start.remove(&core).is_some();
+        let public = self.public_id(core);
+        self.tasks.remove(&core);
+        self.core_of.remove(&public);
+        self.public_of.remove(&core);
+        let user = r.spec.user.0;
+        let from = if was_running { St::Running } else { St::Waiting };
+        self.counts.shift(user, from, St::of_outcome(r.outcome));
+        *self.counters.ended.entry(r.outcome.name()).or_default() += 1;
+        // Its held children: one parent fewer to wait for, or cancelled.
+        let Some(kids) = self.children.remove(&public) else {
+            return;
+        };
+        for k in kids {
+            let Some(h) = self.held.get_mut(&k) else { continue };
+            if r.outcome == Outcome::Completed {
+                h.pending = h.pending.saturating_sub(1);
+                if h.pending == 0 {
+                    self.ready.insert(k);
+                }
+            } else {
+                self.doomed.push((k, parent_reason(public, r.outcome.name())));
             }
         }
     }
@@ -980,6 +1999,97 @@ impl Broker {
         let running = view.busy_slots();
         (view.waiting_tasks(), running)
     }
+
+    /// Held workflow tasks (all users).
+    pub fn held_count(&self) -> u64 {
+        self.counts.all.get(St::Held)
+    }
+}
+
+/// What a commit's closure may read of the service while the core is
+/// being stepped: enough to tell how a batch changes [`Satisfaction`] and
+/// to write ended tasks under their public ids.
+struct Known<'a> {
+    tasks: &'a HashMap<TaskId, Live_>,
+    run_start: &'a HashMap<TaskId, (i64, i64)>,
+    workers: &'a HashMap<u64, Worker>,
+    public_of: &'a HashMap<TaskId, u64>,
+}
+
+/// Runs started or stopped earlier in the batch, and the users of tasks
+/// submitted in it.
+#[derive(Default)]
+struct Batch {
+    runs: HashMap<TaskId, Option<(i64, i64)>>,
+    users: HashMap<TaskId, i64>,
+}
+
+impl Known<'_> {
+    fn plan_delta(&self, plan: &Plan, d: &mut ShareDelta, batch: &mut Batch) {
+        match &plan.kind {
+            PlanKind::Submit {
+                user, ids, parents, ..
+            } => {
+                for (&id, ps) in ids.iter().zip(parents) {
+                    if ps.is_empty() {
+                        d.user(*user).live += 1;
+                        batch.users.insert(TaskId(id), *user);
+                    }
+                }
+            }
+            PlanKind::Release(list) => {
+                for &(_, core, user) in list {
+                    d.user(user).live += 1;
+                    batch.users.insert(core, user);
+                }
+            }
+            PlanKind::Register { slots, .. } => d.slots += *slots as i64,
+            PlanKind::Leave(w) => d.slots -= self.workers.get(w).map_or(0, |w| w.slots.len() as i64),
+            PlanKind::Cancel(_) | PlanKind::Withdraw { .. } | PlanKind::Report { .. } => {}
+        }
+    }
+
+    /// The run of `task` in progress, if any: (user, start).
+    fn run(&self, batch: &Batch, task: TaskId) -> Option<(i64, i64)> {
+        match batch.runs.get(&task) {
+            Some(r) => *r,
+            None => self.run_start.get(&task).copied(),
+        }
+    }
+
+    fn actions_delta(&self, actions: &[Action], now: i64, d: &mut ShareDelta, batch: &mut Batch) {
+        for a in actions {
+            match a {
+                Action::Start { task, .. } => {
+                    let user = self
+                        .tasks
+                        .get(task)
+                        .map(|t| t.user)
+                        .or_else(|| batch.users.get(task).copied());
+                    if let Some(u) = user
+                        && self.run(batch, *task).is_none()
+                    {
+                        batch.runs.insert(*task, Some((u, now)));
+                        d.start(u, now);
+                    }
+                }
+                Action::Stop { task, .. } => {
+                    if let Some((u, start)) = self.run(batch, *task) {
+                        batch.runs.insert(*task, None);
+                        d.stop(u, start, now);
+                    }
+                }
+                Action::Ended(r) => {
+                    if let Some((u, start)) = self.run(batch, r.spec.id) {
+                        batch.runs.insert(r.spec.id, None);
+                        d.stop(u, start, now);
+                    }
+                    d.user(r.spec.user.0).live -= 1;
+                }
+                Action::Timer { .. } | Action::Priority { .. } => {}
+            }
+        }
+    }
 }
 
 fn allowed(who: &Principal, owner: i64, id: u64) -> Reply<()> {
@@ -992,7 +2102,7 @@ fn allowed(who: &Principal, owner: i64, id: u64) -> Reply<()> {
 }
 
 /// The columns [`row_task`] reads, in its order.
-const TASK_COLUMNS: &str = "SELECT id, name, user_id, org, state, attempts, exit_code, signal, submit_ms, start_ms, end_ms, command FROM tasks";
+const TASK_COLUMNS: &str = "SELECT id, name, user_id, org, state, attempts, exit_code, signal, submit_ms, start_ms, end_ms, command, workflow, reason FROM tasks";
 
 fn row_task(r: &rusqlite::Row) -> rusqlite::Result<TaskOut> {
     Ok(TaskOut {
@@ -1008,6 +2118,8 @@ fn row_task(r: &rusqlite::Row) -> rusqlite::Result<TaskOut> {
         start_ms: r.get(9)?,
         end_ms: r.get(10)?,
         command: r.get(11)?,
+        workflow: r.get::<_, Option<i64>>(12)?.map(|w| w as u32),
+        reason: r.get(13)?,
     })
 }
 
@@ -1016,14 +2128,35 @@ struct Plan {
     kind: PlanKind,
 }
 
+impl Plan {
+    /// It writes the service's tables only: no step of the core (held
+    /// tasks cancelled — the core never knew them). Every other plan is a
+    /// step, even without events (a heartbeat), as it always was.
+    fn tables_only(&self) -> bool {
+        matches!(self.kind, PlanKind::Withdraw { .. })
+    }
+}
+
 enum PlanKind {
     Submit {
         user: i64,
         org: u32,
         tasks: Vec<NewTask>,
         ids: Vec<u64>,
+        /// Each task's parents (public ids); none: it goes to the core now.
+        parents: Vec<Vec<u64>>,
+        workflow: Option<(u32, WorkflowSpec)>,
     },
     Cancel(u64),
+    /// Held tasks entering the core: (public id, core id, user).
+    Release(Vec<(u64, TaskId, i64)>),
+    /// Held tasks cancelled (no event: the core never knew them), each
+    /// with why when the broker decided it; `asked`: the one a user
+    /// cancelled.
+    Withdraw {
+        cancel: Vec<(u64, Option<String>)>,
+        asked: Option<u64>,
+    },
     Register {
         id: u64,
         org: u32,
@@ -1047,11 +2180,30 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             org,
             tasks,
             ids,
+            parents,
+            workflow,
         } => {
+            if let Some((id, w)) = workflow {
+                tx.execute(
+                    "INSERT INTO workflows (id, user_id, org, name, activities, submit_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        id,
+                        user,
+                        org,
+                        w.name,
+                        serde_json::to_string(&w.activities).expect("strings serialize"),
+                        now_ms
+                    ],
+                )?;
+            }
             let mut ins = tx.prepare_cached(
-                "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'live', ?9)",
+                "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms, optional, core_id, workflow, activity)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?;
-            for (t, id) in tasks.iter().zip(ids) {
+            let mut edge =
+                tx.prepare_cached("INSERT OR IGNORE INTO task_parents (child, parent) VALUES (?1, ?2)")?;
+            for ((t, id), ps) in tasks.iter().zip(ids).zip(parents) {
+                let live = ps.is_empty();
                 ins.execute(params![
                     *id as i64,
                     user,
@@ -1061,8 +2213,30 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
                     t.stage_in,
                     t.stage_out,
                     t.priority.unwrap_or(1),
-                    now_ms
+                    if live { "live" } else { "held" },
+                    now_ms,
+                    t.optional,
+                    live.then_some(*id as i64),
+                    workflow.as_ref().map(|w| w.0),
+                    workflow.as_ref().map(|_| t.activity.unwrap_or(0)),
                 ])?;
+                for &p in ps {
+                    edge.execute(params![*id as i64, p as i64])?;
+                }
+            }
+        }
+        PlanKind::Release(list) => {
+            let mut up = tx.prepare_cached("UPDATE tasks SET state = 'live', core_id = ?2 WHERE id = ?1")?;
+            for (public, core, _) in list {
+                up.execute(params![*public as i64, core.0 as i64])?;
+            }
+        }
+        PlanKind::Withdraw { cancel, .. } => {
+            let mut up = tx.prepare_cached(
+                "UPDATE tasks SET state = 'cancelled', end_ms = ?2, reason = ?3 WHERE id = ?1 AND state = 'held'",
+            )?;
+            for (id, why) in cancel {
+                up.execute(params![*id as i64, now_ms, why])?;
             }
         }
         PlanKind::Register {
@@ -1095,29 +2269,52 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
     Ok(())
 }
 
-/// Ended tasks get their final state.
-fn persist_actions(tx: &rusqlite::Transaction, actions: &[Action]) -> rusqlite::Result<()> {
+/// Ended tasks get their final state (under their public ids).
+fn persist_actions(
+    tx: &rusqlite::Transaction,
+    actions: &[Action],
+    public_of: &HashMap<TaskId, u64>,
+) -> rusqlite::Result<()> {
     for a in actions {
         if let Action::Ended(r) = a {
-            end_row(tx, r)?;
+            let public = public_of.get(&r.spec.id).copied().unwrap_or(r.spec.id.0);
+            end_row(tx, public, r)?;
         }
     }
     Ok(())
 }
 
-fn end_row(tx: &rusqlite::Transaction, r: &EndRecord) -> rusqlite::Result<()> {
+fn end_row(tx: &rusqlite::Transaction, public: u64, r: &EndRecord) -> rusqlite::Result<()> {
     let mut up = tx.prepare_cached(
         "UPDATE tasks SET state = ?2, attempts = ?3, start_ms = ?4, end_ms = ?5 WHERE id = ?1",
     )?;
     let attempts = r.runs().count() as i64;
     let start = r.runs().last().map(|a| a.start.millis());
     up.execute(params![
-        r.spec.id.0 as i64,
+        public as i64,
         r.outcome.name(),
         attempts,
         start,
         r.end.millis()
     ])?;
+    Ok(())
+}
+
+/// The satisfaction integrals after a batch (see [`Satisfaction`]).
+fn persist_shares(tx: &rusqlite::Transaction, st: &Staged) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO share_clock (id, g, at_ms) VALUES (0, ?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET g = excluded.g, at_ms = excluded.at_ms",
+    )?
+    .execute(params![st.g, st.at])?;
+    let mut up = tx.prepare_cached(
+        "INSERT INTO shares (user_id, allocated_ms, deserved, base) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (user_id) DO UPDATE SET allocated_ms = excluded.allocated_ms,
+             deserved = excluded.deserved, base = excluded.base",
+    )?;
+    for (u, s) in &st.users {
+        up.execute(params![u, s.allocated, s.deserved, s.base])?;
+    }
     Ok(())
 }
 
@@ -1160,6 +2357,12 @@ pub fn history(path: &Path) -> Result<History, String> {
     if !path.exists() {
         return Err(format!("{}: no such database", path.display()));
     }
+    if path.is_dir() {
+        return Err(format!(
+            "{}: a directory, not a broker database (give the file made by `fairsched admin init`)",
+            path.display()
+        ));
+    }
     let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(err)?;
     let epoch_ms: i64 = conn
@@ -1175,7 +2378,7 @@ pub fn history(path: &Path) -> Result<History, String> {
     };
     let mut q = conn
         .prepare(
-            "SELECT id, user_id, org, state, submit_ms, start_ms, end_ms FROM tasks WHERE state != 'live' ORDER BY id",
+            "SELECT id, user_id, org, state, submit_ms, start_ms, end_ms FROM tasks WHERE state NOT IN ('live', 'held') ORDER BY id",
         )
         .map_err(err)?;
     for row in q
@@ -1243,4 +2446,513 @@ pub fn history(path: &Path) -> Result<History, String> {
         h.users.push(row.map_err(err)?);
     }
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Config;
+    use fairsched_worker::wire::Report;
+
+    fn at(u: i64, live: i64) -> (i64, i64) {
+        (u, live)
+    }
+
+    /// Two slots; alice's task runs over [0, 20), bob's over [10, 30)
+    /// with a first run over [10, 12) lost (requeued). By hand:
+    /// deserved(alice) = 2·10/1 + 2·10/2 = 30, deserved(bob) = 2·10/2 +
+    /// 2·10/1 = 30; allocated(alice) = 20, allocated(bob) = 2 + 18 = 20.
+    #[test]
+    fn satisfaction_by_hand() {
+        let (alice, bob) = (1, 2);
+        let mut s = Satisfaction::default();
+        let mut d = ShareDelta {
+            slots: 2,
+            ..ShareDelta::default()
+        };
+        let (u, n) = at(alice, 1);
+        d.user(u).live += n;
+        d.start(alice, 0);
+        s.apply(0, &d);
+        assert_eq!(s.value(alice, 0), None, "nothing deserved yet");
+        assert_eq!(s.value(alice, 10), Some(10.0 / 20.0));
+        let mut d = ShareDelta::default();
+        d.user(bob).live += 1;
+        d.start(bob, 10);
+        s.apply(10, &d);
+        let mut d = ShareDelta::default();
+        d.stop(bob, 10, 12); // lost: requeued, then started again
+        d.start(bob, 12);
+        s.apply(12, &d);
+        // Mid-way: alice 15 / (20 + 5), bob 3 + 0 run... 2 + 3 = 5 / 5.
+        assert_eq!(s.value(alice, 15), Some(15.0 / 25.0));
+        assert_eq!(s.value(bob, 15), Some(5.0 / 5.0));
+        let mut d = ShareDelta::default();
+        d.stop(alice, 0, 20);
+        d.user(alice).live -= 1;
+        s.apply(20, &d);
+        assert_eq!(s.present, 1);
+        let mut d = ShareDelta::default();
+        d.stop(bob, 12, 30);
+        d.user(bob).live -= 1;
+        s.apply(30, &d);
+        assert_eq!(s.present, 0);
+        assert_eq!(s.parts(alice, 30), Some((20.0, 30.0)));
+        assert_eq!(s.parts(bob, 30), Some((20.0, 30.0)));
+        // Nobody is present: nothing more is deserved, however long.
+        assert_eq!(s.value(alice, 1000), Some(20.0 / 30.0));
+        assert_eq!(s.value(bob, 1000), Some(20.0 / 30.0));
+        // Alone again later: everything is hers.
+        let mut d = ShareDelta::default();
+        d.user(bob).live += 1;
+        s.apply(1000, &d);
+        assert_eq!(s.parts(bob, 1010), Some((20.0, 50.0)));
+    }
+
+    /// A batch's net change counts: a user in and out at one instant is
+    /// never present.
+    #[test]
+    fn satisfaction_of_an_instant_presence_is_nothing() {
+        let mut s = Satisfaction {
+            slots: 4,
+            ..Satisfaction::default()
+        };
+        let mut d = ShareDelta::default();
+        d.user(1).live += 1;
+        d.user(1).live -= 1;
+        s.apply(5, &d);
+        assert_eq!(s.present, 0);
+        assert_eq!(s.value(1, 100), None);
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        path: std::path::PathBuf,
+        user: i64,
+        org: u32,
+    }
+
+    fn fixture(order: &str, control: Option<&str>) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.db");
+        let live = Live::create(
+            &path,
+            &Config {
+                order: order.into(),
+                control: control.map(Into::into),
+                ..Config::default()
+            },
+        )
+        .unwrap();
+        let org = live.store().add_org("physics").unwrap();
+        live.store().add_user("alice", "physics").unwrap();
+        let user = live
+            .store()
+            .conn()
+            .query_row("SELECT id FROM users WHERE name = 'alice'", [], |r| r.get(0))
+            .unwrap();
+        Fixture {
+            _dir: dir,
+            path,
+            user,
+            org,
+        }
+    }
+
+    fn open(f: &Fixture) -> Broker {
+        Broker::open(&f.path, Settings::default()).unwrap()
+    }
+
+    fn one(b: &mut Broker, w: Write) -> Written {
+        b.write(vec![w]).pop().unwrap().unwrap()
+    }
+
+    fn new_task(name: &str, after: &[u32]) -> NewTask {
+        NewTask {
+            command: format!("echo {name}"),
+            name: Some(name.into()),
+            activity: Some(0),
+            after: after.to_vec(),
+            ..NewTask::default()
+        }
+    }
+
+    /// a → b, c → d.
+    fn diamond(b: &mut Broker, f: &Fixture) -> [u64; 4] {
+        let tasks = vec![
+            new_task("a", &[]),
+            new_task("b", &[0]),
+            new_task("c", &[0]),
+            new_task("d", &[1, 2, 1]),
+        ];
+        let w = one(
+            b,
+            Write::Submit {
+                user: f.user,
+                org: f.org,
+                tasks,
+                workflow: Some(WorkflowSpec {
+                    name: "diamond".into(),
+                    activities: vec!["work".into()],
+                }),
+            },
+        );
+        let Written::Submitted { ids, workflow } = w else {
+            panic!("{w:?}")
+        };
+        assert!(workflow.is_some());
+        ids.try_into().unwrap()
+    }
+
+    fn register(b: &mut Broker, f: &Fixture, slots: u32) -> u64 {
+        match one(
+            b,
+            Write::Register {
+                org: f.org,
+                slots,
+                host: "h".into(),
+            },
+        ) {
+            Written::Registered(r) => r.worker,
+            w => panic!("{w:?}"),
+        }
+    }
+
+    fn polled(b: &mut Broker, f: &Fixture, worker: u64) -> BTreeMap<u64, u32> {
+        b.poll(worker, f.org)
+            .unwrap()
+            .into_iter()
+            .map(|a| (a.task, a.attempt))
+            .collect()
+    }
+
+    fn exit(task: u64, code: i32) -> Write {
+        Write::Report {
+            worker: 0,
+            org: 0,
+            body: ReportRequest {
+                running: Vec::new(),
+                reports: vec![Report::exit(RunKey { task, attempt: 1 }, code)],
+            },
+        }
+    }
+
+    fn report(b: &mut Broker, f: &Fixture, worker: u64, w: Write) {
+        let Write::Report { body, .. } = w else {
+            unreachable!()
+        };
+        one(
+            b,
+            Write::Report {
+                worker,
+                org: f.org,
+                body,
+            },
+        );
+    }
+
+    fn state(b: &Broker, id: u64) -> TaskOut {
+        b.task(&Principal::Admin, id).unwrap()
+    }
+
+    /// The counts `status` keeps, recounted the slow way: every row, and
+    /// the core for live tasks.
+    fn recount(b: &Broker) -> StatusReply {
+        let mut st = StatusReply::default();
+        for t in b.tasks(&Principal::Admin).unwrap() {
+            *match t.state.as_str() {
+                "held" => &mut st.held,
+                "waiting" => &mut st.waiting,
+                "running" => &mut st.running,
+                "completed" => &mut st.completed,
+                "failed" => &mut st.failed,
+                "cancelled" => &mut st.cancelled,
+                "killed" => &mut st.killed,
+                _ => &mut st.rejected,
+            } += 1;
+        }
+        let s = b.status(&Principal::Admin).unwrap();
+        st.workers = s.workers;
+        st.slots = s.slots;
+        st.busy_slots = s.busy_slots;
+        st
+    }
+
+    fn check_counts(b: &Broker) -> StatusReply {
+        let s = b.status(&Principal::Admin).unwrap();
+        assert_eq!(s, recount(b));
+        s
+    }
+
+    #[test]
+    fn a_diamond_runs_in_order_and_a_failed_parent_cancels_what_follows() {
+        let f = fixture("priority", Some("workflow-fairness"));
+        let mut b = open(&f);
+        let worker = register(&mut b, &f, 4);
+        let [a, tb, tc, d] = diamond(&mut b, &f);
+        let s = check_counts(&b);
+        assert_eq!((s.held, s.running, s.waiting), (3, 1, 0));
+        assert_eq!(state(&b, d).state, "held");
+        assert_eq!(polled(&mut b, &f, worker), BTreeMap::from([(a, 1)]));
+        std::thread::sleep(Duration::from_millis(20));
+        let e = b.explain(&Principal::Admin, d).unwrap();
+        assert_eq!(e["state"], "held");
+        assert_eq!(e["waiting_for"], serde_json::json!([tb, tc]));
+        assert!(
+            e["why"].as_str().unwrap().contains(&format!("task {tb} (held)")),
+            "{e}"
+        );
+        // a completes: b and c enter the core (under core ids of their
+        // own), and run under their public ids.
+        report(&mut b, &f, worker, exit(a, 0));
+        assert_eq!(polled(&mut b, &f, worker), BTreeMap::from([(tb, 1), (tc, 1)]));
+        assert!(
+            b.core_id(tb) != TaskId(tb) && b.core_id(tb).0 > d,
+            "core ids are taken at release"
+        );
+        assert_eq!(b.public_id(b.core_id(tb)), tb);
+        let s = check_counts(&b);
+        assert_eq!((s.held, s.running, s.completed), (1, 2, 1));
+        let t = state(&b, tb);
+        assert_eq!((t.state.as_str(), t.workflow), ("running", state(&b, a).workflow));
+        let e = b.explain(&Principal::Admin, d).unwrap();
+        assert_eq!(e["waiting_for"], serde_json::json!([tb, tc]));
+        // b completes, c fails: d is cancelled, saying why.
+        report(&mut b, &f, worker, exit(tb, 0));
+        assert_eq!(state(&b, d).state, "held");
+        report(&mut b, &f, worker, exit(tc, 3));
+        let t = state(&b, d);
+        assert_eq!(t.state, "cancelled");
+        assert_eq!(
+            t.reason.as_deref(),
+            Some(format!("parent task {tc} failed").as_str())
+        );
+        assert!(t.end_ms.is_some());
+        let e = b.explain(&Principal::Admin, d).unwrap();
+        assert!(e["why"].as_str().unwrap().contains("failed"), "{e}");
+        let s = check_counts(&b);
+        assert_eq!(
+            (s.held, s.waiting, s.running, s.completed, s.failed, s.cancelled),
+            (0, 0, 0, 2, 1, 1)
+        );
+        assert_eq!(state(&b, tc).exit_code, Some(3));
+        // The same after a restart.
+        let sat = b.sat.clone();
+        // One user, 4 slots, at most 2 busy: under 1/2.
+        let s_u = b.satisfaction(f.user).unwrap();
+        assert!(s_u > 0.0 && s_u <= 0.5, "{s_u}");
+        let e = b.explain(&Principal::Admin, a).unwrap();
+        assert!(e["user_satisfaction"].as_f64().unwrap() > 0.0, "{e}");
+        drop(b);
+        let b = open(&f);
+        assert_eq!(check_counts(&b), s);
+        assert_eq!(b.sat, sat, "satisfaction survives a restart");
+        assert_eq!(
+            state(&b, d).reason.as_deref(),
+            Some(format!("parent task {tc} failed").as_str())
+        );
+    }
+
+    #[test]
+    fn a_release_lost_to_a_crash_is_done_on_open() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let worker = register(&mut b, &f, 2);
+        let [a, tb, tc, d] = diamond(&mut b, &f);
+        assert_eq!(polled(&mut b, &f, worker), BTreeMap::from([(a, 1)]));
+        // a's completion is committed, the release is not: the broker
+        // dies in between.
+        let r = b.write_unsettled(vec![Write::Report {
+            worker,
+            org: f.org,
+            body: ReportRequest {
+                running: Vec::new(),
+                reports: vec![Report::exit(RunKey { task: a, attempt: 1 }, 0)],
+            },
+        }]);
+        assert!(r[0].is_ok());
+        assert!(b.unsettled());
+        drop(b);
+        let mut b = open(&f);
+        assert!(!b.unsettled());
+        for t in [tb, tc] {
+            assert_eq!(state(&b, t).state, "running", "released on open");
+        }
+        assert_eq!(state(&b, d).state, "held");
+        assert_eq!(polled(&mut b, &f, worker), BTreeMap::from([(tb, 1), (tc, 1)]));
+        check_counts(&b);
+        // A failure whose cancellations are lost the same way.
+        report(&mut b, &f, worker, exit(tb, 0));
+        let r = b.write_unsettled(vec![Write::Report {
+            worker,
+            org: f.org,
+            body: ReportRequest {
+                running: Vec::new(),
+                reports: vec![Report::exit(RunKey { task: tc, attempt: 1 }, 1)],
+            },
+        }]);
+        assert!(r[0].is_ok());
+        drop(b);
+        let b = open(&f);
+        assert_eq!(state(&b, d).state, "cancelled");
+        let s = check_counts(&b);
+        assert_eq!((s.completed, s.failed, s.cancelled, s.held), (2, 1, 1, 0));
+    }
+
+    #[test]
+    fn cancelling_a_held_task_cancels_its_descendants_only() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let [a, tb, tc, d] = diamond(&mut b, &f);
+        let w = one(
+            &mut b,
+            Write::Cancel {
+                who: Principal::Admin,
+                task: tb,
+            },
+        );
+        let Written::Cancelled(t) = w else { panic!("{w:?}") };
+        assert_eq!((t.id, t.state.as_str(), t.reason), (tb, "cancelled", None));
+        assert_eq!(state(&b, d).state, "cancelled");
+        assert_eq!(
+            state(&b, d).reason.as_deref(),
+            Some(format!("parent task {tb} was cancelled").as_str())
+        );
+        assert_eq!(state(&b, tc).state, "held");
+        assert_eq!(state(&b, a).state, "waiting");
+        let s = check_counts(&b);
+        assert_eq!((s.held, s.waiting, s.cancelled), (1, 1, 2));
+        // Cancelling it again: it has ended.
+        let e = b
+            .write(vec![Write::Cancel {
+                who: Principal::Admin,
+                task: tb,
+            }])
+            .pop()
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.status, 409);
+        // The waiting root cancelled: c goes too.
+        one(
+            &mut b,
+            Write::Cancel {
+                who: Principal::Admin,
+                task: a,
+            },
+        );
+        assert_eq!(state(&b, tc).state, "cancelled");
+        let s = check_counts(&b);
+        assert_eq!((s.held, s.waiting, s.cancelled), (0, 0, 4));
+        drop(b);
+        assert_eq!(check_counts(&open(&f)), s);
+    }
+
+    #[test]
+    fn workflow_requests_are_checked() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let wf = || {
+            Some(WorkflowSpec {
+                name: "w".into(),
+                activities: vec!["x".into()],
+            })
+        };
+        let cases: Vec<(Vec<NewTask>, Option<WorkflowSpec>, &str)> = vec![
+            (vec![new_task("a", &[0])], wf(), "tasks[0].after: 0"),
+            (
+                vec![new_task("a", &[]), new_task("b", &[2])],
+                wf(),
+                "tasks[1].after: 2",
+            ),
+            (
+                vec![NewTask {
+                    activity: Some(1),
+                    ..new_task("a", &[])
+                }],
+                wf(),
+                "tasks[0].activity: 1",
+            ),
+            (vec![new_task("a", &[])], None, "tasks[0].activity: only"),
+            (
+                vec![
+                    NewTask {
+                        activity: None,
+                        ..new_task("a", &[])
+                    },
+                    NewTask {
+                        activity: None,
+                        ..new_task("b", &[0])
+                    },
+                ],
+                None,
+                "tasks[1].after: only",
+            ),
+        ];
+        for (tasks, workflow, why) in cases {
+            let e = b
+                .write(vec![Write::Submit {
+                    user: f.user,
+                    org: f.org,
+                    tasks,
+                    workflow,
+                }])
+                .pop()
+                .unwrap()
+                .unwrap_err();
+            assert_eq!(e.status, 400);
+            assert!(e.message.contains(why), "{e:?} should say {why}");
+        }
+        // Workflow ids are never reused, across restarts too.
+        let Written::Submitted { workflow: w1, .. } = one(
+            &mut b,
+            Write::Submit {
+                user: f.user,
+                org: f.org,
+                tasks: vec![new_task("a", &[])],
+                workflow: wf(),
+            },
+        ) else {
+            panic!()
+        };
+        drop(b);
+        let mut b = open(&f);
+        let Written::Submitted { workflow: w2, .. } = one(
+            &mut b,
+            Write::Submit {
+                user: f.user,
+                org: f.org,
+                tasks: vec![new_task("a", &[])],
+                workflow: wf(),
+            },
+        ) else {
+            panic!()
+        };
+        assert!(w2 > w1, "{w1:?} then {w2:?}");
+    }
+
+    /// Ids stay unique when held tasks reserve public ids above every core
+    /// id and a restart comes before their release.
+    #[test]
+    fn ids_are_never_given_twice_across_restarts() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let [_, tb, tc, d] = diamond(&mut b, &f);
+        drop(b);
+        let mut b = open(&f);
+        let Written::Submitted { ids, .. } = one(
+            &mut b,
+            Write::Submit {
+                user: f.user,
+                org: f.org,
+                tasks: vec![NewTask {
+                    command: "true".into(),
+                    ..NewTask::default()
+                }],
+                workflow: None,
+            },
+        ) else {
+            panic!()
+        };
+        assert!(ids[0] > d, "{ids:?} after {tb}, {tc}, {d}");
+    }
 }

@@ -153,7 +153,7 @@ proptest! {
     fn unknown_fields(name in "[a-z_]{1,12}", value in json_value()) {
         let known = [
             "tasks", "command", "name", "stage_in", "stage_out", "priority", "org", "slots", "host",
-            "wait_ms", "running", "reports",
+            "wait_ms", "running", "reports", "optional", "activity", "after", "workflow",
         ];
         prop_assume!(!known.contains(&name.as_str()));
         let field = format!("{}: {value}", serde_json::to_string(&name).unwrap());

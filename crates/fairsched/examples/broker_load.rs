@@ -138,7 +138,7 @@ fn main() -> anyhow::Result<()> {
                             ..NewTask::default()
                         })
                         .collect(),
-                    org: None,
+                    ..SubmitRequest::default()
                 };
                 let body = serde_json::to_vec(&req)?;
                 let t = Instant::now();

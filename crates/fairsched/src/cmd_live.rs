@@ -64,6 +64,11 @@ pub struct ServeArgs {
     /// Times a task may lose its worker before it fails instead of going back to the queue.
     #[arg(long, value_name = "N", default_value_t = 5)]
     max_attempts: u32,
+    /// Steps of the log between two snapshots of the scheduler's state (a restart restores the
+    /// newest and replays only the steps after it; 0: no snapshots, a restart replays the whole
+    /// log). A clean shutdown writes one too.
+    #[arg(long, value_name = "N", default_value_t = fairsched_broker::DEFAULT_SNAPSHOT_EVERY)]
+    snapshot_every: u64,
     /// Try it on one machine: create the database if it is missing (policy `fifo`, an
     /// organization `local`, a user `you`), and write the admin, user and worker tokens and
     /// the broker's URL to ./fairsched.tokens (readable by you only), where `fairsched
@@ -111,6 +116,7 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
         settings: Settings {
             lease: a.lease,
             max_attempts: a.max_attempts,
+            snapshot_every: a.snapshot_every,
         },
     };
     let listening = std::cell::Cell::new(false);
@@ -185,29 +191,47 @@ pub struct SubmitArgs {
     #[command(flatten)]
     conn: Conn,
     /// How many tasks (a bag of tasks; `{i}` in the command becomes 0…N−1).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", conflicts_with = "workflow")]
     count: u64,
-    /// A name for the tasks (`{i}` is replaced too).
+    /// A name for the tasks (`{i}` is replaced too); with --workflow, the workflow's name.
     #[arg(long)]
     name: Option<String>,
-    /// Priority (used by the `priority` policy; higher first).
+    /// Priority (used by the `priority` policy; higher first); with --workflow, of the tasks
+    /// that give none.
     #[arg(long)]
     priority: Option<i64>,
     /// A command run before the task, in its directory (the input phase).
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", conflicts_with = "workflow")]
     stage_in: Option<String>,
     /// A command run after the task (the output phase).
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", conflicts_with = "workflow")]
     stage_out: Option<String>,
     /// Mark the tasks optional (Diet-ethic: under the `diet-ethic` policy, mandatory tasks run
     /// first and a waiting mandatory task kills a running optional one).
     #[arg(long)]
     optional: bool,
-    /// Print `{"ids": […]}` instead of one id per line.
+    /// Submit a workflow: a DAG of tasks, each held until the tasks it comes after have
+    /// completed (and cancelled if one of them fails). FILE is a TOML DAG (`[[task]]` tables
+    /// with `name`, `command`, optional `activity`, `after = [names]`, `stage_in`,
+    /// `stage_out`, `priority`) or a WfCommons trace (.json or .json.gz) with a --command for
+    /// each of its activities.
+    #[arg(long, value_name = "FILE")]
+    workflow: Option<PathBuf>,
+    /// With --workflow: the command of every task of ACTIVITY (`{name}` becomes the task's
+    /// name). Needed for each activity of a WfCommons trace; in a TOML DAG, for tasks that
+    /// give no `command`.
+    #[arg(long = "command", value_name = "ACTIVITY=CMD", requires = "workflow")]
+    commands: Vec<String>,
+    /// Print `{"ids": […]}` (with `"workflow": ID` for a workflow) instead of one id per line.
     #[arg(long)]
     json: bool,
     /// The command, run with `sh -c` on a worker.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(
+        last = true,
+        required_unless_present = "workflow",
+        conflicts_with = "workflow",
+        value_name = "CMD"
+    )]
     command: Vec<String>,
 }
 
@@ -359,6 +383,26 @@ impl Client {
 }
 
 pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
+    if let Some(file) = &a.workflow {
+        let commands = activity_commands(&a.commands)?;
+        let (workflow, mut tasks) = workflow_file(file, &commands)?;
+        let workflow = WorkflowSpec {
+            name: a.name.clone().unwrap_or(workflow.name),
+            ..workflow
+        };
+        for t in &mut tasks {
+            t.priority = t.priority.or(a.priority);
+            t.optional = a.optional;
+        }
+        let client = Client::new(&a.conn, Role::User)?;
+        let req = SubmitRequest {
+            tasks,
+            org: None,
+            workflow: Some(workflow),
+        };
+        let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&req))?;
+        return print_ids(&r, a.json);
+    }
     if a.count == 0 || a.count > MAX_TASKS_PER_SUBMIT as u64 {
         return Err(usage(format!("--count: 1 to {MAX_TASKS_PER_SUBMIT}")));
     }
@@ -377,18 +421,338 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
                 stage_out: a.stage_out.as_deref().map(sub),
                 priority: a.priority,
                 optional: a.optional,
+                ..NewTask::default()
             }
         })
         .collect();
-    let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&SubmitRequest { tasks, org: None }))?;
-    if a.json {
-        sayln!("{}", serde_json::to_string(&r)?);
+    let req = SubmitRequest {
+        tasks,
+        ..SubmitRequest::default()
+    };
+    let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&req))?;
+    print_ids(&r, a.json)
+}
+
+fn print_ids(r: &SubmitReply, json: bool) -> anyhow::Result<()> {
+    if json {
+        sayln!("{}", serde_json::to_string(r)?);
     } else {
-        for id in r.ids {
+        for id in &r.ids {
             sayln!("{id}");
         }
     }
     Ok(())
+}
+
+/// `--command ACTIVITY=CMD` flags, by activity.
+fn activity_commands(flags: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for f in flags {
+        let Some((activity, cmd)) = f.split_once('=') else {
+            return Err(usage(format!("--command `{f}`: expected ACTIVITY=CMD")));
+        };
+        let activity = activity.trim();
+        if activity.is_empty() || cmd.trim().is_empty() {
+            return Err(usage(format!(
+                "--command `{f}`: expected ACTIVITY=CMD, both non-empty"
+            )));
+        }
+        if out.iter().any(|(a, _)| a == activity) {
+            return Err(usage(format!("--command: activity `{activity}` given twice")));
+        }
+        out.push((activity.to_string(), cmd.to_string()));
+    }
+    Ok(out)
+}
+
+/// One task of a TOML workflow file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DagTask {
+    name: String,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    activity: Option<String>,
+    #[serde(default)]
+    after: Vec<String>,
+    #[serde(default)]
+    stage_in: Option<String>,
+    #[serde(default)]
+    stage_out: Option<String>,
+    #[serde(default)]
+    priority: Option<i64>,
+}
+
+/// A TOML workflow file: `name`, then `[[task]]` tables.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DagFile {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, rename = "task")]
+    tasks: Vec<DagTask>,
+}
+
+/// A task's activity when it names none: its name without trailing
+/// digits, `_`, `-` and `.` (`work-12` → `work`); the whole name if
+/// nothing would be left.
+pub(crate) fn default_activity(name: &str) -> &str {
+    let a = name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '_' | '-' | '.'));
+    if a.is_empty() { name } else { a }
+}
+
+/// Reads `--workflow FILE`: a WfCommons trace (by its name `.json`,
+/// `.json.gz` or `.gz`, or a content starting with `{` or gzip's magic
+/// bytes) whose tasks get their activity's command from `commands`, or
+/// else a TOML DAG. Tasks come out parents first, `after` holding indices.
+pub(crate) fn workflow_file(
+    path: &std::path::Path,
+    commands: &[(String, String)],
+) -> anyhow::Result<(WorkflowSpec, Vec<NewTask>)> {
+    use fairsched_trace::workflow::{LoadOptions, WorkflowSource};
+    let lower = path.to_string_lossy().to_ascii_lowercase();
+    let json = if lower.ends_with(".json") || lower.ends_with(".gz") {
+        true
+    } else if lower.ends_with(".toml") {
+        false
+    } else {
+        let mut head = [0u8; 64];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+            .with_context(|| format!("--workflow {}", path.display()))?;
+        let head = &head[..n];
+        head.starts_with(&[0x1f, 0x8b]) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+    };
+    if !json {
+        return toml_workflow(path, commands);
+    }
+    let w = match WorkflowSource::load(path, &LoadOptions::default())? {
+        WorkflowSource::Trace(w) => w,
+        WorkflowSource::Profile(_) => {
+            bail!(
+                "{}: a workflow profile, not a DAG of tasks (give a TOML file of [[task]] tables or a WfCommons trace)",
+                path.display()
+            )
+        }
+    };
+    let missing: Vec<&str> = w
+        .activities
+        .iter()
+        .filter(|a| !commands.iter().any(|(c, _)| c == *a))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(usage(format!(
+            "{}: give the command of every activity with --command ACTIVITY=CMD; missing: {}",
+            path.display(),
+            missing.join(", ")
+        )));
+    }
+    if let Some((a, _)) = commands.iter().find(|(a, _)| !w.activities.contains(a)) {
+        return Err(usage(format!(
+            "--command {a}=…: {} has no activity `{a}` (it has {})",
+            path.display(),
+            w.activities.join(", ")
+        )));
+    }
+    if w.tasks.len() > MAX_TASKS_PER_SUBMIT {
+        bail!(
+            "{}: {} tasks; a workflow has at most {MAX_TASKS_PER_SUBMIT}",
+            path.display(),
+            w.tasks.len()
+        );
+    }
+    let tasks = w
+        .tasks
+        .iter()
+        .map(|t| {
+            let activity = &w.activities[t.activity as usize];
+            let cmd = &commands
+                .iter()
+                .find(|(a, _)| a == activity)
+                .expect("checked above")
+                .1;
+            NewTask {
+                command: cmd.replace("{name}", &t.name),
+                name: Some(t.name.clone()),
+                activity: Some(t.activity),
+                after: t.parents.clone(),
+                ..NewTask::default()
+            }
+        })
+        .collect();
+    Ok((
+        WorkflowSpec {
+            name: w.name,
+            activities: w.activities,
+        },
+        tasks,
+    ))
+}
+
+/// A TOML DAG (see [`workflow_file`]), checked: unique names, known
+/// parents, no cycle; sorted parents first (file order among tasks ready
+/// together).
+fn toml_workflow(
+    path: &std::path::Path,
+    commands: &[(String, String)],
+) -> anyhow::Result<(WorkflowSpec, Vec<NewTask>)> {
+    let p = path.display();
+    let text = std::fs::read_to_string(path).with_context(|| format!("--workflow {p}"))?;
+    let file: DagFile = toml::from_str(&text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| format!(":{}", fairsched_trace::toml_key::line_of(&text, s.start)))
+            .unwrap_or_default();
+        anyhow::anyhow!("{p}{at}: {}", e.message().trim())
+    })?;
+    if file.tasks.is_empty() {
+        bail!("{p}: no task (a workflow is `[[task]]` tables with a `name` and a `command`)");
+    }
+    if file.tasks.len() > MAX_TASKS_PER_SUBMIT {
+        bail!(
+            "{p}: {} tasks; a workflow has at most {MAX_TASKS_PER_SUBMIT}",
+            file.tasks.len()
+        );
+    }
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, t) in file.tasks.iter().enumerate() {
+        if t.name.trim().is_empty() {
+            bail!("{p}: task #{}: empty name", i + 1);
+        }
+        if index.insert(t.name.as_str(), i).is_some() {
+            bail!("{p}: task \"{}\": two tasks have this name", t.name);
+        }
+    }
+    // Parents by index, checked.
+    let mut parents: Vec<Vec<usize>> = Vec::with_capacity(file.tasks.len());
+    for t in &file.tasks {
+        let mut ps = Vec::with_capacity(t.after.len());
+        for a in &t.after {
+            match index.get(a.as_str()) {
+                Some(&j) => ps.push(j),
+                None => bail!(
+                    "{p}: task \"{}\": after: \"{a}\" is not a task of the workflow",
+                    t.name
+                ),
+            }
+        }
+        ps.sort_unstable();
+        ps.dedup();
+        parents.push(ps);
+    }
+    // Topological order (Kahn), the file's order among ready tasks.
+    let n = file.tasks.len();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut pending: Vec<usize> = parents.iter().map(Vec::len).collect();
+    for (i, ps) in parents.iter().enumerate() {
+        for &j in ps {
+            children[j].push(i);
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| pending[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &c in &children[i] {
+            pending[c] -= 1;
+            if pending[c] == 0 {
+                ready.insert(c);
+            }
+        }
+    }
+    if order.len() < n {
+        // A cycle among the tasks left: follow parents until one repeats.
+        let start = (0..n).find(|&i| pending[i] > 0).expect("a task is left");
+        let mut path = vec![start];
+        let mut at = start;
+        loop {
+            at = *parents[at]
+                .iter()
+                .find(|&&j| pending[j] > 0)
+                .expect("a task left has a parent left");
+            if let Some(k) = path.iter().position(|&x| x == at) {
+                // `path` follows parents: reversed, each runs after the one before.
+                let mut cycle: Vec<&str> = path[k..]
+                    .iter()
+                    .rev()
+                    .map(|&i| file.tasks[i].name.as_str())
+                    .collect();
+                cycle.push(cycle[0]);
+                bail!(
+                    "{p}: task \"{}\": a cycle of dependencies: {} (each runs after the one before it)",
+                    file.tasks[at].name,
+                    cycle.join(" → ")
+                );
+            }
+            path.push(at);
+        }
+    }
+    let mut position = vec![0u32; n];
+    for (k, &i) in order.iter().enumerate() {
+        position[i] = k as u32;
+    }
+    let mut activities: Vec<String> = Vec::new();
+    let mut tasks = Vec::with_capacity(n);
+    let mut missing: Vec<String> = Vec::new();
+    for &i in &order {
+        let t = &file.tasks[i];
+        let activity = t
+            .activity
+            .clone()
+            .unwrap_or_else(|| default_activity(&t.name).to_string());
+        let a = match activities.iter().position(|x| *x == activity) {
+            Some(a) => a,
+            None => {
+                activities.push(activity.clone());
+                activities.len() - 1
+            }
+        };
+        let command = match (&t.command, commands.iter().find(|(x, _)| *x == activity)) {
+            (Some(c), _) => c.clone(),
+            (None, Some((_, c))) => c.clone(),
+            (None, None) => {
+                if !missing.contains(&activity) {
+                    missing.push(activity.clone());
+                }
+                String::new()
+            }
+        };
+        if command.trim().is_empty() && t.command.is_some() {
+            bail!("{p}: task \"{}\": command: empty", t.name);
+        }
+        let mut after: Vec<u32> = parents[i].iter().map(|&j| position[j]).collect();
+        after.sort_unstable();
+        tasks.push(NewTask {
+            command: command.replace("{name}", &t.name),
+            name: Some(t.name.clone()),
+            stage_in: t.stage_in.clone(),
+            stage_out: t.stage_out.clone(),
+            priority: t.priority,
+            activity: Some(a as u32),
+            after,
+            ..NewTask::default()
+        });
+    }
+    if !missing.is_empty() {
+        return Err(usage(format!(
+            "{p}: tasks without a `command`, and no --command ACTIVITY=CMD for their activity: {}",
+            missing.join(", ")
+        )));
+    }
+    if let Some((a, _)) = commands.iter().find(|(a, _)| !activities.contains(a)) {
+        return Err(usage(format!(
+            "--command {a}=…: {p} has no activity `{a}` (it has {})",
+            activities.join(", ")
+        )));
+    }
+    let name = file.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "workflow".into())
+    });
+    Ok((WorkflowSpec { name, activities }, tasks))
 }
 
 pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
@@ -408,7 +772,8 @@ pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     sayln!(
-        "waiting {}  running {}  completed {}  failed {}  cancelled {}  killed {}",
+        "held {}  waiting {}  running {}  completed {}  failed {}  cancelled {}  killed {}",
+        s.held,
         s.waiting,
         s.running,
         s.completed,
@@ -496,8 +861,8 @@ pub struct ExportArgs {
     /// The broker's database (read-only: the broker may keep running).
     #[arg(long, value_name = "PATH", default_value = "fairsched.db")]
     db: PathBuf,
-    /// The SWF log to write (gzip if it ends in .gz): one line per task that ran, user
-    /// (field 12), organization (field 13), measured wait and run times.
+    /// The SWF log to write (gzip if it ends in .gz; `-`: standard output): one line per task
+    /// that ran, user (field 12), organization (field 13), measured wait and run times.
     #[arg(long, value_name = "OUT")]
     swf: PathBuf,
     /// Also write the organizations (their slots, their users) as a platform file for
@@ -513,10 +878,18 @@ pub struct Exported {
 }
 
 pub fn export_cmd(a: ExportArgs) -> anyhow::Result<()> {
-    let e = export(&a.db, &a.swf, a.platform.as_deref())?;
-    sayln!(
-        "{}: {} ended tasks ({} that never started left out; tasks still waiting or running are not exported){}",
-        a.swf.display(),
+    let e = match export(&a.db, &a.swf, a.platform.as_deref()) {
+        Err(e) if broken_pipe(&e) => return Ok(()),
+        e => e?,
+    };
+    let to_stdout = a.swf == std::path::Path::new("-");
+    let what = if to_stdout {
+        "standard output".to_string()
+    } else {
+        a.swf.display().to_string()
+    };
+    let summary = format!(
+        "{what}: {} ended tasks ({} that never started left out; tasks still waiting, running or held are not exported){}",
         e.jobs,
         e.skipped,
         a.platform
@@ -524,18 +897,66 @@ pub fn export_cmd(a: ExportArgs) -> anyhow::Result<()> {
             .map(|p| format!("; organizations in {}", p.display()))
             .unwrap_or_default()
     );
+    if to_stdout {
+        // Standard output is the log.
+        eprintln!("{summary}");
+    } else {
+        sayln!("{summary}");
+    }
     Ok(())
+}
+
+/// Whether `e` comes from writing to a closed pipe (`export --swf - | head`).
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Writes the broker's history at `db` as an SWF log (and a platform file).
 /// SWF counts whole seconds: a run shorter than a second is written as 1 s.
+/// `swf` = `-`: standard output.
 pub fn export(
     db: &std::path::Path,
     swf: &std::path::Path,
     platform: Option<&std::path::Path>,
 ) -> anyhow::Result<Exported> {
-    use fairsched_trace::{SwfHeader, SwfJob, SwfWriter};
+    use fairsched_trace::SwfWriter;
     let h = fairsched_broker::service::history(db).map_err(anyhow::Error::msg)?;
+    let e = if swf == std::path::Path::new("-") {
+        let out = std::io::BufWriter::new(std::io::stdout().lock());
+        write_history(SwfWriter::plain("standard output", out), db, &h)?
+    } else {
+        write_history(SwfWriter::create(swf)?, db, &h)?
+    };
+    if let Some(p) = platform {
+        let mut s = String::from(
+            "# Organizations of a fairsched broker (`fairsched export`): the most slots its\n# workers held at once, and its users (SWF field 12).\nunlisted = \"error\"\n",
+        );
+        for (id, name, slots) in &h.orgs {
+            let users: Vec<String> = h
+                .users
+                .iter()
+                .filter(|u| u.2 == *id)
+                .map(|u| u.0.to_string())
+                .collect();
+            s.push_str(&format!(
+                "\n[[org]]\nname = {name:?}\nprocs = {slots}\nusers = [{}]\n",
+                users.join(", ")
+            ));
+        }
+        fairsched_report::write_atomic(p, s.as_bytes())?;
+    }
+    Ok(e)
+}
+
+fn write_history<W: std::io::Write>(
+    mut w: fairsched_trace::SwfWriter<W>,
+    db: &std::path::Path,
+    h: &fairsched_broker::service::History,
+) -> anyhow::Result<Exported> {
+    use fairsched_trace::{SwfHeader, SwfJob};
     let total: u32 = h.orgs.iter().map(|o| o.2).sum();
     let mut header = SwfHeader::default();
     header.set("Version", "2.2");
@@ -547,7 +968,6 @@ pub fn export(
         "Note",
         "field 12 is the broker's user id, field 13 its organization id; times are rounded to seconds (a run under 1 s is 1 s)",
     );
-    let mut w = SwfWriter::create(swf)?;
     w.write_header(&header)?;
     let (mut jobs, mut skipped) = (0, 0);
     for t in &h.tasks {
@@ -576,23 +996,5 @@ pub fn export(
         jobs += 1;
     }
     w.finish()?;
-    if let Some(p) = platform {
-        let mut s = String::from(
-            "# Organizations of a fairsched broker (`fairsched export`): the most slots its\n# workers held at once, and its users (SWF field 12).\nunlisted = \"error\"\n",
-        );
-        for (id, name, slots) in &h.orgs {
-            let users: Vec<String> = h
-                .users
-                .iter()
-                .filter(|u| u.2 == *id)
-                .map(|u| u.0.to_string())
-                .collect();
-            s.push_str(&format!(
-                "\n[[org]]\nname = {name:?}\nprocs = {slots}\nusers = [{}]\n",
-                users.join(", ")
-            ));
-        }
-        fairsched_report::write_atomic(p, s.as_bytes())?;
-    }
     Ok(Exported { jobs, skipped })
 }

@@ -5,6 +5,7 @@ mod cmd_admin;
 mod cmd_diet;
 mod cmd_experiment;
 mod cmd_live;
+mod cmd_optional;
 mod cmd_pffp;
 mod cmd_policies;
 mod cmd_simulate;
@@ -45,7 +46,8 @@ enum Command {
     Serve(cmd_live::ServeArgs),
     /// Lend this machine's processors to a broker: run the tasks it hands out.
     Worker(fairsched_worker::Opts),
-    /// Submit tasks to a broker (a bag of tasks: `--count N -- CMD`).
+    /// Submit tasks to a broker: a bag of tasks (`--count N -- CMD`) or a workflow (`--workflow
+    /// FILE`, a DAG of tasks).
     Submit(cmd_live::SubmitArgs),
     /// Your tasks on a broker: counts by state, or every task with `--tasks`.
     Status(cmd_live::StatusArgs),
@@ -53,6 +55,9 @@ enum Command {
     Cancel(cmd_live::TaskArgs),
     /// Why a task is not running yet: its place in the queue and the state behind it.
     Explain(cmd_live::TaskArgs),
+    /// Diet-ethic client: A mandatory requests, optional ones up to B in all, until the deadline.
+    #[command(long_about = cmd_optional::LONG_ABOUT)]
+    Optional(cmd_optional::OptionalArgs),
     /// Write a broker's history as an SWF log (and its organizations as a platform file).
     Export(cmd_live::ExportArgs),
 }
@@ -60,8 +65,9 @@ enum Command {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FAIRSCHED_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,fairsched_worker=info")),
+            tracing_subscriber::EnvFilter::try_from_env("FAIRSCHED_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,fairsched_worker=info,fairsched_broker=info")
+            }),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
         Command::Status(a) => cmd_live::status_cmd(a),
         Command::Cancel(a) => cmd_live::cancel_cmd(a),
         Command::Explain(a) => cmd_live::explain_cmd(a),
+        Command::Optional(a) => cmd_optional::optional_cmd(a),
         Command::Export(a) => cmd_live::export_cmd(a),
     };
     // Exit 0, 1 (the run failed) or 2 (the command line is wrong).

@@ -45,7 +45,14 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
     let listen = format!("127.0.0.1:{}", free_port());
     // A lease far longer than any outage: no run is lost to an expired
     // lease, so a second run could only come from a broker mistake.
-    let mut broker = Broker::start_on(dir.path(), "fifo", "20s", &listen);
+    // Snapshots every 25 steps: restarts restore one and replay the tail.
+    let mut broker = Broker::start_with(
+        dir.path(),
+        &["--policy", "fifo"],
+        &["--snapshot-every", "25"],
+        "20s",
+        &listen,
+    );
     broker.add_org("physics");
     let user = broker.add_user("alice", "physics");
     let wtoken = broker.worker_token("physics");
@@ -214,4 +221,13 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
             t.id
         );
     }
+    // Restarts went through snapshots, and the snapshot plus its tail is
+    // the whole log's state, byte for byte.
+    let said = std::fs::read_to_string(dir.path().join("broker.stderr")).unwrap();
+    let restored = said.matches("restored from the snapshot").count();
+    println!("{restored} of {KILLS} restarts restored a snapshot");
+    assert!(restored >= KILLS / 2, "{said}");
+    let fast = Live::open(&copy.join("broker.db")).unwrap();
+    assert!(fast.restored_from().is_some());
+    assert_eq!(fast.core().snapshot().unwrap(), live.core().snapshot().unwrap());
 }

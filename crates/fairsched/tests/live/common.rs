@@ -143,6 +143,8 @@ pub struct Broker {
     /// Where it listens (what `--listen` got, or the address it picked).
     pub listen: String,
     pub starts: u32,
+    /// More arguments for every `serve`.
+    pub serve_args: Vec<String>,
     proc: Option<Proc>,
 }
 
@@ -153,11 +155,15 @@ impl Broker {
     }
 
     pub fn start_on(dir: &Path, policy: &str, lease: &str, listen: &str) -> Broker {
+        Broker::start_with(dir, &["--policy", policy], &[], lease, listen)
+    }
+
+    /// `admin init --db DB INIT…` in `dir`, then `serve … SERVE…` on `listen`.
+    pub fn start_with(dir: &Path, init: &[&str], serve: &[&str], lease: &str, listen: &str) -> Broker {
         let db = dir.join("broker.db");
-        let o = run_in(
-            dir,
-            &["admin", "init", "--db", db.to_str().unwrap(), "--policy", policy],
-        );
+        let mut args = vec!["admin", "init", "--db", db.to_str().unwrap()];
+        args.extend_from_slice(init);
+        let o = run_in(dir, &args);
         assert!(
             o.status.success(),
             "admin init: {}",
@@ -173,6 +179,7 @@ impl Broker {
             lease: lease.to_string(),
             listen: listen.to_string(),
             starts: 0,
+            serve_args: serve.iter().map(|s| s.to_string()).collect(),
             proc: None,
         };
         b.serve();
@@ -198,6 +205,8 @@ impl Broker {
                 &self.listen,
             ])
             .args(["--lease", &self.lease])
+            .args(&self.serve_args)
+            .env("FAIRSCHED_LOG", "warn,fairsched_broker=info")
             .stdout(Stdio::piped())
             .stderr(err);
         let mut p = Proc::spawn(format!("broker #{}", self.starts), &mut cmd, None);
