@@ -29,8 +29,14 @@ need_gnu_time() {
         $sudo apt-get update
         $sudo apt-get install -y time
     fi
-    /usr/bin/time -v true 2>&1 | grep -q "Maximum resident set size" \
-        || die "/usr/bin/time is not GNU time (no -v): install the 'time' package"
+    # Captured first: `grep -q` closing the pipe early makes `time` die of
+    # SIGPIPE, which `pipefail` turns into a failure.
+    local probe
+    probe=$(/usr/bin/time -v true 2>&1 || true)
+    case "$probe" in
+        *"Maximum resident set size"*) ;;
+        *) die "/usr/bin/time is not GNU time (no -v): install the 'time' package" ;;
+    esac
 }
 
 build_release() {

@@ -6,12 +6,13 @@ use crate::agent::Trace;
 use crate::engine::{RunStats, Simulation};
 use crate::errors::SimError;
 use crate::platform_file::PlatformFile;
+use crate::semantics::{Limits, ProcsFrom, RecordJobs, RuntimeLimit, Timeouts};
 use crate::workload::arrivals;
 use fairsched_core::registry::{build_allocate, build_control, build_order};
 use fairsched_core::{Observer, OrgId, Platform, PolicySpec, Scheduler, derive_seed};
 use fairsched_trace::{
-    FilterCounts, Job, JobIteratorExt, JobStream, StreamOptions, TraceError, TraceScan, UserOrgMap,
-    ownership_uniform, ownership_zipf, scan, scan_reader,
+    FilterCounts, Job, JobIteratorExt, JobStream, ReadOptions, StreamOptions, SwfReader, TraceError,
+    TraceScan, UserOrgMap, ownership_uniform, ownership_zipf, scan, scan_reader,
 };
 use serde::Serialize;
 use std::cell::RefCell;
@@ -63,6 +64,80 @@ impl TraceInput {
             TraceInput::Bytes { name, data } => {
                 JobStream::from_reader(name.as_str(), Self::reader(data), opts)
             }
+        }
+    }
+    /// The cleaned jobs in submit order, with their processors read from
+    /// the field `from` says ([`TraceInput::jobs`] for
+    /// [`ProcsFrom::Allocated`]).
+    pub fn jobs_with(
+        &self,
+        opts: StreamOptions,
+        scan: &TraceScan,
+        from: ProcsFrom,
+    ) -> Result<Jobs, TraceError> {
+        if from == ProcsFrom::Allocated {
+            return self.jobs(opts, scan).map(|s| Jobs::Stream(Box::new(s)));
+        }
+        let read = ReadOptions {
+            lenient: opts.lenient,
+        };
+        let records = match self {
+            TraceInput::Path(p) => RecordJobs::open(p, from, opts.filter, opts.lenient, scan.monotone)?,
+            // An embedded log is read once, into memory, as JobStream does.
+            TraceInput::Bytes { name, data } => RecordJobs::new(
+                SwfReader::with_options(name.as_str(), Self::reader(data), read),
+                from,
+                opts.filter,
+                false,
+            )?,
+        };
+        Ok(Jobs::Records(records))
+    }
+}
+
+/// Cleaned jobs in submit order, from [`TraceInput::jobs_with`].
+pub enum Jobs {
+    /// Processors from field 5 (the trace crate's stream; boxed: it is
+    /// the larger of the two).
+    Stream(Box<JobStream>),
+    /// Processors from the field a [`ProcsFrom`] chose.
+    Records(RecordJobs),
+}
+
+impl Jobs {
+    pub fn sorted(&self) -> bool {
+        match self {
+            Jobs::Stream(s) => s.sorted(),
+            Jobs::Records(r) => r.sorted(),
+        }
+    }
+    pub fn loaded_jobs(&self) -> usize {
+        match self {
+            Jobs::Stream(s) => s.loaded_jobs(),
+            Jobs::Records(r) => r.loaded_jobs(),
+        }
+    }
+    pub fn counts(&self) -> FilterCounts {
+        match self {
+            Jobs::Stream(s) => s.counts(),
+            Jobs::Records(r) => r.counts(),
+        }
+    }
+    /// Kept jobs whose processors are not field 5's.
+    pub fn procs_differ(&self) -> u64 {
+        match self {
+            Jobs::Stream(_) => 0,
+            Jobs::Records(r) => r.procs_differ(),
+        }
+    }
+}
+
+impl Iterator for Jobs {
+    type Item = Result<Job, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Jobs::Stream(s) => s.next(),
+            Jobs::Records(r) => r.next(),
         }
     }
 }
@@ -142,6 +217,11 @@ pub struct RunConfig {
     pub order: PolicySpec,
     pub control: Option<PolicySpec>,
     pub stream: StreamOptions,
+    /// Which SWF field gives a job's processors (default: field 5, allocated).
+    pub procs_from: ProcsFrom,
+    /// Whether a job running past its requested time is killed there
+    /// (default: no, it runs its logged runtime).
+    pub runtime_limit: RuntimeLimit,
 }
 
 impl RunConfig {
@@ -163,6 +243,8 @@ impl RunConfig {
             order,
             control: None,
             stream: StreamOptions::default(),
+            procs_from: ProcsFrom::default(),
+            runtime_limit: RuntimeLimit::default(),
         }
     }
 
@@ -251,6 +333,23 @@ impl RunConfig {
         if let Some(c) = &self.control {
             build_control(c).map_err(|e| bad("--control", c, e))?;
         }
+        if self.runtime_limit == RuntimeLimit::Kill {
+            // A clairvoyant policy is told true runtimes by the simulator's
+            // oracle, which knows the logged runtime, not the kill.
+            let clairvoyant = if build_order(&self.order)?.is_clairvoyant() {
+                Some(("--policy", &self.order))
+            } else if build_allocate(&allocate)?.is_clairvoyant() {
+                Some(("--allocate", &allocate))
+            } else {
+                None
+            };
+            if let Some((flag, spec)) = clairvoyant {
+                return Err(SimError::Config(format!(
+                    "--runtime-limit kill does not combine with {flag} {spec}: it reads true runtimes \
+                     (clairvoyant), and would be told the logged runtime of a job that is killed earlier"
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -280,6 +379,11 @@ pub struct RunReport {
     /// machine has (after splitting, if asked).
     pub too_wide: u64,
     pub platform: PlatformInfo,
+    /// Kept jobs whose processors are not field 5's (with
+    /// [`ProcsFrom::Requested`]).
+    pub procs_differ: u64,
+    /// Tasks killed at their requested time (with [`RuntimeLimit::Kill`]).
+    pub killed_at_limit: u64,
 }
 
 impl RunConfig {
@@ -293,7 +397,7 @@ impl RunConfig {
             (Some(m), None, _) => (m.clone(), "--machines"),
             (None, Some(p), _) => (vec![p], "--procs"),
             (None, None, Some(file)) => (vec![file.total_procs()], "--platform"),
-            (None, None, None) => match (scan.header.max_procs, scan.max_job_procs) {
+            (None, None, None) => match (scan.header.max_procs, self.widest_job(scan)) {
                 (Some(p), _) if p > 0 => (vec![p], "header MaxProcs"),
                 (_, Some(p)) => (vec![p], "widest job"),
                 _ => {
@@ -338,6 +442,21 @@ impl RunConfig {
         ))
     }
 
+    /// The widest job of the log: of the kept jobs (field 5, or 8 when 5
+    /// is unknown), or with [`ProcsFrom::Requested`] also the largest field 8
+    /// of any record (the scan reads field 5).
+    fn widest_job(&self, scan: &TraceScan) -> Option<u32> {
+        match self.procs_from {
+            ProcsFrom::Allocated => scan.max_job_procs,
+            ProcsFrom::Requested => {
+                let requested = scan
+                    .max_requested_procs
+                    .map(|p| u32::try_from(p).unwrap_or(u32::MAX));
+                scan.max_job_procs.max(requested)
+            }
+        }
+    }
+
     /// Builds the scheduler for this run.
     pub fn scheduler(&self, platform: &Platform) -> Result<Scheduler, SimError> {
         let allocate = build_allocate(&self.allocate())?;
@@ -357,12 +476,13 @@ impl RunConfig {
     pub fn run(&self, scan: &TraceScan, obs: &mut dyn Observer) -> Result<RunReport, SimError> {
         let (platform, info) = self.platform(scan)?;
         let core = self.scheduler(&platform)?;
-        let mut stream = self.trace.jobs(self.stream, scan)?;
+        let mut stream = self.trace.jobs_with(self.stream, scan, self.procs_from)?;
         let sorted = stream.sorted();
         let mut too_wide = 0u64;
         // A job the platform file maps to no organization: the message (the
         // stream ends there with an error, replaced by this message).
         let refused: RefCell<Option<String>> = RefCell::new(None);
+        let mut killed = None;
         let stats = {
             let mut jobs: Box<dyn Iterator<Item = Result<Job, TraceError>> + '_> = Box::new(stream.by_ref());
             if let Some((start, len)) = self.window {
@@ -393,9 +513,28 @@ impl RunConfig {
                 }
                 _ => true,
             });
-            // Fresh ids: 1, 2, … in stream order, and never another agent's.
             let mut sim = Simulation::new(core);
-            sim.add_agent(Trace::with_fresh_ids(arrivals(jobs)));
+            match self.runtime_limit {
+                // Fresh ids: 1, 2, … in stream order, and never another agent's.
+                RuntimeLimit::Ignore => {
+                    sim.add_agent(Trace::with_fresh_ids(arrivals(jobs)));
+                }
+                // The arrivals keep their ids (1, 2, … in stream order, the
+                // same), under which the tasks that will overrun are
+                // registered. The limit's agent comes first: at an instant,
+                // its kills reach the core before the arrivals.
+                RuntimeLimit::Kill => {
+                    let limits = Limits::default();
+                    let timeouts = Timeouts::new(limits.clone());
+                    killed = Some(timeouts.killed());
+                    sim.add_agent(timeouts);
+                    sim.add_agent(Trace::new(arrivals(jobs).inspect(move |a| {
+                        if let Ok(a) = a {
+                            limits.register(a);
+                        }
+                    })));
+                }
+            }
             sim.run_agents(obs)
         };
         let stats = match (stats, refused.into_inner()) {
@@ -413,6 +552,8 @@ impl RunConfig {
             sorted,
             too_wide,
             platform: info,
+            procs_differ: stream.procs_differ(),
+            killed_at_limit: killed.map_or(0, |k| k.get()),
         })
     }
 }

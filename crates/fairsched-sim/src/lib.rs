@@ -35,6 +35,7 @@ pub mod fairness;
 pub mod harness;
 pub mod platform_file;
 pub mod run;
+pub mod semantics;
 pub mod workload;
 
 pub use agent::{Agent, AgentCtx, Trace};
@@ -43,3 +44,4 @@ pub use engine::{Arrival, RunStats, Simulation};
 pub use errors::SimError;
 pub use platform_file::PlatformFile;
 pub use run::{RunOutcome, Summary, Sweep, SweepRun};
+pub use semantics::{ProcsFrom, RuntimeLimit};

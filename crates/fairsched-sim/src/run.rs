@@ -7,6 +7,7 @@
 use crate::config::{PlatformInfo, RunConfig};
 use crate::errors::SimError;
 use crate::fairness::{FairnessObserver, OrgFairness};
+use crate::semantics::{ProcsFrom, RuntimeLimit};
 use fairsched_core::metrics::Metrics;
 use fairsched_core::{CoreStats, Fanout, Observer, PolicySpec, Time};
 use fairsched_trace::{FilterCounts, TraceScan};
@@ -39,6 +40,17 @@ pub struct Summary {
     pub fairness: Option<OrgFairness>,
     pub window: Option<(i64, i64)>,
     pub split_parallel: bool,
+    /// Which SWF field gave the jobs' processors: `allocated` (field 5,
+    /// else 8) or `requested` (field 8, else 5). See docs/semantics.md.
+    pub procs_from: ProcsFrom,
+    /// Kept jobs whose processors are not field 5's (0 with `allocated`),
+    /// counted over the lines read, as `filters` (see `filters_scope`).
+    pub procs_differ: u64,
+    /// A job running past its requested time: `ignore` (runs its logged
+    /// runtime) or `kill` (killed there, outcome `killed`).
+    pub runtime_limit: RuntimeLimit,
+    /// Tasks killed at their requested time (0 with `ignore`).
+    pub killed_at_limit: u64,
     pub filters: FilterCounts,
     /// What `filters` counted: the whole log, or (with a window, whose
     /// reading stops at its end) the lines up to the window's end.
@@ -107,6 +119,10 @@ impl RunConfig {
             fairness,
             window: self.window,
             split_parallel: self.split_parallel,
+            procs_from: self.procs_from,
+            procs_differ: report.procs_differ,
+            runtime_limit: self.runtime_limit,
+            killed_at_limit: report.killed_at_limit,
             filters: report.filters,
             filters_scope: if report.filters_complete {
                 "whole log"

@@ -6,7 +6,9 @@ use anyhow::Context;
 use fairsched_core::{Fanout, PolicySpec};
 use fairsched_report::aggregates::OrgUtility;
 use fairsched_report::{RunDir, Table, fixed, write_atomic};
-use fairsched_sim::{Ownership, PlatformFile, RunConfig, Summary, Sweep, SweepRun, TraceInput};
+use fairsched_sim::{
+    Ownership, PlatformFile, ProcsFrom, RunConfig, RuntimeLimit, Summary, Sweep, SweepRun, TraceInput,
+};
 use fairsched_trace::{FilterOptions, StreamOptions, TraceInfo, TraceScan};
 use std::fs;
 use std::path::PathBuf;
@@ -93,6 +95,18 @@ pub struct Args {
     /// Drop jobs with status 5 (cancelled).
     #[arg(long)]
     drop_cancelled: bool,
+    /// Which SWF field gives a job's processors: `allocated` (default:
+    /// field 5, or field 8 when 5 is unknown) or `requested` (field 8 when
+    /// known, i.e. > 0, else field 5: how AccaSim reads SWF). See
+    /// docs/semantics.md.
+    #[arg(long, value_name = "FIELD", default_value_t = ProcsFrom::Allocated)]
+    procs_from: ProcsFrom,
+    /// A job still running at its requested time (SWF field 9): `ignore`
+    /// (default: it runs its logged runtime, field 4) or `kill` (it is
+    /// killed there, outcome `killed`, as Slurm and PBS do; a job without a
+    /// requested time runs to its end).
+    #[arg(long, value_name = "WHAT", default_value_t = RuntimeLimit::Ignore)]
+    runtime_limit: RuntimeLimit,
     /// Never show progress bars.
     #[arg(long)]
     no_progress: bool,
@@ -180,6 +194,8 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             },
             lenient: a.lenient,
         },
+        procs_from: a.procs_from,
+        runtime_limit: a.runtime_limit,
     };
     let sweep = Sweep::over_orders(&base, &policies);
     // Every policy and flag is checked before anything is read; a value
@@ -210,6 +226,17 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         },
         a.seed
     );
+    if a.procs_from != ProcsFrom::default() || a.runtime_limit != RuntimeLimit::default() {
+        sayln!(
+            "semantics: processors from {} (field {}), runtime limit {} (docs/semantics.md)",
+            a.procs_from,
+            match a.procs_from {
+                ProcsFrom::Allocated => "5, else 8",
+                ProcsFrom::Requested => "8, else 5",
+            },
+            a.runtime_limit
+        );
+    }
     if demo {
         sayln!("demo: no --policy given, comparing {}", DEMO_POLICIES.join(", "));
     }
@@ -299,6 +326,12 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
                 s.too_wide
             ));
         }
+        if s.procs_differ > 0 {
+            t.note(format!(
+                "{} job(s) read with their requested processors (field 8), not their allocated ones (field 5)",
+                s.procs_differ
+            ));
+        }
         if s.sorted_submits {
             t.note(format!(
                 "submit times were out of order ({} jobs): sorted (stable)",
@@ -320,6 +353,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         for (what, n) in [
             ("rejected", s.outcomes.get("rejected").copied().unwrap_or(0)),
             ("stranded", s.stranded),
+            ("killed at their requested time", s.killed_at_limit),
         ] {
             if n > 0 {
                 t.note(format!("{}: {n} task(s) {what}", s.policy));
