@@ -9,6 +9,6 @@ pub mod plot;
 pub mod table;
 pub mod tasks_csv;
 
-pub use files::{FileError, RunDir, write_atomic};
+pub use files::{FileError, OutDir, OutError, PartialCleaner, RunDir, write_atomic};
 pub use table::{Align, Table, fixed};
 pub use tasks_csv::{TASK_COLUMNS, TasksCsv};

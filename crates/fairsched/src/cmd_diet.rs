@@ -1,10 +1,10 @@
 //! `fairsched experiment diet-ethic`: the Diet-ethic paper's scenarios,
 //! Diet-ethic against the legacy system over n_submit.
 
-use crate::cmd_experiment::{bar, prepare_out};
+use crate::cmd_experiment::{ForceArg, bar, begin_out, open_out};
 use crate::term::sayln;
 use fairsched_report::plot::{Panel, Series, panels};
-use fairsched_report::{Table, fixed, write_atomic};
+use fairsched_report::{Table, fixed};
 use fairsched_sim::experiments::diet::{self as exp, N_SUBMIT, Point, SCENARIOS};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -30,9 +30,13 @@ pub struct DietArgs {
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Output directory [default: results/diet-<scenario>].
+    /// Output directory [default: results/diet-<scenario>]. A folder an earlier
+    /// run wrote (it holds .fairsched-out) is cleared of that run's files
+    /// first; other files stay.
     #[arg(long)]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    force: ForceArg,
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -118,7 +122,7 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("results/diet-{name}")));
-    prepare_out(&out)?;
+    let mut out_dir = open_out(&out, a.force)?;
     let pb = bar(
         (a.runs as usize * (1 + a.n_submit.len())) as u64,
         !a.no_progress,
@@ -192,10 +196,8 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
         notes: &notes,
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    write_atomic(
-        &out.join("summary.json"),
-        &fairsched_report::files::json_bytes(&summary),
-    )?;
+    begin_out(&mut out_dir, &["summary.json", "diet.csv", "diet.svg"])?;
+    out_dir.write("summary.json", &fairsched_report::files::json_bytes(&summary))?;
     let mut t = Table::new([
         "n_submit",
         "legacy unhappy",
@@ -230,7 +232,7 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
     for n in &notes {
         t.note(n.clone());
     }
-    write_atomic(&out.join("diet.csv"), t.to_csv().as_bytes())?;
+    out_dir.write("diet.csv", t.to_csv().as_bytes())?;
     let xs: Vec<f64> = legacy.iter().map(|p| p.n_submit.unwrap_or(0) as f64).collect();
     let pair = |f: &dyn Fn(&Point) -> f64| {
         vec![
@@ -264,7 +266,8 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
         ],
     )
     .map_err(anyhow::Error::msg)?;
-    write_atomic(&out.join("diet.svg"), svg.as_bytes())?;
+    out_dir.write("diet.svg", svg.as_bytes())?;
+    out_dir.finish()?;
     sayln!("{}", t.to_text());
     sayln!(
         "wrote {} (summary.json, diet.csv, diet.svg) in {:.1} s",

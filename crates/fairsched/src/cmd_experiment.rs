@@ -2,10 +2,9 @@
 //! the papers'.
 
 use crate::term::sayln;
-use anyhow::Context;
 use fairsched_report::plot::{Series, grouped_bars, lines};
 use fairsched_report::table::push_csv_line;
-use fairsched_report::{Table, fixed, write_atomic};
+use fairsched_report::{OutDir, Table, fixed};
 use fairsched_sim::experiments::shapley::{
     self as exp, ALGORITHMS, Config, LoadedTrace, Row, SHARED_LOGS, SharedLog, Stat, UNAVAILABLE, WINDOWS,
 };
@@ -15,7 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(clap::Subcommand)]
@@ -107,9 +106,12 @@ pub struct ShapleyArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Output directory (default: results/shapley-table<N> or
-    /// results/shapley-figure1).
+    /// results/shapley-figure1). A folder an earlier run wrote (it holds
+    /// .fairsched-out) is cleared of that run's files first; other files stay.
     #[arg(long)]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    force: ForceArg,
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -263,12 +265,47 @@ pub(crate) fn bar(len: u64, enabled: bool, unit: &str) -> ProgressBar {
     pb
 }
 
-/// Creates the output folder and checks it takes files, before any work.
-pub(crate) fn prepare_out(out: &std::path::Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(out).with_context(|| format!("--out {}: cannot create it", out.display()))?;
-    let probe = out.join(".fairsched-write-test");
-    std::fs::write(&probe, b"").with_context(|| format!("--out {}: cannot write in it", out.display()))?;
-    std::fs::remove_file(&probe).with_context(|| format!("--out {}", out.display()))?;
+// `--force`, shared by every command with `--out` (no doc comment here: a
+// flattened struct's would become the command's description).
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct ForceArg {
+    /// Write into a non-empty --out folder that no fairsched run wrote
+    /// (files of the same name are replaced).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Opens an `--out` folder before any work (creating it if missing and
+/// checking that it takes files): a folder of other files without `--force`
+/// is the command line's mistake (exit 2). Nothing is deleted yet (see
+/// [`begin_out`]); from here on, an interrupt (Ctrl-C, SIGTERM) removes
+/// the run's `*.partial` files before the process ends.
+pub(crate) fn open_out(dir: &Path, force: ForceArg) -> anyhow::Result<OutDir> {
+    // Its refusals exit 2 (`term::finish` knows them), here or later.
+    let out = OutDir::open(dir, force.force)?;
+    crate::term::clean_up_on_interrupt(out.cleaner());
+    Ok(out)
+}
+
+/// Before the first result: clears what an earlier fairsched run wrote in
+/// the folder (what its manifest lists, and `*.partial` files), writes this
+/// run's manifest listing `planned` (`NAME`, or `NAME/` for a folder), and
+/// says on standard error which files it left alone.
+pub(crate) fn begin_out(out: &mut OutDir, planned: &[&str]) -> anyhow::Result<()> {
+    let kept = out.begin(planned)?;
+    if !kept.is_empty() {
+        const SHOWN: usize = 5;
+        let mut list = kept.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+        if kept.len() > SHOWN {
+            list.push_str(&format!(", … ({} more)", kept.len() - SHOWN));
+        }
+        crate::term::note(format_args!(
+            "{}: kept {} file{} not written by fairsched: {list}",
+            out.path().display(),
+            kept.len(),
+            if kept.len() == 1 { "" } else { "s" }
+        ));
+    }
     Ok(())
 }
 
@@ -380,7 +417,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
             format!("results/shapley-table{}", a.table)
         })
     });
-    prepare_out(&out)?;
+    let mut out_dir = open_out(&out, a.force)?;
     let traces = load_traces(&a, figure)?;
     let org_counts: Vec<u32> = if figure {
         (2..=10).collect()
@@ -475,13 +512,12 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         notes: notes.clone(),
         wall_time_s: started.elapsed().as_secs_f64(),
     };
-    write_atomic(
-        &out.join("summary.json"),
-        &fairsched_report::files::json_bytes(&summary),
-    )?;
-    write_atomic(&out.join("shapley.csv"), csv(&rows).as_bytes())?;
+    begin_out(&mut out_dir, &["summary.json", "shapley.csv", "shapley.svg"])?;
+    out_dir.write("summary.json", &fairsched_report::files::json_bytes(&summary))?;
+    out_dir.write("shapley.csv", csv(&rows).as_bytes())?;
     let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
-    write_atomic(&out.join("shapley.svg"), svg.as_bytes())?;
+    out_dir.write("shapley.svg", svg.as_bytes())?;
+    out_dir.finish()?;
     // The table on standard output.
     let title = if figure {
         format!("Figure 1 — Δψ/p_tot vs organizations on LPC-EGEE, windows of {window} s")

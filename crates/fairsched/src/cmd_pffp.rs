@@ -1,11 +1,11 @@
 //! `fairsched experiment pffp`: the PFFP paper's Tests 1–5, our numbers
 //! beside the paper's.
 
-use crate::cmd_experiment::{bar, prepare_out};
+use crate::cmd_experiment::{ForceArg, bar, begin_out, open_out};
 use crate::term::sayln;
 use fairsched_report::plot::{Series, heatmap, profiles};
 use fairsched_report::table::push_csv_line;
-use fairsched_report::{Table, fixed, write_atomic};
+use fairsched_report::{Table, fixed};
 use fairsched_sim::TraceInput;
 use fairsched_sim::experiments::pffp::analysis::{Degradation, gamma_matrix, profile, taus};
 use fairsched_sim::experiments::pffp::{
@@ -52,26 +52,17 @@ pub struct PffpArgs {
     /// Master seed (the weeks drawn, Rand's choices, Test 5's utilisations).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
-    /// Output directory [default: results/pffp-test<N>].
+    /// Output directory [default: results/pffp-test<N>]. A folder an earlier
+    /// run wrote (it holds .fairsched-out) is cleared of that run's files
+    /// first; other files stay.
     #[arg(long)]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    force: ForceArg,
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
 }
-
-/// Every file a run may write besides summary.json and pffp.csv.
-const STALE: [&str; 9] = [
-    "degradation.csv",
-    "grid.csv",
-    "grid.svg",
-    "profile-rho-2.svg",
-    "profile-rho-5.svg",
-    "profile-tw-2.svg",
-    "profile-tw-5.svg",
-    "profile-mean-2.svg",
-    "profile-mean-5.svg",
-];
 
 fn log_name(p: &std::path::Path) -> String {
     p.file_name()
@@ -226,7 +217,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
             if a.grid { "-grid" } else { "" }
         ))
     });
-    prepare_out(&out)?;
+    let mut out_dir = open_out(&out, a.force)?;
     exp::check(&test)?;
     let logs = load_logs(&a)?;
     if a.fitted {
@@ -334,27 +325,25 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         Kind::Compare(_) => (Some(exp::degradations(&rows, &test)), None),
         Kind::Grid { .. } => (None, Some(exp::cells(&rows, &test))),
     };
-    // Files first, then the tables; files an earlier run of another test
-    // left in the same folder go, so the folder describes this run only.
-    for f in STALE {
-        let _ = std::fs::remove_file(out.join(f));
-    }
-    write_atomic(&out.join("pffp.csv"), rows_csv(&rows).as_bytes())?;
+    // Files first, then the tables; what an earlier run (of another test)
+    // wrote in the same folder goes, so the folder describes this run only.
+    begin_out(&mut out_dir, &["summary.json", "pffp.csv"])?;
+    out_dir.write("pffp.csv", rows_csv(&rows).as_bytes())?;
     let mut written = vec!["summary.json", "pffp.csv"];
     if let Some(d) = &deg {
         let mut t = degradation_table(d, a.test, &head);
         for n in &notes {
             t.note(n.clone());
         }
-        write_atomic(&out.join("degradation.csv"), t.to_csv().as_bytes())?;
+        out_dir.write("degradation.csv", t.to_csv().as_bytes())?;
         written.push("degradation.csv");
         for (f, svg) in profile_charts(&rows, &test)? {
-            write_atomic(&out.join(&f), svg.as_bytes())?;
+            out_dir.write(&f, svg.as_bytes())?;
         }
         written.push("profile-*.svg");
     }
     if let Some(c) = &cells {
-        write_atomic(&out.join("grid.csv"), grid_csv(c).as_bytes())?;
+        out_dir.write("grid.csv", grid_csv(c).as_bytes())?;
         written.push("grid.csv");
         let (rows_l, cols_l, vals) = layout(c, grid_h);
         if !vals.is_empty() {
@@ -367,7 +356,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
                 &vals,
             )
             .map_err(anyhow::Error::msg)?;
-            write_atomic(&out.join("grid.svg"), svg.as_bytes())?;
+            out_dir.write("grid.svg", svg.as_bytes())?;
             written.push("grid.svg");
         }
     }
@@ -411,10 +400,8 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         notes: &notes,
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    write_atomic(
-        &out.join("summary.json"),
-        &fairsched_report::files::json_bytes(&summary),
-    )?;
+    out_dir.write("summary.json", &fairsched_report::files::json_bytes(&summary))?;
+    out_dir.finish()?;
 
     if let Some(d) = &deg {
         let mut t = degradation_table(d, a.test, &head);

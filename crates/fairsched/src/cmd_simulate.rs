@@ -1,16 +1,16 @@
 //! `fairsched simulate`: replay a log under one or more policies.
 
+use crate::cmd_experiment::{ForceArg, begin_out, open_out};
 use crate::progress::Bars;
 use crate::term::{self, say, sayln};
 use anyhow::Context;
 use fairsched_core::{Fanout, PolicySpec};
 use fairsched_report::aggregates::OrgUtility;
-use fairsched_report::{RunDir, Table, fixed, write_atomic};
+use fairsched_report::{RunDir, Table, fixed};
 use fairsched_sim::{
     Ownership, PlatformFile, ProcsFrom, RunConfig, RuntimeLimit, Summary, Sweep, SweepRun, TraceInput,
 };
 use fairsched_trace::{FilterOptions, StreamOptions, TraceInfo, TraceScan};
-use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -83,9 +83,13 @@ pub struct Args {
     /// Master seed of every random choice.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Output directory.
+    /// Output directory: comparison.csv and one folder per policy, or one run's
+    /// files. A folder an earlier run wrote (it holds .fairsched-out) is
+    /// cleared of that run's files first; other files stay.
     #[arg(long, default_value = "out")]
     out: PathBuf,
+    #[command(flatten)]
+    force: ForceArg,
     /// Skip malformed lines (and count them) instead of stopping.
     #[arg(long)]
     lenient: bool,
@@ -129,8 +133,12 @@ fn parse_window(s: &str) -> Result<(i64, i64), String> {
 }
 
 pub fn run(mut a: Args) -> anyhow::Result<()> {
+    // A folder of other files is refused (exit 2) before anything is read.
+    let mut early_out = None;
     if let Some(db) = a.broker_log.take() {
-        fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+        let mut out = open_out(&a.out, a.force)?;
+        begin_out(&mut out, &["broker.swf", "broker-platform.toml"])?;
+        early_out = Some(out);
         let swf = a.out.join("broker.swf");
         let platform = a.out.join("broker-platform.toml");
         let e = crate::cmd_live::export(&db, &swf, Some(&platform))?;
@@ -203,6 +211,10 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     for r in &sweep.runs {
         r.config.check().map_err(term::usage)?;
     }
+    let mut out = match early_out {
+        Some(out) => out,
+        None => open_out(&a.out, a.force)?,
+    };
 
     let t0 = Instant::now();
     // The trace's errors name the file (and line, and field).
@@ -241,27 +253,36 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         sayln!("demo: no --policy given, comparing {}", DEMO_POLICIES.join(", "));
     }
 
-    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let several = sweep.runs.len() > 1;
+    // The manifest lists every entry before the first is written.
+    let planned: Vec<String> = if several {
+        let mut p: Vec<String> = sweep.runs.iter().map(|r| format!("{}/", r.name)).collect();
+        p.extend(["comparison.csv".into(), "comparison.json".into()]);
+        p
+    } else {
+        ["summary.json", "tasks.csv", "orgs.csv", "users.csv"]
+            .map(String::from)
+            .to_vec()
+    };
+    begin_out(&mut out, &planned.iter().map(String::as_str).collect::<Vec<_>>())?;
     let bars = Bars::new(!a.no_progress);
     // Progress is measured in simulated time: the trace's span, or the window.
     let (from, span) = match a.window {
         Some((start, len)) => (start, len as u64),
         None => (scan.first_submit.unwrap_or(0), scan.span_seconds().max(0) as u64),
     };
-    let several = sweep.runs.len() > 1;
     let results = sweep.run(|r: &SweepRun| {
-        let dir = if several {
-            a.out.join(&r.name)
+        let run_dir = if several {
+            out.run_dir(&r.name)?
         } else {
-            a.out.clone()
+            RunDir::create(out.path())?
         };
-        let out = RunDir::create(&dir)?;
-        let mut csv = out.tasks_csv()?;
+        let mut csv = run_dir.tasks_csv()?;
         let mut bar = bars.bar(&r.name, from, span);
         let done = r.config.execute(&scan, &mut Fanout(vec![&mut csv, &mut bar]));
         bar.finish();
         let done = done.with_context(|| format!("policy {}", r.config.order))?;
-        out.finish_tasks_csv(csv)?;
+        run_dir.finish_tasks_csv(csv)?;
         let utility: Option<Vec<OrgUtility>> = done.summary.fairness.as_ref().map(|f| {
             f.orgs
                 .iter()
@@ -273,7 +294,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
                 })
                 .collect()
         });
-        out.write_results(&done.metrics, utility.as_deref(), &done.summary)?;
+        run_dir.write_results(&done.metrics, utility.as_deref(), &done.summary)?;
         anyhow::Ok(done.summary)
     });
     let mut summaries: Vec<Summary> = Vec::new();
@@ -367,12 +388,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     }
     // Every result file is written before the table is printed.
     if several {
-        write_atomic(&a.out.join("comparison.csv"), t.to_csv().as_bytes())?;
-        write_atomic(
-            &a.out.join("comparison.json"),
+        out.write("comparison.csv", t.to_csv().as_bytes())?;
+        out.write(
+            "comparison.json",
             &fairsched_report::files::json_bytes(&t.to_json()),
         )?;
     }
+    out.finish()?;
     sayln!();
     say!("{}", t.to_text());
     sayln!(

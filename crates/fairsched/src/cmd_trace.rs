@@ -1,10 +1,12 @@
 //! `fairsched trace …`: inspect workload logs, and derive τ_u from
 //! workflow runs.
 
+use crate::cmd_experiment::{ForceArg, begin_out, open_out};
 use crate::term::{say, sayln};
 use anyhow::Context;
 use fairsched_core::Time;
-use fairsched_report::files::{json_bytes, write_atomic};
+use fairsched_report::OutDir;
+use fairsched_report::files::json_bytes;
 use fairsched_report::plot::{Series, lines, steps};
 use fairsched_sim::experiments::workflow::Protocol;
 use fairsched_sim::experiments::workflow::grid::Grid;
@@ -34,9 +36,13 @@ pub enum TraceCommand {
     Stats {
         /// An SWF log, plain or gzip.
         file: PathBuf,
-        /// Write DIR/summary.json (everything) and DIR/aggregation.svg.
+        /// Write DIR/summary.json (everything) and DIR/aggregation.svg. A
+        /// folder an earlier run wrote (it holds .fairsched-out) is cleared of
+        /// that run's files first; other files stay.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        force: ForceArg,
         /// Skip malformed lines (and count them) instead of stopping.
         #[arg(long)]
         lenient: bool,
@@ -76,9 +82,13 @@ pub struct TauArgs {
     /// Bin width of the histogram, from 0.001 to 1.
     #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     bin: f64,
-    /// Write DIR/tau.json and DIR/tau.svg.
+    /// Write DIR/tau.json and DIR/tau.svg. A folder an earlier run wrote (it
+    /// holds .fairsched-out) is cleared of that run's files first; other files
+    /// stay.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    force: ForceArg,
     /// Print JSON (the content of tau.json).
     #[arg(long)]
     json: bool,
@@ -110,11 +120,13 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
         TraceCommand::Stats {
             file,
             out,
+            force,
             lenient,
             json,
         } => {
+            let out_dir = out.as_deref().map(|d| open_out(d, force)).transpose()?;
             let report = stats_report(&file, lenient)?;
-            if let Some(dir) = &out {
+            if let Some(dir) = out_dir {
                 write_outputs(dir, &report)?;
             }
             if json {
@@ -150,9 +162,9 @@ fn stats_report(file: &Path, lenient: bool) -> anyhow::Result<StatsReport> {
     })
 }
 
-fn write_outputs(dir: &Path, report: &StatsReport) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    write_atomic(&dir.join("summary.json"), &json_bytes(report))?;
+fn write_outputs(mut dir: OutDir, report: &StatsReport) -> anyhow::Result<()> {
+    begin_out(&mut dir, &["summary.json", "aggregation.svg"])?;
+    dir.write("summary.json", &json_bytes(report))?;
     let levels = &report.stats.aggregation;
     let points = levels.iter().map(|l| l.values.len()).max().unwrap_or(0);
     let xs: Vec<f64> = (1..=points).map(|i| i as f64).collect();
@@ -171,7 +183,8 @@ fn write_outputs(dir: &Path, report: &StatsReport) -> anyhow::Result<()> {
         &series,
     )
     .map_err(anyhow::Error::msg)?;
-    write_atomic(&dir.join("aggregation.svg"), svg.as_bytes())?;
+    dir.write("aggregation.svg", svg.as_bytes())?;
+    dir.finish()?;
     Ok(())
 }
 
@@ -340,9 +353,7 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
         Some(p) => Grid::load(p)?,
         None => Grid::default(),
     };
-    if let Some(dir) = &a.out {
-        crate::cmd_experiment::prepare_out(dir)?;
-    }
+    let out_dir = a.out.as_deref().map(|d| open_out(d, a.force)).transpose()?;
     let pb = crate::cmd_experiment::bar(a.repetitions as u64, !a.no_progress, "runs");
     pb.set_prefix("trace tau");
     let spacing = Time::from_millis((spacing_s * 1000.0).round() as i64);
@@ -383,12 +394,14 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
     };
 
     // Files first.
-    if let Some(dir) = &a.out {
-        write_atomic(&dir.join("tau.json"), &json_bytes(&report))?;
+    if let Some(mut dir) = out_dir {
+        begin_out(&mut dir, &["tau.json", "tau.svg"])?;
+        dir.write("tau.json", &json_bytes(&report))?;
         let svg = tau_svg(&report)
             .map_err(anyhow::Error::msg)
             .context("plotting the histogram")?;
-        write_atomic(&dir.join("tau.svg"), svg.as_bytes())?;
+        dir.write("tau.svg", svg.as_bytes())?;
+        dir.finish()?;
     }
     if a.json {
         sayln!("{}", serde_json::to_string_pretty(&report)?);

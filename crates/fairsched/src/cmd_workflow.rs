@@ -2,12 +2,12 @@
 //! Experiments 1–3 (or any workflows), Fairness against No-Fairness on
 //! identical simulated grids.
 
-use crate::cmd_experiment::{bar, prepare_out};
+use crate::cmd_experiment::{ForceArg, bar, begin_out, open_out};
 use crate::term::sayln;
 use anyhow::Context;
 use fairsched_core::Time;
 use fairsched_report::plot::steps;
-use fairsched_report::{Table, fixed, write_atomic};
+use fairsched_report::{Table, fixed};
 use fairsched_sim::experiments::workflow::{self as exp, Pair, grid::Grid};
 use fairsched_trace::workflow::{LoadOptions, WorkflowSource};
 use serde::Serialize;
@@ -51,9 +51,13 @@ pub struct WorkflowArgs {
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Output directory [default: results/workflow-exp<N> or results/workflow-custom].
+    /// Output directory [default: results/workflow-exp<N> or
+    /// results/workflow-custom]. A folder an earlier run wrote (it holds
+    /// .fairsched-out) is cleared of that run's files first; other files stay.
     #[arg(long)]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    force: ForceArg,
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -203,7 +207,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("results/workflow-{tag}")));
-    prepare_out(&out)?;
+    let mut out_dir = open_out(&out, a.force)?;
     let pb = bar(a.repetitions as u64, !a.no_progress, "repetitions");
     pb.set_prefix(tag.clone());
     let spacing = Time::from_millis((a.spacing * 1000.0).round() as i64);
@@ -408,16 +412,22 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         notes: &notes,
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    write_atomic(
-        &out.join("summary.json"),
-        &fairsched_report::files::json_bytes(&summary),
-    )?;
-    write_atomic(&out.join("sets.csv"), t_csv.to_csv().as_bytes())?;
-    write_atomic(&out.join("workflows.csv"), w_csv.to_csv().as_bytes())?;
-    if let Some((_, t3_csv)) = &table3 {
-        write_atomic(&out.join("table3.csv"), t3_csv.to_csv().as_bytes())?;
+    let plots: Vec<String> = pairs
+        .iter()
+        .map(|p| format!("eta-rep{}.svg", p.repetition))
+        .collect();
+    let mut planned = vec!["summary.json", "sets.csv", "workflows.csv"];
+    if table3.is_some() {
+        planned.push("table3.csv");
     }
-    remove_stale(&out, a.repetitions, table3.is_some())?;
+    planned.extend(plots.iter().map(String::as_str));
+    begin_out(&mut out_dir, &planned)?;
+    out_dir.write("summary.json", &fairsched_report::files::json_bytes(&summary))?;
+    out_dir.write("sets.csv", t_csv.to_csv().as_bytes())?;
+    out_dir.write("workflows.csv", w_csv.to_csv().as_bytes())?;
+    if let Some((_, t3_csv)) = &table3 {
+        out_dir.write("table3.csv", t3_csv.to_csv().as_bytes())?;
+    }
     for p in &pairs {
         let svg = steps(
             &format!("η_u over time — {tag}, repetition {}", p.repetition),
@@ -430,8 +440,9 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         )
         .map_err(anyhow::Error::msg)
         .context("plotting η_u")?;
-        write_atomic(&out.join(format!("eta-rep{}.svg", p.repetition)), svg.as_bytes())?;
+        out_dir.write(&format!("eta-rep{}.svg", p.repetition), svg.as_bytes())?;
     }
+    out_dir.finish()?;
     sayln!("{}", t.to_text());
     sayln!("{}", w.to_text());
     if let Some((t3, _)) = &table3 {
@@ -443,24 +454,6 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         if table3.is_some() { ", table3.csv" } else { "" },
         started.elapsed().as_secs_f64()
     );
-    Ok(())
-}
-
-/// Removes what an earlier run of this command left in `out` and this one
-/// does not rewrite (plots of further repetitions, a Table 3), so the
-/// folder holds one run's files.
-fn remove_stale(out: &std::path::Path, repetitions: u32, table3: bool) -> anyhow::Result<()> {
-    for e in std::fs::read_dir(out).with_context(|| format!("reading {}", out.display()))? {
-        let e = e.with_context(|| format!("reading {}", out.display()))?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        let stale = match name.strip_prefix("eta-rep").and_then(|r| r.strip_suffix(".svg")) {
-            Some(k) => k.parse::<u32>().is_ok_and(|k| k > repetitions),
-            None => name == "table3.csv" && !table3,
-        };
-        if stale {
-            std::fs::remove_file(e.path()).with_context(|| format!("removing {}", e.path().display()))?;
-        }
-    }
     Ok(())
 }
 

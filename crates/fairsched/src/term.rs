@@ -53,6 +53,32 @@ macro_rules! sayln {
 
 pub(crate) use {say, sayln};
 
+/// A line on standard error (a remark, not an error); never fails.
+pub fn note(args: fmt::Arguments) {
+    let _ = writeln!(io::stderr().lock(), "{args}");
+}
+
+/// On SIGINT (Ctrl-C) or SIGTERM: removes the run's `*.partial` files (see
+/// `fairsched_report::OutDir`), says so, and ends the process with status
+/// 128 + the signal, as the signal itself would have. A run killed
+/// otherwise (SIGKILL, a crash) leaves them to the next run into its folder.
+pub fn clean_up_on_interrupt(cleaner: fairsched_report::PartialCleaner) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            cleaner.clean();
+            note(format_args!(
+                "\ninterrupted ({}): the run stopped; its *.partial files are removed",
+                if sig == SIGINT { "SIGINT" } else { "SIGTERM" }
+            ));
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
 /// A value the command line gave that is refused before any work (exit 2).
 #[derive(Debug)]
 pub struct Usage(String);
@@ -88,6 +114,16 @@ pub fn one_line(e: &anyhow::Error) -> String {
     msg
 }
 
+/// Whether the error is the command line's: a [`usage`] error, or an
+/// `--out` folder refused (`fairsched_report::OutError::is_usage`).
+fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.is::<Usage>()
+            || c.downcast_ref::<fairsched_report::OutError>()
+                .is_some_and(fairsched_report::OutError::is_usage)
+    })
+}
+
 /// Prints the outcome of a command on standard error and turns it into the
 /// exit status (see the module docs).
 pub fn finish(result: anyhow::Result<()>) -> ExitCode {
@@ -102,7 +138,7 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(err, "error: {}", one_line(&e));
-            if e.chain().any(|c| c.is::<Usage>()) {
+            if is_usage(&e) {
                 let _ = writeln!(err, "\nFor more information, try '--help'.");
                 ExitCode::from(2)
             } else {
@@ -142,5 +178,15 @@ mod tests {
         let e = usage("--procs 0: no").context("simulate");
         assert!(e.chain().any(|c| c.is::<Usage>()));
         assert_eq!(one_line(&e), "simulate: --procs 0: no");
+        // An --out folder refused is the command line's too; its I/O errors
+        // are the run's.
+        let refused = fairsched_report::OutError::NotOurs { dir: "x".into() };
+        assert!(is_usage(&anyhow::Error::new(refused).context("policy fcfs")));
+        let io = fairsched_report::OutError::File(fairsched_report::FileError {
+            op: "creating",
+            path: "x".into(),
+            source: io::Error::other("full"),
+        });
+        assert!(!is_usage(&anyhow::Error::new(io)));
     }
 }

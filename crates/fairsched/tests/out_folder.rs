@@ -1,0 +1,498 @@
+//! `--out` folders: a run writes a manifest (`.fairsched-out`) first; the
+//! next run into the same folder replaces exactly what it lists (and the
+//! `*.partial` files a killed run left) and keeps the user's files; a
+//! folder of other files is refused (exit 2) unless `--force`; a manifest
+//! naming anything outside the folder is refused and nothing is deleted.
+//! Real processes on the bundled KTH-SP2 log (the README's first command).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fairsched"));
+    c.current_dir(repo());
+    c
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Runs the command, which must succeed; returns its standard error.
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    let (stdout, stderr) = text(&o);
+    assert!(
+        o.status.success(),
+        "fairsched {args:?} failed:\n{stdout}\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// `fairsched simulate` on a short window of the bundled log.
+fn simulate(out: &Path, policies: &[&str], extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["simulate", "--window", "600000,100000", "--no-progress"];
+    for p in policies {
+        args.extend(["--policy", p]);
+    }
+    args.extend(extra);
+    args.extend(["--out", out.to_str().unwrap()]);
+    args.into_iter().map(String::from).collect()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The folder's entries, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every `*.partial` file under `dir`.
+fn partials(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(rd) = fs::read_dir(dir) else { return found };
+    for e in rd.flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            found.extend(partials(&p));
+        } else if p.to_string_lossy().ends_with(".partial") {
+            found.push(p);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_second_run_replaces_the_first_runs_folders_and_keeps_the_users_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&strs(&simulate(&out, &["fcfs", "easy"], &[])));
+    assert_eq!(
+        names(&out),
+        [
+            ".fairsched-out",
+            "comparison.csv",
+            "comparison.json",
+            "easy",
+            "fcfs"
+        ]
+    );
+    let manifest = fs::read_to_string(out.join(".fairsched-out")).unwrap();
+    assert!(manifest.starts_with("fairsched-out 1\n"), "{manifest}");
+    assert!(
+        manifest.contains(&format!("version {}\n", env!("CARGO_PKG_VERSION"))),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains("command fairsched simulate --window 600000,100000"),
+        "{manifest}"
+    );
+    for e in ["fcfs/", "easy/", "comparison.csv", "comparison.json"] {
+        assert!(manifest.contains(&format!("\nentry {e}\n")), "{e}: {manifest}");
+    }
+
+    // Between the runs: the user's notes, and what a killed run leaves.
+    fs::write(out.join("notes.txt"), "mine").unwrap();
+    fs::write(out.join("x.partial"), "").unwrap();
+    fs::write(out.join("easy/tasks.csv.partial"), "").unwrap();
+
+    let stderr = ok(&strs(&simulate(&out, &["fifo", "fair-share"], &[])));
+    assert_eq!(
+        names(&out),
+        [
+            ".fairsched-out",
+            "comparison.csv",
+            "comparison.json",
+            "fair-share",
+            "fifo",
+            "notes.txt"
+        ],
+        "no stale policy folder, no partial file"
+    );
+    assert_eq!(fs::read_to_string(out.join("notes.txt")).unwrap(), "mine");
+    assert!(
+        stderr.contains("kept 1 file not written by fairsched: notes.txt"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("kept").count(), 1, "one line: {stderr}");
+    let csv = fs::read_to_string(out.join("comparison.csv")).unwrap();
+    assert!(
+        csv.contains("fifo") && csv.contains("fair-share") && !csv.contains("easy"),
+        "{csv}"
+    );
+
+    // From several policies to one: the run's files go in the folder itself.
+    ok(&strs(&simulate(&out, &["easy"], &[])));
+    assert_eq!(
+        names(&out),
+        [
+            ".fairsched-out",
+            "notes.txt",
+            "orgs.csv",
+            "summary.json",
+            "tasks.csv",
+            "users.csv"
+        ]
+    );
+}
+
+#[test]
+fn the_readme_command_runs_twice_into_its_default_out() {
+    // `fairsched simulate` (its --out is `out`), twice in one folder.
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let o = Command::new(env!("CARGO_BIN_EXE_fairsched"))
+            .current_dir(dir.path())
+            .args(["simulate", "--window", "600000,100000", "--no-progress"])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{stdout}\n{stderr}");
+        assert!(!stderr.contains("kept"), "{stderr}");
+    }
+    let out = dir.path().join("out");
+    assert!(names(&out).contains(&"comparison.csv".to_string()));
+    assert!(out.join("fair-share/summary.json").exists());
+}
+
+#[test]
+fn a_folder_of_other_files_is_refused_with_exit_2_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("data");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("thesis.tex"), "mine").unwrap();
+    fs::write(out.join("summary.json"), "old").unwrap();
+    let args = simulate(&out, &["fcfs"], &[]);
+    let o = run(&strs(&args));
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--out {}: not empty and not a fairsched output folder (no .fairsched-out); \
+             choose another --out, or add --force to write into it (files of the same name are replaced)",
+            out.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("trace:"), "refused before any work: {stderr}");
+    assert_eq!(names(&out), ["summary.json", "thesis.tex"], "nothing written");
+
+    // --force: files of the same name are replaced, the others stay (and
+    // are reported); the folder is a fairsched folder from now on.
+    let stderr = ok(&strs(&simulate(&out, &["fcfs"], &["--force"])));
+    assert!(
+        stderr.contains("kept 1 file not written by fairsched: thesis.tex"),
+        "{stderr}"
+    );
+    assert_ne!(fs::read_to_string(out.join("summary.json")).unwrap(), "old");
+    assert_eq!(fs::read_to_string(out.join("thesis.tex")).unwrap(), "mine");
+    ok(&strs(&simulate(&out, &["fcfs", "easy"], &[])));
+    assert_eq!(
+        names(&out),
+        [
+            ".fairsched-out",
+            "comparison.csv",
+            "comparison.json",
+            "easy",
+            "fcfs",
+            "thesis.tex"
+        ]
+    );
+
+    // --out a file: the command line's mistake too.
+    let o = run(&strs(&simulate(&out.join("thesis.tex"), &["fcfs"], &[])));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+    assert!(text(&o).1.contains("not a folder"), "{}", text(&o).1);
+}
+
+#[test]
+fn a_manifest_naming_a_file_outside_is_refused_and_nothing_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = dir.path().join("evil");
+    fs::write(&evil, "precious").unwrap();
+    let out = dir.path().join("out");
+    ok(&strs(&simulate(&out, &["fcfs", "easy"], &[])));
+    let manifest = out.join(".fairsched-out");
+    let mut text_m = fs::read_to_string(&manifest).unwrap();
+    text_m.push_str("entry ../evil\n");
+    let line = text_m.lines().count();
+    fs::write(&manifest, &text_m).unwrap();
+    let before = names(&out);
+    let o = run(&strs(&simulate(&out, &["fifo"], &[])));
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:{line}: entry \"../evil\" refused",
+            manifest.display()
+        )) && stderr.contains("nothing was deleted"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(&evil).unwrap(), "precious");
+    assert_eq!(names(&out), before, "nothing deleted in the folder either");
+    assert!(out.join("easy/tasks.csv").exists());
+}
+
+#[test]
+fn a_killed_run_leaves_partial_files_the_next_run_removes() {
+    // SIGKILL cannot be caught: the killed run leaves `tasks.csv.partial`
+    // files (never a half-written file under its final name), and its
+    // manifest, written first, lists its folders.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = bin()
+        .env("RAYON_NUM_THREADS", "1")
+        .args(["simulate", "--no-progress", "--split-parallel", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let caught = wait_for_partial(&out, &mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    if !caught {
+        eprintln!("the run ended before a partial file was seen: nothing to check");
+        return;
+    }
+    assert!(!partials(&out).is_empty());
+    assert!(out.join(".fairsched-out").exists(), "written first");
+    fs::write(out.join("notes.txt"), "mine").unwrap();
+    ok(&strs(&simulate(&out, &["fcfs"], &[])));
+    assert_eq!(partials(&out), Vec::<PathBuf>::new());
+    assert_eq!(
+        names(&out),
+        [
+            ".fairsched-out",
+            "notes.txt",
+            "orgs.csv",
+            "summary.json",
+            "tasks.csv",
+            "users.csv"
+        ]
+    );
+}
+
+/// Waits until a `*.partial` file shows under `out`; false if the child
+/// ended first.
+fn wait_for_partial(out: &Path, child: &mut std::process::Child) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(120) {
+        // A run's `tasks.csv.partial` (not the manifest's own, an instant).
+        if partials(out).iter().any(|p| p.ends_with("tasks.csv.partial")) {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no partial file after 120 s");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_leaves_no_partial_file() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    for (sig, code) in [(Signal::SIGINT, 130), (Signal::SIGTERM, 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut child = bin()
+            .env("RAYON_NUM_THREADS", "1")
+            .args(["simulate", "--no-progress", "--split-parallel", "--out"])
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        if !wait_for_partial(&out, &mut child) {
+            eprintln!("the run ended before a partial file was seen: nothing to check");
+            continue;
+        }
+        kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{sig}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        assert_eq!(partials(&out), Vec::<PathBuf>::new(), "{sig}");
+        assert!(out.join(".fairsched-out").exists());
+    }
+}
+
+#[test]
+fn an_experiment_runs_twice_into_the_same_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let args = |reps: &'static str| {
+        vec![
+            "experiment".to_string(),
+            "workflow-fairness".into(),
+            "--workflows".into(),
+            "gate,simubloch".into(),
+            "--repetitions".into(),
+            reps.into(),
+            "--no-progress".into(),
+            "--out".into(),
+            out.to_str().unwrap().into(),
+        ]
+    };
+    ok(&strs(&args("2")));
+    assert!(out.join("eta-rep2.svg").exists());
+    fs::write(out.join("notes.txt"), "mine").unwrap();
+    let stderr = ok(&strs(&args("1")));
+    assert!(
+        stderr.contains("kept 1 file not written by fairsched: notes.txt"),
+        "{stderr}"
+    );
+    assert_eq!(
+        names(&out),
+        [
+            ".fairsched-out",
+            "eta-rep1.svg",
+            "notes.txt",
+            "sets.csv",
+            "summary.json",
+            "workflows.csv"
+        ]
+    );
+    // The same for diet-ethic, run twice as it is.
+    let out = dir.path().join("d");
+    let diet = [
+        "experiment",
+        "diet-ethic",
+        "--scenario",
+        "night-consecutive",
+        "--runs",
+        "1",
+        "--n-submit",
+        "100",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    ok(&diet);
+    ok(&diet);
+    assert_eq!(
+        names(&out),
+        [".fairsched-out", "diet.csv", "diet.svg", "summary.json"]
+    );
+}
+
+#[test]
+fn trace_stats_and_tau_run_twice_into_the_same_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stats");
+    let log = repo().join("data/KTH-SP2-1996-2.1-cln.swf.gz");
+    let stats = [
+        "trace",
+        "stats",
+        log.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    ok(&stats);
+    ok(&stats);
+    assert_eq!(names(&out), [".fairsched-out", "aggregation.svg", "summary.json"]);
+    // A folder of other files: refused, then forced.
+    let mine = dir.path().join("mine");
+    fs::create_dir(&mine).unwrap();
+    fs::write(mine.join("a.txt"), "").unwrap();
+    let mut args = vec![
+        "trace",
+        "stats",
+        log.to_str().unwrap(),
+        "--out",
+        mine.to_str().unwrap(),
+    ];
+    assert_eq!(run(&args).status.code(), Some(2));
+    args.push("--force");
+    ok(&args);
+    assert_eq!(
+        names(&mine),
+        [".fairsched-out", "a.txt", "aggregation.svg", "summary.json"]
+    );
+
+    let out = dir.path().join("tau");
+    let tau = [
+        "trace",
+        "tau",
+        "gate,simubloch",
+        "--repetitions",
+        "1",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    ok(&tau);
+    ok(&tau);
+    assert_eq!(names(&out), [".fairsched-out", "tau.json", "tau.svg"]);
+}
+
+#[test]
+fn every_command_with_out_takes_force() {
+    for cmd in [
+        &["simulate"][..],
+        &["experiment", "shapley"],
+        &["experiment", "pffp"],
+        &["experiment", "diet-ethic"],
+        &["experiment", "workflow-fairness"],
+        &["trace", "stats"],
+        &["trace", "tau"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let (help, _) = text(&run(&args));
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(
+                "--force Write into a non-empty --out folder that no fairsched run wrote \
+                 (files of the same name are replaced)"
+            ),
+            "{cmd:?}:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn a_folder_of_the_users_with_a_policys_name_is_refused_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&strs(&simulate(&out, &["fcfs", "easy"], &[])));
+    // The user's own folder, named like a policy's.
+    fs::create_dir(out.join("fifo")).unwrap();
+    fs::write(out.join("fifo/notes.txt"), "mine").unwrap();
+    let o = run(&strs(&simulate(&out, &["fifo", "fcfs"], &[])));
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("fifo/ is there and no fairsched run wrote it") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    // Refused before anything was deleted.
+    assert!(out.join("easy/summary.json").exists() && out.join("fifo/notes.txt").exists());
+    ok(&strs(&simulate(&out, &["fifo", "fcfs"], &["--force"])));
+    assert!(!out.join("fifo/notes.txt").exists() && out.join("fifo/summary.json").exists());
+    assert!(!out.join("easy").exists());
+}
