@@ -166,6 +166,10 @@ pub struct TaskOut {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TasksReply {
     pub tasks: Vec<TaskOut>,
+    /// The admin's list only: the name of each user who has tasks in it,
+    /// by user id (`TaskOut::user`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub users: std::collections::BTreeMap<i64, String>,
 }
 
 /// `GET /v1/status`.

@@ -1,7 +1,7 @@
 //! `fairsched serve`: the HTTP API (axum on tokio) in front of the
 //! [`Broker`], which one thread owns. Handlers send it writes (answered
 //! after their group commit) and reads; worker polls wait on a watch of
-//! the broker's generation (bumped when tasks start).
+//! the broker's generation (bumped when tasks start or runs are stopped).
 
 use crate::api::*;
 use crate::identity::{Principal, hash};
@@ -13,7 +13,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use fairsched_worker::wire::{PollReply, PollRequest, RegisterRequest, ReportRequest};
+use fairsched_worker::wire::{PollRequest, RegisterRequest, ReportRequest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -227,8 +227,8 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
 
 async fn list_tasks(State(app): State<App>, h: HeaderMap) -> R {
     let who = app.who(&h).await?;
-    let tasks = app.read(move |b| b.tasks(&who)).await??;
-    json(StatusCode::OK, &TasksReply { tasks })
+    let reply = app.read(move |b| b.task_list(&who)).await??;
+    json(StatusCode::OK, &reply)
 }
 
 fn task_id(s: &str) -> Result<u64, ApiError> {
@@ -303,9 +303,9 @@ async fn poll(
             return Err(ApiError::new(503, "the broker is shutting down"));
         }
         generation.borrow_and_update();
-        let assign = app.read(move |b| b.poll(worker, org)).await??;
-        if !assign.is_empty() || tokio::time::Instant::now() >= deadline {
-            return json(StatusCode::OK, &PollReply { assign });
+        let reply = app.read(move |b| b.poll(worker, org)).await??;
+        if !reply.assign.is_empty() || !reply.kill.is_empty() || tokio::time::Instant::now() >= deadline {
+            return json(StatusCode::OK, &reply);
         }
         tokio::select! {
             changed = generation.changed() => {
@@ -356,6 +356,17 @@ async fn openapi() -> Response {
 
 async fn not_found() -> ApiError {
     ApiError::new(404, "no such route (see /openapi.json)")
+}
+
+/// A route served with another method (axum adds the `Allow` header).
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        405,
+        format!(
+            "{method} {}: method not allowed (the `Allow` header lists those this route takes; see /openapi.json)",
+            uri.path()
+        ),
+    )
 }
 
 /// Prometheus text format.
@@ -546,7 +557,6 @@ fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>)
             break;
         }
     }
-    tracing::info!("broker stopped; every acknowledged request is in the log");
 }
 
 /// Runs the broker until SIGTERM or SIGINT. `ready` gets the address
@@ -565,6 +575,16 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         p.push(".lock");
         PathBuf::from(p)
     };
+    // A lock file this call creates is removed again if the broker does not
+    // start (no database there, not a database, the address taken): only a
+    // database that served keeps one.
+    let new_lock = !lock_path.exists();
+    let unlock = |lock: std::fs::File| {
+        if new_lock {
+            let _ = std::fs::remove_file(&lock_path);
+        }
+        drop(lock);
+    };
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -572,6 +592,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .open(&lock_path)
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     if let Err(e) = lock.try_lock() {
+        // Another broker holds it: not ours to remove.
         return Err(match e {
             std::fs::TryLockError::WouldBlock => format!(
                 "{}: another `fairsched serve` is using this database (it holds {})",
@@ -581,17 +602,32 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
             std::fs::TryLockError::Error(e) => format!("{}: {e}", lock_path.display()),
         });
     }
-    let broker = Broker::open(&opts.db, opts.settings.clone()).map_err(|e| e.to_string())?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio: {e}"))?;
+    let broker = match Broker::open(&opts.db, opts.settings.clone()) {
+        Ok(b) => b,
+        Err(e) => {
+            unlock(lock);
+            return Err(e.to_string());
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            unlock(lock);
+            return Err(format!("tokio: {e}"));
+        }
+    };
     let (tx, rx) = mpsc::channel();
     let (gen_tx, gen_rx) = watch::channel(0u64);
-    let actor = std::thread::Builder::new()
+    let actor = match std::thread::Builder::new()
         .name("broker".into())
         .spawn(move || actor(broker, rx, gen_tx))
-        .map_err(|e| format!("thread: {e}"))?;
+    {
+        Ok(a) => a,
+        Err(e) => {
+            unlock(lock);
+            return Err(format!("thread: {e}"));
+        }
+    };
     let (stop_tx, stop_rx) = watch::channel(false);
     let app = App {
         tx,
@@ -616,15 +652,19 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/healthz", get(|| async { "ok" }))
+        // After every route: it applies to the routes defined before it.
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(app);
     let listen = opts.listen.clone();
-    let served = rt.block_on(async move {
+    let listening = std::cell::Cell::new(false);
+    let served = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(&listen)
             .await
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        listening.set(true);
         ready(addr);
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown(stop_tx))
@@ -637,7 +677,12 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
     let _ = stopper.send(Msg::Stop);
     let _ = actor.join();
     rt.shutdown_timeout(Duration::from_millis(500));
-    drop(lock);
+    if listening.get() {
+        drop(lock);
+        tracing::info!("broker stopped; every acknowledged request is in the log");
+    } else {
+        unlock(lock);
+    }
     served
 }
 

@@ -9,7 +9,7 @@
 //! commit (it is never part of a step's acknowledgement).
 
 use crate::store::{Config, ReplayError, Snapshot, Step, Store, StoreError};
-use fairsched_core::registry::{build_allocate, build_control, build_order};
+use fairsched_core::registry::{Kind, PolicySpec, build_allocate, build_control, build_order, entry};
 use fairsched_core::{Action, CoreError, Event, Platform, Scheduler, SnapshotError, TaskId, Time};
 use std::path::Path;
 
@@ -62,29 +62,78 @@ pub struct Live {
     restored_from: Option<i64>,
 }
 
+/// Order policies that read the users' requested run times (SWF field 9)
+/// as runtime estimates: a live task has none, so they are refused too.
+const NEEDS_ESTIMATES: &[&str] = &["easy"];
+
 /// Builds the core `config` describes; a clairvoyant policy (one that
-/// reads true runtimes, which a live driver does not know) is refused here,
-/// before anything runs.
+/// reads true runtimes, which a live driver does not know) or one that
+/// needs requested run times (which live tasks do not give) is refused
+/// here, before anything runs.
 pub fn build_core(config: &Config) -> Result<Scheduler, LiveError> {
     let spec = |what: &str, s: &str| {
         s.parse()
             .map_err(|e| LiveError::Config(format!("{what} `{s}`: {e}")))
     };
-    let allocate = build_allocate(&spec("allocate policy", &config.allocate)?)
-        .map_err(|e| LiveError::Config(format!("allocate policy `{}`: {e}", config.allocate)))?;
-    let order = build_order(&spec("policy", &config.order)?)
-        .map_err(|e| LiveError::Config(format!("policy `{}`: {e}", config.order)))?;
-    let control = match &config.control {
-        Some(c) => Some(
-            build_control(&spec("control policy", c)?)
-                .map_err(|e| LiveError::Config(format!("control policy `{c}`: {e}")))?,
-        ),
-        None => None,
-    };
     let clairvoyant = |name: &str| {
         LiveError::Config(format!(
             "`{name}` is clairvoyant: it reads true runtimes, which a live service does not know (it runs in `fairsched simulate` only)"
         ))
+    };
+    // A policy of another kind named where this one is expected.
+    let flag = |k: Kind| match k {
+        Kind::Allocate => "--allocate",
+        Kind::Order => "--policy",
+        Kind::Control => "--control",
+    };
+    let misplaced = |kind: Kind, spec: &PolicySpec| -> Option<LiveError> {
+        let other = [Kind::Allocate, Kind::Order, Kind::Control]
+            .into_iter()
+            .find(|&k| k != kind && entry(k, &spec.name).is_ok())?;
+        let e = entry(other, &spec.name).expect("found");
+        let what = format!(
+            "`{}` is {} {} policy ({})",
+            spec.name,
+            article(other.name()),
+            other.name(),
+            flag(other)
+        );
+        Some(LiveError::Config(if e.clairvoyant() {
+            format!(
+                "{what}, and it is clairvoyant: refused (it reads true runtimes, which a live service does not know; it runs in `fairsched simulate` only)"
+            )
+        } else {
+            format!("{what}: give it with {}, not {}", flag(other), flag(kind))
+        }))
+    };
+    let allocate_spec: PolicySpec = spec("allocate policy", &config.allocate)?;
+    let order_spec: PolicySpec = spec("policy", &config.order)?;
+    let control_spec: Option<PolicySpec> = config
+        .control
+        .as_deref()
+        .map(|c| spec("control policy", c))
+        .transpose()?;
+    for (kind, s) in [
+        (Kind::Allocate, Some(&allocate_spec)),
+        (Kind::Order, Some(&order_spec)),
+        (Kind::Control, control_spec.as_ref()),
+    ] {
+        if let Some(s) = s
+            && entry(kind, &s.name).is_err()
+            && let Some(e) = misplaced(kind, s)
+        {
+            return Err(e);
+        }
+    }
+    let allocate = build_allocate(&allocate_spec)
+        .map_err(|e| LiveError::Config(format!("allocate policy `{}`: {e}", config.allocate)))?;
+    let order =
+        build_order(&order_spec).map_err(|e| LiveError::Config(format!("policy `{}`: {e}", config.order)))?;
+    let control = match (&config.control, &control_spec) {
+        (Some(c), Some(s)) => {
+            Some(build_control(s).map_err(|e| LiveError::Config(format!("control policy `{c}`: {e}")))?)
+        }
+        _ => None,
     };
     if allocate.is_clairvoyant() {
         return Err(clairvoyant(&config.allocate));
@@ -92,9 +141,25 @@ pub fn build_core(config: &Config) -> Result<Scheduler, LiveError> {
     if order.is_clairvoyant() {
         return Err(clairvoyant(&config.order));
     }
+    if NEEDS_ESTIMATES.contains(&order_spec.name.as_str()) {
+        return Err(LiveError::Config(format!(
+            "`{}` needs requested run times (runtime estimates, SWF field 9) to backfill, and live tasks give none: \
+             it runs in `fairsched simulate` only (for first-come-first-served use `fcfs`)",
+            config.order
+        )));
+    }
     // One machine; slots join as workers register.
     let core = Scheduler::new(&Platform::pool(0), config.seed, allocate, order, control);
     Ok(core)
+}
+
+/// `a` or `an` before `word`.
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
 }
 
 impl Live {

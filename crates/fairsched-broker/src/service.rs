@@ -44,7 +44,7 @@ use fairsched_core::{
     WorkflowRef,
 };
 use fairsched_worker::wire::{
-    Assignment, Phase as WirePhase, RegisterReply, ReportEvent, ReportReply, ReportRequest, RunKey,
+    Assignment, Phase as WirePhase, PollReply, RegisterReply, ReportEvent, ReportReply, ReportRequest, RunKey,
 };
 use rusqlite::{OptionalExtension, params};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -566,13 +566,20 @@ pub struct Broker {
     /// started (after a restart everything running is handed again; the
     /// worker ignores what it already runs).
     delivered: HashSet<(TaskId, u32)>,
+    /// The worker and attempt of each run handed to a worker (by a poll)
+    /// and not yet ended or stopped.
+    handed: HashMap<TaskId, (u64, u32)>,
+    /// Handed runs the broker stopped (cancelled, preempted, killed), by
+    /// worker, for its next poll reply.
+    kills: HashMap<u64, Vec<RunKey>>,
     next_slot: u32,
     next_worker: u64,
     timers: Vec<(Time, u64)>,
     counts: Counts,
     sat: Satisfaction,
     pub counters: Counters,
-    /// Bumped whenever tasks start (long polls wait on it).
+    /// Bumped whenever tasks start or handed runs are stopped (long polls
+    /// wait on it).
     pub generation: u64,
 }
 
@@ -629,6 +636,8 @@ impl Broker {
             runs_on: HashMap::new(),
             run_start: HashMap::new(),
             delivered: HashSet::new(),
+            handed: HashMap::new(),
+            kills: HashMap::new(),
             next_slot: 0,
             next_worker: 1,
             counts: Counts::default(),
@@ -851,6 +860,8 @@ impl Broker {
             {
                 self.running.entry(w).or_default().insert(id);
                 self.runs_on.insert(id, w);
+                // Handed before the restart, most likely: a stop kills it.
+                self.handed.insert(id, (w, t.attempts()));
             }
         }
         self.sat.present = self.sat.users.values().filter(|s| s.live > 0).count() as u64;
@@ -984,8 +995,10 @@ impl Broker {
         }
     }
 
-    /// Assignments not yet handed to `worker` (renews its lease).
-    pub fn poll(&mut self, worker: u64, org: u32) -> Reply<Vec<Assignment>> {
+    /// Assignments not yet handed to `worker`, and its handed runs
+    /// stopped since its last poll (renews its lease). A worker never gets
+    /// more runs than its slots: a full one gets kills only.
+    pub fn poll(&mut self, worker: u64, org: u32) -> Reply<PollReply> {
         self.check_worker(worker, org)?;
         let view = self.live.core().view();
         let mut out = Vec::new();
@@ -997,6 +1010,7 @@ impl Broker {
                     continue;
                 }
                 let Some(d) = self.tasks.get(&id) else { continue };
+                self.handed.insert(id, (worker, attempt));
                 out.push(Assignment {
                     task: d.public,
                     attempt,
@@ -1007,7 +1021,10 @@ impl Broker {
                 });
             }
         }
-        Ok(out)
+        Ok(PollReply {
+            assign: out,
+            kill: self.kills.remove(&worker).unwrap_or_default(),
+        })
     }
 
     /// The task as its owner sees it.
@@ -1097,6 +1114,22 @@ impl Broker {
         Ok(out)
     }
 
+    /// `GET /v1/tasks`: [`Broker::tasks`], with the users' names for the
+    /// admin.
+    pub fn task_list(&self, who: &Principal) -> Reply<TasksReply> {
+        let tasks = self.tasks(who)?;
+        let mut users = BTreeMap::new();
+        if matches!(who, Principal::Admin) {
+            let names = self.user_names();
+            for t in &tasks {
+                if let Some(n) = names.get(&t.user) {
+                    users.entry(t.user).or_insert_with(|| n.clone());
+                }
+            }
+        }
+        Ok(TasksReply { tasks, users })
+    }
+
     /// Counts by state for `who`: kept as tasks change state, so O(1)
     /// (plus the workers).
     pub fn status(&self, who: &Principal) -> Reply<StatusReply> {
@@ -1164,7 +1197,8 @@ impl Broker {
     }
 
     /// Why task `id` is not running (or where it runs), with its user's
-    /// satisfaction.
+    /// satisfaction and, while it has not ended, the policies' fairness
+    /// state that concerns it.
     pub fn explain(&self, who: &Principal, id: u64) -> Reply<serde_json::Value> {
         let t = self.task(who, id)?;
         let mut v = self.explain_state(&t, id)?;
@@ -1172,7 +1206,53 @@ impl Broker {
         if let Some(w) = t.workflow {
             v["workflow"] = serde_json::json!(w);
         }
+        let orgs = self.org_names();
+        v["org"] = serde_json::json!(t.org);
+        if let Some(name) = orgs.get(&t.org) {
+            v["org_name"] = serde_json::json!(name);
+        }
+        if matches!(t.state.as_str(), "held" | "waiting" | "running") {
+            v["fairness"] = serde_json::Value::Object(self.fairness(t.org, &orgs));
+        }
         Ok(v)
+    }
+
+    /// The policies' gauges (what `/metrics` shows as `fairsched_policy_*`)
+    /// that concern organization `org`: those about no one in particular
+    /// under their name, those about `org` as `its_NAME`, and every
+    /// organization's as `NAME_by_org` (by organization name), to compare.
+    /// An organization a policy has recorded nothing for yet (none of its
+    /// tasks has started) counts 0, as the policies count it (fair-share's
+    /// usage, DIRECTCONTR's φ and ψ).
+    fn fairness(&self, org: u32, names: &HashMap<u32, String>) -> serde_json::Map<String, serde_json::Value> {
+        let name_of = |o: u32| names.get(&o).cloned().unwrap_or_else(|| o.to_string());
+        let mut out = serde_json::Map::new();
+        let mut by_org: BTreeMap<&'static str, serde_json::Map<String, serde_json::Value>> = BTreeMap::new();
+        for g in self.live.core().gauges() {
+            match g.key {
+                None => {
+                    out.insert(g.name.to_string(), serde_json::json!(g.value));
+                }
+                Some(("org", o)) => {
+                    by_org
+                        .entry(g.name)
+                        .or_default()
+                        .insert(name_of(o as u32), serde_json::json!(g.value));
+                    if o == org as i64 {
+                        out.insert(format!("its_{}", g.name), serde_json::json!(g.value));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        for (name, mut all) in by_org {
+            out.entry(format!("its_{name}")).or_insert(serde_json::json!(0.0));
+            for &o in names.keys() {
+                all.entry(name_of(o)).or_insert(serde_json::json!(0.0));
+            }
+            out.insert(format!("{name}_by_org"), serde_json::Value::Object(all));
+        }
+        out
     }
 
     fn explain_state(&self, t: &TaskOut, id: u64) -> Reply<serde_json::Value> {
@@ -1218,9 +1298,11 @@ impl Broker {
                 "why": "it is running",
             }));
         }
-        // Ahead of it under priority, then submission order.
+        // Ahead of it under priority, then submission order; and in
+        // submission order alone.
         let (prio, seq) = (tv.priority(), tv.seq());
         let mut ahead = 0u64;
+        let mut earlier = 0u64;
         let mut ahead_same_user = 0u64;
         let mut user_running = 0u64;
         let mut org_running = 0u64;
@@ -1235,6 +1317,9 @@ impl Broker {
                 }
                 continue;
             }
+            if o.seq() < seq {
+                earlier += 1;
+            }
             if o.priority() > prio || (o.priority() == prio && o.seq() < seq) {
                 ahead += 1;
                 if o.spec().user == tv.spec().user {
@@ -1243,39 +1328,37 @@ impl Broker {
             }
         }
         let free = view.total_slots() as u64 - view.busy_slots();
+        let order = &cfg.order;
         let why = if view.total_slots() == 0 {
             "no worker has joined: there are no slots".to_string()
         } else if free == 0 {
-            format!(
-                "all {} slots are busy; {} waiting task(s) are ahead of it by priority then submission order (the `{}` policy may pick differently: it weighs users and organizations)",
-                view.total_slots(),
-                ahead,
-                cfg.order
-            )
-        } else {
-            format!(
-                "{free} slot(s) are free but the `{}` policy keeps it waiting (its user or organization is ahead of its fair share)",
-                cfg.order
-            )
-        };
-        // The policies' fairness state that concerns this task.
-        let mut fairness = serde_json::Map::new();
-        for g in self.live.core().gauges() {
-            match g.key {
-                None => {
-                    fairness.insert(g.name.to_string(), serde_json::json!(g.value));
-                }
-                Some(("org", o)) if o == tv.org().0 as i64 => {
-                    fairness.insert(format!("its_{}", g.name), serde_json::json!(g.value));
-                }
-                Some(_) => {}
+            let slots = view.total_slots();
+            match order_kind(order) {
+                OrderKind::Submission => format!(
+                    "all {slots} slots are busy; {earlier} waiting task(s) were submitted before it, and the `{order}` policy starts them first"
+                ),
+                OrderKind::Priority => format!(
+                    "all {slots} slots are busy; {ahead} waiting task(s) are ahead of it by priority then submission order, and the `{order}` policy starts them first"
+                ),
+                OrderKind::Weighs(what) => format!(
+                    "all {slots} slots are busy; {ahead} waiting task(s) are ahead of it by priority then submission order, but the `{order}` policy may pick differently: {what} (see `fairness`)"
+                ),
             }
-        }
+        } else {
+            match order_kind(order) {
+                OrderKind::Weighs(_) => format!(
+                    "{free} slot(s) are free but the `{order}` policy keeps it waiting (its user or organization is ahead of its fair share)"
+                ),
+                _ => format!(
+                    "{free} slot(s) are free: the `{order}` policy starts it at the broker's next decision"
+                ),
+            }
+        };
         Ok(serde_json::json!({
             "task": id, "state": "waiting", "policy": policy,
-            "fairness": fairness,
             "priority": prio,
             "ahead_by_priority_then_fifo": ahead,
+            "ahead_in_submission_order": earlier,
             "ahead_of_same_user": ahead_same_user,
             "user_running": user_running,
             "org": tv.org().0,
@@ -1673,6 +1756,8 @@ impl Broker {
                 let mut events = Vec::new();
                 let mut exits = Vec::new();
                 let mut ended: HashSet<u64> = HashSet::new();
+                // The phase each run is in: reported in this body, or before.
+                let mut phases: HashMap<u64, Phase> = HashMap::new();
                 for r in &body.reports {
                     if ended.contains(&r.task) {
                         continue; // duplicate: ignored
@@ -1680,24 +1765,36 @@ impl Broker {
                     let Some(task) = current(r.task, r.attempt) else {
                         continue; // late or lost: ignored
                     };
+                    let in_phase = |phases: &HashMap<u64, Phase>| {
+                        phases
+                            .get(&r.task)
+                            .copied()
+                            .or_else(|| view.task(task).and_then(|t| t.phase()).map(|(p, _)| p))
+                    };
                     match r.event {
-                        ReportEvent::Phase(p) => events.push(Event::Phase {
-                            task,
-                            phase: phase(p),
-                        }),
+                        ReportEvent::Phase(p) => {
+                            phases.insert(r.task, phase(p));
+                            events.push(Event::Phase {
+                                task,
+                                phase: phase(p),
+                            })
+                        }
                         ReportEvent::Exit(code) => {
                             ended.insert(r.task);
+                            let why = (code != 0)
+                                .then(|| failure_reason(in_phase(&phases), &format!("exit {code}")));
                             events.push(if code == 0 {
                                 Event::Complete { task }
                             } else {
                                 Event::Fail { task }
                             });
-                            exits.push((r.task, Some(code), None));
+                            exits.push((r.task, Some(code), None, why));
                         }
                         ReportEvent::Signal(sig) => {
                             ended.insert(r.task);
                             events.push(Event::Fail { task });
-                            exits.push((r.task, None, Some(sig)));
+                            let why = failure_reason(in_phase(&phases), &format!("signal {sig}"));
+                            exits.push((r.task, None, Some(sig), Some(why)));
                         }
                     }
                 }
@@ -1726,10 +1823,15 @@ impl Broker {
                 }
                 let view = self.live.core().view();
                 let mut events = Vec::new();
+                let mut failed = Vec::new();
                 for &id in self.running.get(&worker).into_iter().flatten() {
                     let Some(t) = view.task(id) else { continue };
                     if t.attempts() >= self.settings.max_attempts {
                         events.push(Event::Fail { task: id });
+                        failed.push((
+                            self.public_id(id),
+                            lost_reason(t.attempts(), self.settings.max_attempts),
+                        ));
                     } else {
                         events.push(Event::Requeue { task: id });
                     }
@@ -1739,7 +1841,7 @@ impl Broker {
                 }
                 Ok(Plan {
                     events,
-                    kind: PlanKind::Leave(worker),
+                    kind: PlanKind::Leave { worker, failed },
                 })
             }
         }
@@ -1883,7 +1985,7 @@ impl Broker {
                 })
             }
             PlanKind::Report { kill, .. } => Written::Reported(ReportReply { kill }),
-            PlanKind::Leave(worker) => {
+            PlanKind::Leave { worker, .. } => {
                 if let Some(w) = self.workers.get_mut(&worker) {
                     w.lost = true;
                     for s in &w.slots {
@@ -1897,8 +1999,11 @@ impl Broker {
                 if let Some(set) = self.running.remove(&worker) {
                     for t in set {
                         self.runs_on.remove(&t);
+                        self.handed.remove(&t);
                     }
                 }
+                // It kills everything on its 410.
+                self.kills.remove(&worker);
                 Written::Left
             }
         };
@@ -1939,6 +2044,7 @@ impl Broker {
                     }
                 }
                 Action::Stop { task, .. } => {
+                    self.stop_handed(*task);
                     self.unrun(*task);
                     if let Some((user, _)) = self.run_start.remove(task) {
                         self.counts.shift(user, St::Running, St::Waiting);
@@ -1953,6 +2059,7 @@ impl Broker {
 
     fn ended(&mut self, r: &EndRecord) {
         let core = r.spec.id;
+        self.handed.remove(&core);
         self.unrun(core);
         let was_running = self.run_start.remove(&core).is_some();
         let public = self.public_id(core);
@@ -1978,6 +2085,24 @@ impl Broker {
                 self.doomed.push((k, parent_reason(public, r.outcome.name())));
             }
         }
+    }
+
+    /// A running task stopped by the broker: if its run was handed to a
+    /// worker still alive, that worker's next poll (woken now) kills it.
+    /// (Runs a worker ends itself end without a stop.)
+    fn stop_handed(&mut self, task: TaskId) {
+        let Some((worker, attempt)) = self.handed.remove(&task) else {
+            return;
+        };
+        if self.workers.get(&worker).is_none_or(|w| w.lost) {
+            return;
+        }
+        let public = self.public_id(task);
+        self.kills.entry(worker).or_default().push(RunKey {
+            task: public,
+            attempt,
+        });
+        self.generation += 1;
     }
 
     fn unrun(&mut self, task: TaskId) {
@@ -2044,7 +2169,9 @@ impl Known<'_> {
                 }
             }
             PlanKind::Register { slots, .. } => d.slots += *slots as i64,
-            PlanKind::Leave(w) => d.slots -= self.workers.get(w).map_or(0, |w| w.slots.len() as i64),
+            PlanKind::Leave { worker: w, .. } => {
+                d.slots -= self.workers.get(w).map_or(0, |w| w.slots.len() as i64)
+            }
             PlanKind::Cancel(_) | PlanKind::Withdraw { .. } | PlanKind::Report { .. } => {}
         }
     }
@@ -2137,6 +2264,9 @@ impl Plan {
     }
 }
 
+/// A run a report ended: (public id, exit code, signal, why it failed).
+type Exit = (u64, Option<i32>, Option<i32>, Option<String>);
+
 enum PlanKind {
     Submit {
         user: i64,
@@ -2166,10 +2296,15 @@ enum PlanKind {
         lease_ms: u64,
     },
     Report {
-        exits: Vec<(u64, Option<i32>, Option<i32>)>,
+        exits: Vec<Exit>,
         kill: Vec<RunKey>,
     },
-    Leave(u64),
+    /// A worker that left or lost its lease, and the tasks this fails
+    /// (public id, why): those that lost it on their last allowed run.
+    Leave {
+        worker: u64,
+        failed: Vec<(u64, String)>,
+    },
 }
 
 /// The service's rows for an accepted write.
@@ -2253,16 +2388,21 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             )?;
         }
         PlanKind::Report { exits, .. } => {
-            let mut up = tx.prepare_cached("UPDATE tasks SET exit_code = ?2, signal = ?3 WHERE id = ?1")?;
-            for (task, code, signal) in exits {
-                up.execute(params![*task as i64, code, signal])?;
+            let mut up =
+                tx.prepare_cached("UPDATE tasks SET exit_code = ?2, signal = ?3, reason = ?4 WHERE id = ?1")?;
+            for (task, code, signal, why) in exits {
+                up.execute(params![*task as i64, code, signal, why])?;
             }
         }
-        PlanKind::Leave(worker) => {
+        PlanKind::Leave { worker, failed } => {
             tx.execute(
                 "UPDATE workers SET state = 'gone', left_ms = ?2 WHERE id = ?1",
                 params![*worker as i64, now_ms],
             )?;
+            let mut up = tx.prepare_cached("UPDATE tasks SET reason = ?2 WHERE id = ?1")?;
+            for (task, why) in failed {
+                up.execute(params![*task as i64, why])?;
+            }
         }
         PlanKind::Cancel(_) => {}
     }
@@ -2316,6 +2456,57 @@ fn persist_shares(tx: &rusqlite::Transaction, st: &Staged) -> rusqlite::Result<(
         up.execute(params![u, s.allocated, s.deserved, s.base])?;
     }
     Ok(())
+}
+
+/// How an order policy picks among waiting tasks, for `explain`'s words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OrderKind {
+    /// Submission order, priorities ignored (`fifo`, `fcfs`, `easy`).
+    Submission,
+    /// Highest priority first, then submission order (`priority`, and a
+    /// policy `explain` does not know).
+    Priority,
+    /// It weighs something else too: users, organizations, workflows.
+    Weighs(&'static str),
+}
+
+/// The kind of the order policy `spec` (`name` or `name[k=v,…]`).
+fn order_kind(spec: &str) -> OrderKind {
+    let name = spec.split('[').next().unwrap_or(spec).trim();
+    match name {
+        "fifo" | "fcfs" | "easy" => OrderKind::Submission,
+        "fair-share" | "ut-fair-share" | "curr-fair-share" => OrderKind::Weighs(
+            "it starts the organization that got the least for its share of the slots first, not tasks by priority",
+        ),
+        "round-robin" => OrderKind::Weighs("it takes organizations in turn, not tasks by priority"),
+        "direct-contr" => OrderKind::Weighs(
+            "it weighs organizations by their contribution (Shapley), not tasks by priority",
+        ),
+        "diet-ethic" => OrderKind::Weighs(
+            "it runs mandatory tasks first, then the user with the least time allocated, not tasks by priority",
+        ),
+        "workflow-fcfs" => {
+            OrderKind::Weighs("among equal priorities it puts the earliest-submitted workflow first")
+        }
+        _ => OrderKind::Priority,
+    }
+}
+
+/// Why a run failed: how it ended, and in which phase when its worker
+/// reported the phases (`the exec phase failed (exit 3)`).
+fn failure_reason(p: Option<Phase>, how: &str) -> String {
+    match p {
+        Some(p) => format!("the {} phase failed ({how})", p.name()),
+        None => format!("its run failed ({how})"),
+    }
+}
+
+/// Why a task failed with its worker: it was lost during the task's run
+/// number `attempt`, when `--max-attempts` allows no more.
+fn lost_reason(attempt: u32, max: u32) -> String {
+    format!(
+        "its worker was lost during its run {attempt}, and serve --max-attempts {max} allows no more runs"
+    )
 }
 
 fn phase(p: WirePhase) -> Phase {
@@ -2621,6 +2812,7 @@ mod tests {
     fn polled(b: &mut Broker, f: &Fixture, worker: u64) -> BTreeMap<u64, u32> {
         b.poll(worker, f.org)
             .unwrap()
+            .assign
             .into_iter()
             .map(|a| (a.task, a.attempt))
             .collect()
@@ -2682,6 +2874,76 @@ mod tests {
         let s = b.status(&Principal::Admin).unwrap();
         assert_eq!(s, recount(b));
         s
+    }
+
+    /// A cancelled run reaches its worker in its next poll, which the
+    /// cancel wakes (the generation), with the assignment of the slot it
+    /// freed; runs the worker ended itself are not sent back.
+    #[test]
+    fn a_stopped_run_is_killed_by_the_next_poll() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let worker = register(&mut b, &f, 1);
+        let tasks = (0..3)
+            .map(|i| NewTask {
+                command: format!("sleep {i}"),
+                ..NewTask::default()
+            })
+            .collect();
+        let Written::Submitted { ids, .. } = one(
+            &mut b,
+            Write::Submit {
+                user: f.user,
+                org: f.org,
+                tasks,
+                workflow: None,
+            },
+        ) else {
+            panic!()
+        };
+        let first = b.poll(worker, f.org).unwrap();
+        assert_eq!(first.assign.len(), 1);
+        assert_eq!(first.assign[0].task, ids[0]);
+        assert!(first.kill.is_empty());
+        // Full: nothing more, whatever the queue.
+        assert_eq!(b.poll(worker, f.org).unwrap(), PollReply::default());
+
+        let generation = b.generation;
+        let Written::Cancelled(t) = one(
+            &mut b,
+            Write::Cancel {
+                who: Principal::Admin,
+                task: ids[0],
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!(t.state, "cancelled");
+        assert!(b.generation > generation, "the cancel wakes the long polls");
+        let reply = b.poll(worker, f.org).unwrap();
+        assert_eq!(
+            reply.kill,
+            vec![RunKey {
+                task: ids[0],
+                attempt: 1
+            }]
+        );
+        assert_eq!(
+            reply.assign.iter().map(|a| a.task).collect::<Vec<_>>(),
+            vec![ids[1]]
+        );
+        assert_eq!(b.poll(worker, f.org).unwrap(), PollReply::default(), "sent once");
+
+        // Completed by the worker: no kill for it.
+        report(&mut b, &f, worker, exit(ids[1], 0));
+        assert_eq!(state(&b, ids[1]).state, "completed");
+        let reply = b.poll(worker, f.org).unwrap();
+        assert!(reply.kill.is_empty(), "{reply:?}");
+        assert_eq!(
+            reply.assign.iter().map(|a| a.task).collect::<Vec<_>>(),
+            vec![ids[2]]
+        );
+        check_counts(&b);
     }
 
     #[test]
@@ -2928,6 +3190,237 @@ mod tests {
             panic!()
         };
         assert!(w2 > w1, "{w1:?} then {w2:?}");
+    }
+
+    /// Submits `n` tasks of `user` in `org`; their ids.
+    fn submit_n(b: &mut Broker, user: i64, org: u32, n: usize, command: &str) -> Vec<u64> {
+        let tasks = (0..n)
+            .map(|_| NewTask {
+                command: command.into(),
+                ..NewTask::default()
+            })
+            .collect();
+        match one(
+            b,
+            Write::Submit {
+                user,
+                org,
+                tasks,
+                workflow: None,
+            },
+        ) {
+            Written::Submitted { ids, .. } => ids,
+            w => panic!("{w:?}"),
+        }
+    }
+
+    /// A failed run says how, and in which phase when the worker reported
+    /// phases (in the same report or an earlier one); a task whose worker
+    /// is lost on its last allowed run says so; one lost earlier goes back
+    /// to the queue with no reason.
+    #[test]
+    fn a_failed_task_says_why() {
+        let f = fixture("fifo", None);
+        let mut b = Broker::open(
+            &f.path,
+            Settings {
+                max_attempts: 2,
+                ..Settings::default()
+            },
+        )
+        .unwrap();
+        let worker = register(&mut b, &f, 3);
+        let ids = submit_n(&mut b, f.user, f.org, 3, "false");
+        assert_eq!(polled(&mut b, &f, worker).len(), 3);
+        let key = |task| RunKey { task, attempt: 1 };
+        // Phases in an earlier report, then the exit.
+        report(
+            &mut b,
+            &f,
+            worker,
+            Write::Report {
+                worker,
+                org: f.org,
+                body: ReportRequest {
+                    running: vec![key(ids[0])],
+                    reports: vec![
+                        Report::phase(key(ids[0]), WirePhase::Setup),
+                        Report::phase(key(ids[0]), WirePhase::Input),
+                    ],
+                },
+            },
+        );
+        let body = ReportRequest {
+            running: Vec::new(),
+            reports: vec![
+                Report::exit(key(ids[0]), 3),
+                // Phases and a signal in one report.
+                Report::phase(key(ids[1]), WirePhase::Setup),
+                Report::phase(key(ids[1]), WirePhase::Input),
+                Report::phase(key(ids[1]), WirePhase::Exec),
+                Report::phase(key(ids[1]), WirePhase::Output),
+                Report::signal(key(ids[1]), 9),
+            ],
+        };
+        report(
+            &mut b,
+            &f,
+            worker,
+            Write::Report {
+                worker,
+                org: f.org,
+                body,
+            },
+        );
+        assert_eq!(state(&b, ids[0]).state, "failed");
+        assert_eq!(
+            state(&b, ids[0]).reason.as_deref(),
+            Some("the input phase failed (exit 3)")
+        );
+        assert_eq!(
+            state(&b, ids[1]).reason.as_deref(),
+            Some("the output phase failed (signal 9)")
+        );
+        // The third one loses its worker: back to the queue (run 1 of 2).
+        one(&mut b, Write::Leave { worker, org: f.org });
+        let t = state(&b, ids[2]);
+        assert_eq!((t.state.as_str(), t.reason.as_deref()), ("waiting", None));
+        // Run 2 of 2 loses its worker too: failed, saying why.
+        let w2 = register(&mut b, &f, 1);
+        assert_eq!(polled(&mut b, &f, w2).get(&ids[2]), Some(&2));
+        one(
+            &mut b,
+            Write::Leave {
+                worker: w2,
+                org: f.org,
+            },
+        );
+        let t = state(&b, ids[2]);
+        assert_eq!(t.state, "failed");
+        assert_eq!(
+            t.reason.as_deref(),
+            Some("its worker was lost during its run 2, and serve --max-attempts 2 allows no more runs")
+        );
+        // A run without phase reports: no phase named.
+        let w3 = register(&mut b, &f, 1);
+        let more = submit_n(&mut b, f.user, f.org, 1, "false");
+        assert_eq!(polled(&mut b, &f, w3).len(), 1);
+        report(&mut b, &f, w3, exit(more[0], 1));
+        assert_eq!(
+            state(&b, more[0]).reason.as_deref(),
+            Some("its run failed (exit 1)")
+        );
+        // Completed: no reason. The reasons survive a restart (they are rows).
+        check_counts(&b);
+        drop(b);
+        let b = open(&f);
+        assert_eq!(
+            state(&b, ids[1]).reason.as_deref(),
+            Some("the output phase failed (signal 9)")
+        );
+        assert!(
+            b.explain(&Principal::Admin, ids[2]).unwrap()["why"]
+                .as_str()
+                .unwrap()
+                .contains("its worker was lost")
+        );
+    }
+
+    /// Explain under fair-share shows the policy's usage for the task's
+    /// organization (0 before any of its tasks started) and every
+    /// organization's, and says the policy weighs organizations; under
+    /// fifo it counts the tasks submitted before it and has no such
+    /// caveat.
+    #[test]
+    fn explain_shows_the_organizations_fairness_state_and_the_policys_caveat() {
+        for order in ["fair-share", "fifo", "priority"] {
+            let f = fixture(order, None);
+            let mut b = open(&f);
+            let chem = b.add_org("chem").unwrap().id;
+            let carol = b.add_user("carol", "chem").unwrap().id;
+            let worker = register(&mut b, &f, 1);
+            let mine = submit_n(&mut b, f.user, f.org, 2, "sleep 9");
+            assert_eq!(polled(&mut b, &f, worker).len(), 1);
+            let theirs = submit_n(&mut b, carol, chem, 1, "sleep 9");
+            let e = b.explain(&Principal::Admin, theirs[0]).unwrap();
+            assert_eq!(e["state"], "waiting", "{e}");
+            assert_eq!(e["org_name"], "chem", "{e}");
+            assert_eq!(e["ahead_in_submission_order"], 1, "{e}");
+            let why = e["why"].as_str().unwrap();
+            let fairness = e["fairness"].as_object().unwrap();
+            if order == "fair-share" {
+                assert!(why.contains("may pick differently"), "{why}");
+                assert_eq!(fairness["its_org_usage_slot_seconds"], 0.0, "{e}");
+                let all = fairness["org_usage_slot_seconds_by_org"].as_object().unwrap();
+                assert_eq!(all.len(), 2, "{e}");
+                assert_eq!(all["chem"], 0.0, "{e}");
+                assert!(all["physics"].as_f64().unwrap() >= 0.0, "{e}");
+                // The running task's organization: its own usage.
+                let r = b.explain(&Principal::Admin, mine[0]).unwrap();
+                assert_eq!(r["state"], "running", "{r}");
+                assert!(r["fairness"]["its_org_usage_slot_seconds"].is_number(), "{r}");
+            } else {
+                assert!(!why.contains("may pick differently"), "{order}: {why}");
+                assert!(!why.contains("weighs"), "{order}: {why}");
+                assert!(fairness.is_empty(), "{order}: {e}");
+            }
+            if order == "fifo" {
+                assert!(
+                    why.contains("1 waiting task(s) were submitted before it"),
+                    "{why}"
+                );
+            }
+            if order == "priority" {
+                assert!(
+                    why.contains("ahead of it by priority then submission order"),
+                    "{why}"
+                );
+            }
+            // Ended: no fairness.
+            one(
+                &mut b,
+                Write::Cancel {
+                    who: Principal::Admin,
+                    task: mine[1],
+                },
+            );
+            let c = b.explain(&Principal::Admin, mine[1]).unwrap();
+            assert!(c.get("fairness").is_none(), "{c}");
+        }
+    }
+
+    /// Every policy `explain` names is an order policy of the registry,
+    /// and every order policy the live service accepts is of a kind.
+    #[test]
+    fn explain_knows_the_order_policies_by_name() {
+        use fairsched_core::registry::{Kind, entry};
+        for name in [
+            "fifo",
+            "fcfs",
+            "easy",
+            "fair-share",
+            "ut-fair-share",
+            "curr-fair-share",
+            "round-robin",
+            "direct-contr",
+            "diet-ethic",
+            "workflow-fcfs",
+            "priority",
+        ] {
+            assert!(entry(Kind::Order, name).is_ok(), "{name}");
+        }
+        assert_eq!(order_kind("fifo"), OrderKind::Submission);
+        assert_eq!(order_kind("priority"), OrderKind::Priority);
+        assert!(matches!(order_kind("fair-share"), OrderKind::Weighs(_)));
+        assert!(matches!(order_kind("diet-ethic[seed=3]"), OrderKind::Weighs(_)));
+        for e in fairsched_core::REGISTRY
+            .iter()
+            .filter(|e| e.kind() == Kind::Order)
+        {
+            // Nothing to check but that it does not panic; a new policy
+            // falls back to `Priority` (what the queue count assumes).
+            let _ = order_kind(e.name);
+        }
     }
 
     /// Ids stay unique when held tasks reserve public ids above every core

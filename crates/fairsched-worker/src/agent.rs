@@ -17,7 +17,7 @@ use signal_hook::iterator::Signals;
 
 use crate::Opts;
 use crate::client::{CallError, Client};
-use crate::executor::{ExecConfig, KillHandle, ReportSink, WORKER_ERROR_EXIT, run_assignment};
+use crate::executor::{ExecConfig, ExecutorKind, KillHandle, ReportSink, WORKER_ERROR_EXIT, run_assignment};
 use crate::wire::{Assignment, RegisterRequest, Report, ReportRequest, RunKey, WorkerId};
 
 /// Longest long poll, whatever the lease.
@@ -212,14 +212,20 @@ impl Backoff {
 
 pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let slots = opts.slots;
-    if slots == 0 {
-        bail!("--slots must be at least 1");
+    if !(1..=crate::MAX_SLOTS).contains(&slots) {
+        bail!("--slots must be 1 to {}", crate::MAX_SLOTS);
     }
     let broker = opts.broker.trim();
     if !(broker.starts_with("http://") || broker.starts_with("https://")) {
         bail!("--broker {broker:?} must be an http:// or https:// URL");
     }
     let workdir = prepare_workdir(&opts.workdir)?;
+    let guard = crate::guard::program();
+    if guard.is_none() && opts.executor == ExecutorKind::Process {
+        tracing::warn!(
+            "this program did not call fairsched_worker::guard_hook: tasks will outlive this worker if it is SIGKILLed"
+        );
+    }
     let shared = Arc::new(Shared {
         state: Mutex::new(State::default()),
         changed: Condvar::new(),
@@ -227,6 +233,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             executor: opts.executor,
             workdir,
             grace: opts.grace,
+            guard,
         },
         slots: usize::try_from(slots).context("--slots")?,
     });
@@ -273,7 +280,9 @@ fn prepare_workdir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot resolve the work directory {}", dir.display()))
 }
 
-/// Long-polls for assignments while there is a session.
+/// Long-polls for assignments and kills while there is a session, whether
+/// slots are free or not: a full worker gets no assignment beyond its
+/// slots, but it must hear of kills at once.
 fn poller(shared: &Arc<Shared>, client: &Client) {
     let mut backoff = Backoff::new();
     loop {
@@ -296,9 +305,16 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
                 if st.generation != session.generation || st.stop.is_some() {
                     continue; // the session ended while we waited: these runs are not ours
                 }
+                // Kills first: an assignment of the same reply may be for
+                // the slot a killed run leaves (it starts once that run's
+                // processes are gone).
+                for key in reply.kill {
+                    kill_run(&mut st, key);
+                }
                 for a in reply.assign {
                     accept(shared, &mut st, a);
                 }
+                shared.changed.notify_all();
             }
             Err(CallError::Gone) => {
                 let mut st = shared.lock();

@@ -18,6 +18,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use crate::guard;
 use crate::wire::{Assignment, Phase, Report, RunKey};
 
 /// The exit code reported when the worker itself could not carry out a
@@ -44,6 +45,11 @@ pub struct ExecConfig {
     pub workdir: PathBuf,
     /// Time between SIGTERM and SIGKILL when a run is killed.
     pub grace: Duration,
+    /// Start each script under a task guard, this program (an executable
+    /// whose `main` calls [`guard_hook`](crate::guard_hook)), so that it
+    /// dies with the worker; `None`: `sh -c SCRIPT` directly, which
+    /// outlives a SIGKILLed worker. [`run`](crate::run) sets it.
+    pub guard: Option<PathBuf>,
 }
 
 impl ExecConfig {
@@ -177,7 +183,7 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         }
         emit(Report::phase(key, phase));
         let Some(script) = script else { continue };
-        match run_script(&dir, key, script, cfg.grace, kill) {
+        match run_script(cfg, &dir, key, script, kill) {
             Ok(Outcome::Exited(0)) => {}
             Ok(end) => return end,
             Err(e) => {
@@ -190,20 +196,32 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
     Outcome::Exited(0)
 }
 
-/// `sh -c SCRIPT` in `dir`, as its own process group, output appended to
-/// `dir/stdout` and `dir/stderr`.
+/// `sh -c SCRIPT` in `dir`, as its own process group (under a guard
+/// leading the group, with `cfg.guard`), output appended to `dir/stdout`
+/// and `dir/stderr`.
 fn run_script(
+    cfg: &ExecConfig,
     dir: &Path,
     key: RunKey,
     script: &str,
-    grace: Duration,
     kill: &KillHandle,
 ) -> io::Result<Outcome> {
+    let grace = cfg.grace;
     let stdout = append(&dir.join("stdout"))?;
     let stderr = append(&dir.join("stderr"))?;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(script)
+    let (mut command, what) = match &cfg.guard {
+        Some(program) => {
+            let mut c = Command::new(program);
+            c.args(guard::args(grace, script));
+            (c, "the task guard")
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script);
+            (c, "sh")
+        }
+    };
+    let mut child = command
         .current_dir(dir)
         .env("FAIRSCHED_TASK", key.task.to_string())
         .env("FAIRSCHED_ATTEMPT", key.attempt.to_string())
@@ -212,7 +230,7 @@ fn run_script(
         .stderr(stderr)
         .process_group(0)
         .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot start sh: {e}")))?;
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
     let pgid = Pid::from_raw(i32::try_from(child.id()).map_err(io::Error::other)?);
     // No portable way to wait for "child exited or kill fired" at once: poll
     // the child, sleeping on the kill handle between polls, 1 ms at first
@@ -260,17 +278,23 @@ fn terminate(child: &mut Child, pgid: Pid, grace: Duration) {
 /// do not count: orphans of the group are reaped by PID 1, late or (in some
 /// containers) never, and a zombie runs nothing.
 fn group_alive(pgid: Pid) -> bool {
-    if killpg(pgid, None) == Err(Errno::ESRCH) {
-        return false;
-    }
+    killpg(pgid, None) != Err(Errno::ESRCH) && group_has_members(pgid, None)
+}
+
+/// Whether a process of group `pgid` other than `except` runs (zombies do
+/// not count). True when `/proc` cannot be read.
+pub(crate) fn group_has_members(pgid: Pid, except: Option<Pid>) -> bool {
     let Ok(procs) = fs::read_dir("/proc") else {
         return true;
     };
-    let pgid = pgid.as_raw();
+    let (pgid, except) = (pgid.as_raw(), except.map(Pid::as_raw));
     procs.flatten().any(|entry| {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             return false;
         };
+        if Some(pid) == except {
+            return false;
+        }
         // "PID (COMM) STATE PPID PGRP …"; COMM may hold spaces and parentheses.
         let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return false;

@@ -9,12 +9,16 @@
 //! [`run`] registers (`POST /v1/workers`), then runs until SIGTERM or SIGINT:
 //!
 //! - a **poller** thread long-polls `/poll` (10 s, at most half the lease)
-//!   and starts each new (task, attempt) once, never more than `slots` at a
-//!   time (extra assignments wait for a slot);
+//!   all the time, full or not: it kills the runs the reply names, then
+//!   starts each new (task, attempt) once, never more than `slots` at a
+//!   time (extra assignments wait for a slot, and a killed run holds its
+//!   slot until its processes are gone);
 //! - the **reporter** sends `/report` as soon as reports are queued, with
 //!   everything queued, and at least every `heartbeat_ms`; it kills the runs
 //!   the reply names;
-//! - each **run** has its own thread, which calls [`run_assignment`].
+//! - each **run** has its own thread, which calls [`run_assignment`]; each
+//!   script runs under a task guard (the worker's own executable, see
+//!   [`guard_hook`]) that kills it if the worker dies, SIGKILL included.
 //!
 //! When the broker cannot be reached, calls are retried forever (100 ms
 //! doubling to 2 s) and unsent reports are kept. A 410 means the lease is
@@ -31,7 +35,9 @@
 //! use fairsched_worker::{ExecConfig, ExecutorKind, KillHandle, Outcome, run_assignment};
 //!
 //! let dir = std::env::temp_dir().join(format!("fairsched-doc-{}", std::process::id()));
-//! let cfg = ExecConfig { executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1) };
+//! let cfg = ExecConfig {
+//!     executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1), guard: None,
+//! };
 //! let a = Assignment {
 //!     task: 7, attempt: 1, name: "hello".into(), command: "echo hi".into(),
 //!     stage_in: None, stage_out: None,
@@ -55,6 +61,7 @@ mod client;
 mod duration;
 pub mod errors;
 mod executor;
+mod guard;
 pub mod wire;
 
 pub use duration::parse_duration;
@@ -62,6 +69,7 @@ pub use errors::{ParseDurationError, WireError};
 pub use executor::{
     ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
 };
+pub use guard::guard_hook;
 
 /// Lend this machine's processors to a fairsched broker and run the tasks it hands out.
 ///
@@ -74,6 +82,7 @@ pub struct Opts {
         long,
         env = "FAIRSCHED_BROKER",
         value_name = "URL",
+        hide_env_values = true,
         default_value = "",
         hide_default_value = true
     )]
@@ -91,9 +100,9 @@ pub struct Opts {
     )]
     pub token: String,
 
-    /// Tasks run at once [default: the number of CPUs]
+    /// Tasks run at once, 1 to 4096 [default: the number of CPUs, at most 4096]
     #[arg(long, value_name = "N", default_value_t = default_slots(), hide_default_value = true,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_SLOTS)))]
     pub slots: u32,
 
     /// Where each run gets its directory, task-ID-ATTEMPT
@@ -113,9 +122,14 @@ pub struct Opts {
     pub host: String,
 }
 
-/// The number of CPUs this process may use, at least 1.
+/// The most slots a worker may have (the broker refuses more).
+pub const MAX_SLOTS: u32 = 4096;
+
+/// The number of CPUs this process may use, from 1 to [`MAX_SLOTS`].
 pub fn default_slots() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+    std::thread::available_parallelism()
+        .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+        .min(MAX_SLOTS)
 }
 
 /// `$HOSTNAME` (shells often do not export it), else the system's host name, else `localhost`.

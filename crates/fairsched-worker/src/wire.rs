@@ -41,10 +41,18 @@ pub struct PollRequest {
 }
 
 /// Reply to [`PollRequest`]: possibly empty.
+///
+/// A worker stops the runs of `kill` before it starts the runs of
+/// `assign` (a killed run may free the slot an assignment is for).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PollReply {
     #[serde(default)]
     pub assign: Vec<Assignment>,
+    /// Runs the broker stopped since the last poll (cancelled, preempted):
+    /// the worker must kill them, as for [`ReportReply::kill`]. Absent
+    /// from brokers older than this field: read as empty.
+    #[serde(default)]
+    pub kill: Vec<RunKey>,
 }
 
 /// One run handed to a worker: attempt `attempt` of task `task`.

@@ -26,6 +26,7 @@ fn config(dir: &Path, grace: Duration) -> ExecConfig {
         executor: ExecutorKind::Process,
         workdir: dir.to_path_buf(),
         grace,
+        guard: None,
     }
 }
 

@@ -53,6 +53,8 @@ fn every_option() {
 #[test]
 fn refuses_zero_slots_and_bad_values() {
     assert!(parse(&["--slots", "0"]).is_err());
+    assert!(parse(&["--slots", "4097"]).is_err());
+    assert_eq!(parse(&["--slots", "4096"]).unwrap().slots, 4096);
     assert!(parse(&["--grace", "10"]).is_err());
     assert!(parse(&["--executor", "docker"]).is_err());
 }

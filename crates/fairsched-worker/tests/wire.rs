@@ -118,6 +118,20 @@ fn register_and_poll_bodies() {
 }
 
 #[test]
+fn a_poll_reply_may_carry_kills_and_older_brokers_send_none() {
+    let poll: PollReply = serde_json::from_value(json!({
+        "assign": [], "kill": [{"task": 17, "attempt": 1}]
+    }))
+    .unwrap();
+    assert_eq!((poll.assign, poll.kill), (vec![], vec![KEY]));
+    // A broker without `kill` (older), or with fields newer than this worker.
+    let old: PollReply = serde_json::from_value(json!({"assign": [], "later": 1})).unwrap();
+    assert_eq!(old, PollReply::default());
+    let sent = serde_json::to_value(PollReply::default()).unwrap();
+    assert_eq!(sent, json!({"assign": [], "kill": []}));
+}
+
+#[test]
 fn the_kill_list() {
     let reply: ReportReply = serde_json::from_value(json!({"kill": [{"task": 17, "attempt": 1}]})).unwrap();
     assert_eq!(reply.kill, vec![KEY]);

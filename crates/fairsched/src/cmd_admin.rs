@@ -13,10 +13,12 @@ pub enum AdminCommand {
         /// The SQLite database to create (refused if it already holds one).
         #[arg(long, value_name = "PATH", default_value = "fairsched.db")]
         db: PathBuf,
-        /// Order policy (`fairsched policies`; clairvoyant ones are refused).
+        /// Order policy (`fairsched policies`). Refused: clairvoyant ones (`ref`, `rand`: live tasks
+        /// have no known runtimes) and `easy` (it needs requested run times, which live tasks do not
+        /// give).
         #[arg(long, default_value = "fifo", value_name = "SPEC")]
         policy: String,
-        /// Allocate policy.
+        /// Allocate policy (the live service has one pool of slots; `mst` is clairvoyant: refused).
         #[arg(long, default_value = "single-pool", value_name = "SPEC")]
         allocate: String,
         /// Control policy, e.g. `workflow-fairness[tau=0.2]` (default: none).

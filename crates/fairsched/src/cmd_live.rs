@@ -18,7 +18,7 @@ use std::time::Duration;
 pub struct Conn {
     /// The broker's URL [default: the `broker` line of ./fairsched.tokens, else
     /// http://127.0.0.1:8080].
-    #[arg(long, env = "FAIRSCHED_BROKER", value_name = "URL")]
+    #[arg(long, env = "FAIRSCHED_BROKER", hide_env_values = true, value_name = "URL")]
     pub broker: Option<String>,
     /// Your token: the admin token (from `fairsched admin init`) for `admin …` commands, a user
     /// token (from `fairsched admin user add`) otherwise [default: from ./fairsched.tokens,
@@ -61,7 +61,10 @@ pub struct ServeArgs {
     /// A worker silent this long loses its slots; its tasks go back to the queue.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration)]
     lease: Duration,
-    /// Times a task may lose its worker before it fails instead of going back to the queue.
+    /// A task whose worker is lost (it left, or its lease ran out) during the task's Nth run
+    /// fails; during an earlier run, it goes back to the queue. With 5, a task that loses its
+    /// worker every time fails at the 5th loss (every run counts, also one a preempting policy
+    /// stopped).
     #[arg(long, value_name = "N", default_value_t = 5)]
     max_attempts: u32,
     /// Steps of the log between two snapshots of the scheduler's state (a restart restores the
@@ -255,6 +258,17 @@ pub struct TaskArgs {
     id: u64,
 }
 
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The task id.
+    id: u64,
+    /// Print the broker's explanation as JSON (only).
+    #[arg(long)]
+    json: bool,
+}
+
 /// `fairsched admin org|user|worker-token`.
 #[derive(clap::Subcommand)]
 pub enum AdminLive {
@@ -383,6 +397,13 @@ impl Client {
 }
 
 pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
+    if a.workflow.is_none() && !a.commands.is_empty() {
+        // clap's `requires` does not see it: the command after `--`
+        // conflicts with --workflow, which satisfies the requirement.
+        return Err(usage(
+            "--command ACTIVITY=CMD goes with --workflow FILE (a bag of tasks takes its command after `--`)",
+        ));
+    }
     if let Some(file) = &a.workflow {
         let commands = activity_commands(&a.commands)?;
         let (workflow, mut tasks) = workflow_file(file, &commands)?;
@@ -401,7 +422,9 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
             workflow: Some(workflow),
         };
         let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&req))?;
-        return print_ids(&r, a.json);
+        print_ids(&r, a.json)?;
+        warn_optional(&client, &a, &r);
+        return Ok(());
     }
     if a.count == 0 || a.count > MAX_TASKS_PER_SUBMIT as u64 {
         return Err(usage(format!("--count: 1 to {MAX_TASKS_PER_SUBMIT}")));
@@ -430,7 +453,24 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
         ..SubmitRequest::default()
     };
     let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&req))?;
-    print_ids(&r, a.json)
+    print_ids(&r, a.json)?;
+    warn_optional(&client, &a, &r);
+    Ok(())
+}
+
+/// With --optional, warns when the broker's policy is not `diet-ethic`
+/// (the only one that tells optional tasks from mandatory ones), as
+/// `fairsched optional` does.
+fn warn_optional(client: &Client, a: &SubmitArgs, r: &SubmitReply) {
+    if !a.optional {
+        return;
+    }
+    let Some(&first) = r.ids.first() else { return };
+    if let Some(order) = crate::cmd_optional::not_diet_ethic(client, first) {
+        eprintln!(
+            "fairsched submit: warning: the broker's order policy is `{order}`, not `diet-ethic`: --optional changes nothing there (only diet-ethic runs mandatory tasks first)"
+        );
+    }
 }
 
 fn print_ids(r: &SubmitReply, json: bool) -> anyhow::Result<()> {
@@ -767,6 +807,9 @@ pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
         let mut v = serde_json::to_value(&s)?;
         if let Some(t) = &tasks {
             v["tasks"] = serde_json::to_value(&t.tasks)?;
+            if !t.users.is_empty() {
+                v["users"] = serde_json::to_value(&t.users)?;
+            }
         }
         sayln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -783,30 +826,86 @@ pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
     );
     sayln!("workers {}  slots {} ({} busy)", s.workers, s.slots, s.busy_slots);
     if let Some(t) = tasks {
-        sayln!(
-            "{:>8}  {:<10} {:>8} {:>5}  name",
-            "id",
-            "state",
-            "attempts",
-            "exit"
-        );
-        for t in t.tasks {
-            let exit = match (t.exit_code, t.signal) {
-                (Some(c), _) => c.to_string(),
-                (None, Some(s)) => format!("sig{s}"),
-                _ => "-".into(),
-            };
-            sayln!(
-                "{:>8}  {:<10} {:>8} {:>5}  {}",
-                t.id,
-                t.state,
-                t.attempts,
-                exit,
-                t.name
-            );
+        for line in task_table(&t, terminal_width()) {
+            sayln!("{line}");
         }
     }
     Ok(())
+}
+
+/// The width to fit `status --tasks` in: `$COLUMNS` if set, else 120.
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&w: &usize| w >= 40)
+        .unwrap_or(120)
+}
+
+/// `s` cut to `width` characters, `…` marking a cut.
+fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The `status --tasks` table: a header, then a line per task. A `user`
+/// column when the list names users (the admin's), a `reason` column,
+/// cut to fit `width`, when some task has a reason.
+fn task_table(t: &TasksReply, width: usize) -> Vec<String> {
+    let users = !t.users.is_empty();
+    let reasons = t.tasks.iter().any(|t| t.reason.is_some());
+    let user_of = |u: i64| t.users.get(&u).cloned().unwrap_or_else(|| u.to_string());
+    let user_w = t
+        .tasks
+        .iter()
+        .map(|x| user_of(x.user).chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 16);
+    // With a reason after it, the name gets a column of its own.
+    let name_w = t
+        .tasks
+        .iter()
+        .map(|x| x.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 24);
+    let row = |id: &str, state: &str, attempts: &str, exit: &str, user: &str, name: &str, reason: &str| {
+        let mut l = format!("{id:>8}  {state:<10} {attempts:>8} {exit:>5}  ");
+        if users {
+            l.push_str(&format!("{:<user_w$}  ", fit(user, user_w)));
+        }
+        if reasons {
+            l.push_str(&format!("{:<name_w$}  ", fit(name, name_w)));
+            let room = width.saturating_sub(l.chars().count()).max(20);
+            l.push_str(&fit(reason, room));
+        } else {
+            l.push_str(name);
+        }
+        l.trim_end().to_string()
+    };
+    let mut out = vec![row("id", "state", "attempts", "exit", "user", "name", "reason")];
+    for x in &t.tasks {
+        let exit = match (x.exit_code, x.signal) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(s)) => format!("sig{s}"),
+            _ => "-".into(),
+        };
+        out.push(row(
+            &x.id.to_string(),
+            &x.state,
+            &x.attempts.to_string(),
+            &exit,
+            &user_of(x.user),
+            &x.name,
+            x.reason.as_deref().unwrap_or(""),
+        ));
+    }
+    out
 }
 
 pub fn cancel_cmd(a: TaskArgs) -> anyhow::Result<()> {
@@ -816,14 +915,143 @@ pub fn cancel_cmd(a: TaskArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn explain_cmd(a: TaskArgs) -> anyhow::Result<()> {
+pub fn explain_cmd(a: ExplainArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.conn, Role::User)?;
     let v: serde_json::Value = client.call("GET", &format!("/v1/tasks/{}/explain", a.id), None::<&()>)?;
-    if let Some(why) = v.get("why").and_then(|w| w.as_str()) {
-        sayln!("task {}: {why}", a.id);
+    if a.json {
+        sayln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
     }
-    sayln!("{}", serde_json::to_string_pretty(&v)?);
+    for line in explain_text(a.id, &v) {
+        sayln!("{line}");
+    }
     Ok(())
+}
+
+/// A number as JSON has it, to 3 decimals at most (`12.5`, `3`).
+fn num(v: &serde_json::Value) -> String {
+    match v.as_f64() {
+        Some(x) if v.is_f64() => {
+            let s = format!("{x:.3}");
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        _ => v.to_string(),
+    }
+}
+
+/// `explain`'s text: the line saying why, then `key: value` lines of what
+/// the broker sent (`explain --json` prints all of it).
+fn explain_text(id: u64, v: &serde_json::Value) -> Vec<String> {
+    let mut out = vec![format!(
+        "task {id}: {}",
+        v["why"].as_str().unwrap_or("(the broker says nothing)")
+    )];
+    let mut line = |k: &str, val: String| {
+        let key = if k.is_empty() {
+            String::new()
+        } else {
+            format!("{k}:")
+        };
+        out.push(format!("{key:<13} {val}"));
+    };
+    let state = v["state"].as_str().unwrap_or("?");
+    let mut st = state.to_string();
+    if let Some(p) = v.get("priority").filter(|p| !p.is_null()) {
+        st.push_str(&format!(", priority {}", num(p)));
+    }
+    if let Some(n) = v.get("attempts").and_then(|n| n.as_u64()) {
+        st.push_str(&format!(", run {n}"));
+    }
+    if let Some(w) = v.get("worker").filter(|w| !w.is_null()) {
+        st.push_str(&format!(", on worker {}", num(w)));
+    }
+    line("state", st);
+    if let Some(r) = v.get("reason").and_then(|r| r.as_str()) {
+        line("reason", r.to_string());
+    }
+    let p = &v["policy"];
+    if let Some(order) = p["order"].as_str() {
+        let mut s = order.to_string();
+        if let Some(c) = p["control"].as_str() {
+            s.push_str(&format!(", control {c}"));
+        }
+        if let Some(al) = p["allocate"].as_str().filter(|a| *a != "single-pool") {
+            s.push_str(&format!(", allocate {al}"));
+        }
+        line("policy", s);
+    }
+    if let Some(w) = v.get("waiting_for").and_then(|w| w.as_array())
+        && !w.is_empty()
+    {
+        let ids: Vec<String> = w.iter().map(num).collect();
+        line("waiting for", format!("task(s) {}", ids.join(", ")));
+    }
+    if let Some(ahead) = v.get("ahead_by_priority_then_fifo") {
+        line(
+            "queue",
+            format!(
+                "{} waiting task(s) ahead by priority then submission order ({} of the same user), {} submitted before it",
+                num(ahead),
+                num(&v["ahead_of_same_user"]),
+                num(&v["ahead_in_submission_order"])
+            ),
+        );
+    }
+    if let Some(slots) = v.get("slots") {
+        line(
+            "slots",
+            format!("{} in all, {} free", num(slots), num(&v["free_slots"])),
+        );
+    }
+    let org = match (v.get("org_name").and_then(|n| n.as_str()), v.get("org")) {
+        (Some(n), _) => Some(n.to_string()),
+        (None, Some(o)) if !o.is_null() => Some(format!("#{}", num(o))),
+        _ => None,
+    };
+    if let Some(org) = org {
+        let mut s = org;
+        if let Some(n) = v.get("org_slots") {
+            s.push_str(&format!(
+                ": contributes {} slot(s), runs {} task(s)",
+                num(n),
+                num(&v["org_running"])
+            ));
+        }
+        line("organization", s);
+    }
+    if let Some(n) = v.get("user_running") {
+        line("user", format!("runs {} task(s)", num(n)));
+    }
+    if let Some(f) = v.get("fairness").and_then(|f| f.as_object()) {
+        let mut first = true;
+        for (k, x) in f {
+            let val = match x.as_object() {
+                Some(m) => m
+                    .iter()
+                    .map(|(o, y)| format!("{o} {}", num(y)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                None => num(x),
+            };
+            line(if first { "fairness" } else { "" }, format!("{k} = {val}"));
+            first = false;
+        }
+    }
+    match v.get("user_satisfaction") {
+        Some(s) if !s.is_null() => line(
+            "satisfaction",
+            format!(
+                "{} (the slot-time its user's runs got over the slot-time it deserved)",
+                num(s)
+            ),
+        ),
+        Some(_) => line("satisfaction", "- (nothing deserved yet)".into()),
+        None => {}
+    }
+    if let Some(w) = v.get("workflow").filter(|w| !w.is_null()) {
+        line("workflow", num(w));
+    }
+    out
 }
 
 pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {

@@ -53,15 +53,19 @@ request that gave no result, so it does not count against B: never more than B r
 complete;
 
   end         once all A mandatory requests have completed and the deadline (counted from the \
-command's start) has passed, cancels every request that has not ended. Ctrl-C or SIGTERM cancels \
-them too (a second one exits at once, leaving them).
+command's start) has passed, cancels every request that has not ended. It ends before the \
+deadline when nothing is left to do: every request it submitted has ended and B have been \
+submitted (the mandatory requests then either all completed, or some failed with their \
+--resubmits used up and never can). Ctrl-C or SIGTERM cancels the requests in flight too (a \
+second one exits at once, leaving them).
 
 `{i}` in the command and in --name becomes the request's index (0, 1, ... in submission order; a \
 resubmitted request gets a new index), `{kind}` becomes `mandatory` or `optional`.
 
 The summary (standard output, or JSON with --json): the mandatory requests completed and when the \
 last one did, against the deadline (happy: all of them by the deadline); the optional requests \
-completed; the requests cancelled at the end; the runs killed (by a mandatory request, or with \
+completed; the requests cancelled at the end; whether it ended before the deadline (nothing \
+left to run); the runs killed (by a mandatory request, or with \
 their worker: the request runs again); and the server time used by every run, killed and \
 cancelled ones included. The broker does not report runs that were killed, so their time is \
 counted up to the poll that saw them stopped, and a run started and killed between two polls \
@@ -107,6 +111,18 @@ pub struct OptionalArgs {
     /// mandatory or optional).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
+}
+
+/// The broker's order policy, read from the explanation of `task` (one of
+/// the caller's), when it is not `diet-ethic` — the only one that tells
+/// optional tasks from mandatory ones. `None` when it is, or when the
+/// broker does not say.
+pub(crate) fn not_diet_ethic(client: &Client, task: u64) -> Option<String> {
+    let path = format!("/v1/tasks/{task}/explain");
+    let v = client.call::<serde_json::Value>("GET", &path, None::<&()>).ok()?;
+    let order = v["policy"]["order"].as_str()?;
+    let name = order.split('[').next().unwrap_or(order).trim();
+    (name != "diet-ethic").then(|| order.to_string())
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -188,6 +204,10 @@ struct Dispatcher<'a> {
     /// most `--max`.
     firsts: u64,
     resubmitted: u64,
+    /// Lost mandatory requests to submit again (set before the
+    /// submission, cleared once it succeeded: a failed one is retried at
+    /// the next poll).
+    owed: u64,
     next_index: u64,
     server_ms: i64,
     optional_lost_noted: bool,
@@ -198,6 +218,9 @@ struct Dispatcher<'a> {
 #[derive(PartialEq, Eq)]
 enum Ending {
     Done,
+    /// Before the deadline: every request ended and `--max` were
+    /// submitted, so nothing was left to do.
+    NothingLeft,
     Interrupted,
 }
 
@@ -253,6 +276,7 @@ pub fn optional_cmd(a: OptionalArgs) -> anyhow::Result<()> {
         slots: 0,
         firsts: 0,
         resubmitted: 0,
+        owed: 0,
         next_index: 0,
         server_ms: 0,
         optional_lost_noted: false,
@@ -266,7 +290,8 @@ pub fn optional_cmd(a: OptionalArgs) -> anyhow::Result<()> {
         return outcome.map(|_| ());
     }
     let interrupted = matches!(outcome, Ok(Ending::Interrupted));
-    let s = d.summary(interrupted);
+    let early = matches!(outcome, Ok(Ending::NothingLeft));
+    let s = d.summary(interrupted, early);
     if a.json {
         sayln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
@@ -438,11 +463,15 @@ impl Dispatcher<'_> {
             }
             self.show_progress();
             let completed = self.count(Kind::Mandatory, Req::completed);
-            let alive = self.in_flight_of(Kind::Mandatory);
+            let alive = self.in_flight_of(Kind::Mandatory) + self.owed;
             let settled = completed >= min || completed + alive < min;
             let now = Instant::now();
             if settled && now >= deadline {
                 return Ok(Ending::Done);
+            }
+            if self.nothing_left() {
+                // Waiting for the deadline would change nothing.
+                return Ok(Ending::NothingLeft);
             }
             let mut wake = polled_at + self.a.poll;
             if settled && deadline > now {
@@ -458,16 +487,16 @@ impl Dispatcher<'_> {
         }
     }
 
+    /// Nothing is in flight or owed and no request may be submitted any
+    /// more (`--max` reached): the outcome is settled, whatever the time.
+    fn nothing_left(&self) -> bool {
+        self.in_flight.is_empty() && self.owed == 0 && self.firsts >= self.a.max
+    }
+
     /// Warns when the broker does not run the `diet-ethic` order.
     fn check_policy(&self) {
         let Some(first) = self.reqs.first() else { return };
-        let path = format!("/v1/tasks/{}/explain", first.id);
-        let Ok(v) = self.client.call::<serde_json::Value>("GET", &path, None::<&()>) else {
-            return;
-        };
-        if let Some(order) = v["policy"]["order"].as_str()
-            && !order.starts_with("diet-ethic")
-        {
+        if let Some(order) = not_diet_ethic(&self.client, first.id) {
             self.note(format!(
                 "fairsched optional: warning: the broker's order policy is `{order}`, not `diet-ethic`: \
                  it does not run mandatory requests first"
@@ -497,6 +526,7 @@ impl Dispatcher<'_> {
             }
         }
         // Lost mandatory requests are submitted again (before any optional one).
+        let owed_before = self.owed;
         let mut again = 0;
         for k in ended {
             let r = &self.reqs[k];
@@ -511,11 +541,11 @@ impl Dispatcher<'_> {
                 r.how()
             );
             match r.kind {
-                Kind::Mandatory if self.resubmitted + again < self.a.resubmits => {
+                Kind::Mandatory if self.resubmitted + owed_before + again < self.a.resubmits => {
                     again += 1;
                     self.note(format!(
                         "fairsched optional: {what}: submitting it again as request {}",
-                        self.next_index + again - 1
+                        self.next_index + owed_before + again - 1
                     ));
                 }
                 Kind::Mandatory => self.note(format!(
@@ -531,9 +561,11 @@ impl Dispatcher<'_> {
                 Kind::Optional => {}
             }
         }
-        if again > 0 {
-            self.submit(&vec![Kind::Mandatory; again as usize])?;
-            self.resubmitted += again;
+        self.owed += again;
+        if self.owed > 0 {
+            self.submit(&vec![Kind::Mandatory; self.owed as usize])?;
+            self.resubmitted += self.owed;
+            self.owed = 0;
         }
         self.refresh_slots()?;
         self.top_up()
@@ -647,7 +679,7 @@ impl Dispatcher<'_> {
         ));
     }
 
-    fn summary(&self, interrupted: bool) -> Summary {
+    fn summary(&self, interrupted: bool, early: bool) -> Summary {
         let secs = |ms: i64| ms as f64 / 1000.0;
         let completed = self.count(Kind::Mandatory, Req::completed);
         let last = (completed >= self.a.min)
@@ -667,6 +699,7 @@ impl Dispatcher<'_> {
             deadline_s: secs(deadline_ms),
             elapsed_s: secs(self.local_ms()),
             interrupted,
+            ended_before_deadline: early,
             mandatory: MandatorySummary {
                 wanted: self.a.min,
                 submitted: self.count(Kind::Mandatory, |_| true),
@@ -747,6 +780,13 @@ impl Dispatcher<'_> {
             s.elapsed_s,
             if s.interrupted { " (interrupted)" } else { "" }
         );
+        if s.ended_before_deadline {
+            sayln!(
+                "ended        before the deadline ({} s had not passed): every request had ended and --max {} were submitted, so nothing was left to run",
+                s.deadline_s,
+                s.max
+            );
+        }
         Ok(())
     }
 }
@@ -758,6 +798,9 @@ struct Summary {
     deadline_s: f64,
     elapsed_s: f64,
     interrupted: bool,
+    /// It stopped before the deadline had passed: every request had ended
+    /// and `--max` were submitted (nothing was left to run).
+    ended_before_deadline: bool,
     mandatory: MandatorySummary,
     optional: OptionalSummary,
     max: u64,

@@ -54,7 +54,7 @@ enum Command {
     /// Cancel a task of yours (a running one is killed on its worker).
     Cancel(cmd_live::TaskArgs),
     /// Why a task is not running yet: its place in the queue and the state behind it.
-    Explain(cmd_live::TaskArgs),
+    Explain(cmd_live::ExplainArgs),
     /// Diet-ethic client: A mandatory requests, optional ones up to B in all, until the deadline.
     #[command(long_about = cmd_optional::LONG_ABOUT)]
     Optional(cmd_optional::OptionalArgs),
@@ -63,6 +63,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `fairsched worker` runs each task under a guard, this binary started
+    // again with a hidden first argument: that process stops here.
+    fairsched_worker::guard_hook();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FAIRSCHED_LOG").unwrap_or_else(|_| {

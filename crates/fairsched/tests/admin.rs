@@ -51,3 +51,93 @@ fn clairvoyant_or_unknown_policies_are_refused_before_any_file() {
         assert!(!db.exists(), "{args:?}");
     }
 }
+
+/// `easy` needs requested run times, which live tasks never give; a policy
+/// of another kind named where an order policy goes says which flag takes
+/// it (and that `mst` is clairvoyant anyway).
+#[test]
+fn easy_and_misplaced_policies_are_refused_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db");
+    for (args, says) in [
+        (&["--policy", "easy"][..], "needs requested run times"),
+        (
+            &["--policy", "mst"][..],
+            "`mst` is an allocate policy (--allocate), and it is clairvoyant: refused",
+        ),
+        (
+            &["--policy", "least-loaded"][..],
+            "`least-loaded` is an allocate policy (--allocate): give it with --allocate, not --policy",
+        ),
+        (
+            &["--allocate", "fair-share"][..],
+            "`fair-share` is an order policy (--policy): give it with --policy, not --allocate",
+        ),
+        (
+            &["--control", "fifo"][..],
+            "`fifo` is an order policy (--policy): give it with --policy, not --control",
+        ),
+    ] {
+        let mut a = vec!["admin", "init", "--db", db.to_str().unwrap()];
+        a.extend(args);
+        let o = fairsched(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?}");
+    }
+    // What is not refused.
+    for args in [["--policy", "fcfs"], ["--allocate", "least-loaded"]] {
+        let db = dir.path().join(format!("{}.db", args[1]));
+        let mut a = vec!["admin", "init", "--db", db.to_str().unwrap()];
+        a.extend(args);
+        let o = fairsched(&a);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// `serve` that cannot start (no database, not a database, its address
+/// taken) says why, exits 1, does not log that the broker stopped, and
+/// leaves no lock file.
+#[test]
+fn serve_that_does_not_start_leaves_nothing_and_does_not_say_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = |db: &str, listen: &str| {
+        Command::new(env!("CARGO_BIN_EXE_fairsched"))
+            .current_dir(dir.path())
+            .env("FAIRSCHED_LOG", "info")
+            .args(["serve", "--db", db, "--listen", listen])
+            .output()
+            .unwrap()
+    };
+    std::fs::write(dir.path().join("text.db"), "not a database\n").unwrap();
+    let o = fairsched(&[
+        "admin",
+        "init",
+        "--db",
+        dir.path().join("ok.db").to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    // An address in use.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    for (db, listen, says) in [
+        ("missing.db", "127.0.0.1:0", "no fairsched database here"),
+        ("text.db", "127.0.0.1:0", "not a database"),
+        ("ok.db", taken.as_str(), "--listen"),
+        ("ok.db", "nowhere", "--listen nowhere"),
+    ] {
+        let o = serve(db, listen);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{db} {listen}: {err}");
+        assert!(err.contains(says), "{db} {listen}: {err}");
+        assert!(!err.contains("broker stopped"), "{db} {listen}: {err}");
+        let lock = dir.path().join(format!("{db}.lock"));
+        assert!(!lock.exists(), "{db} {listen}: {} left behind", lock.display());
+    }
+    assert!(!dir.path().join("missing.db").exists());
+}

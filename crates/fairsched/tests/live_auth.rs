@@ -384,6 +384,35 @@ fn unknown_tasks_and_routes_are_404() {
     );
 }
 
+/// A route asked with a method it does not take: 405 with an
+/// `{"error": …}` body, as every error, and the `Allow` header.
+#[test]
+fn a_wrong_method_is_405_with_a_json_error() {
+    let s = setup();
+    let a = &s.api;
+    let r = a.post("/v1/status", Some(&s.alice), b"{}");
+    let allow = r.header("allow").map(str::to_string);
+    let why = expect(r, 405, "POST /v1/status");
+    assert!(why.contains("POST /v1/status"), "{why}");
+    assert_eq!(allow.as_deref(), Some("GET,HEAD"));
+    let r = a.get("/v1/workers", Some(&s.worker));
+    let allow = r.header("allow").map(str::to_string);
+    expect(r, 405, "GET /v1/workers");
+    assert_eq!(allow.as_deref(), Some("POST"));
+    expect(
+        a.get(&format!("/v1/tasks/{}/cancel", s.task), Some(&s.alice)),
+        405,
+        "GET on cancel",
+    );
+    expect(a.post("/metrics", None, b""), 405, "POST /metrics");
+    // Unknown routes stay 404.
+    expect(
+        a.post("/v1/nothing-here", None, b""),
+        404,
+        "POST to an unknown route",
+    );
+}
+
 #[test]
 fn the_cli_exits_2_without_a_token_and_1_on_a_401() {
     let s = setup();
@@ -416,6 +445,107 @@ fn the_cli_exits_2_without_a_token_and_1_on_a_401() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["waiting"], 1);
+}
+
+/// `submit --optional` to a broker whose policy is not diet-ethic (here
+/// fifo) submits, and warns that it changes nothing there.
+#[test]
+fn submit_optional_warns_when_the_policy_is_not_diet_ethic() {
+    let s = setup();
+    let o = run_in(
+        &s.broker.dir,
+        &[
+            "submit",
+            "--broker",
+            &s.broker.url,
+            "--token",
+            &s.alice,
+            "--optional",
+            "--",
+            "true",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("warning: the broker's order policy is `fifo`, not `diet-ethic`"),
+        "{err}"
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+    // Without --optional: no warning.
+    let o = run_in(
+        &s.broker.dir,
+        &[
+            "submit",
+            "--broker",
+            &s.broker.url,
+            "--token",
+            &s.alice,
+            "--",
+            "true",
+        ],
+    );
+    assert!(o.status.success());
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Client command lines are checked before any broker is asked; their
+/// help shows the connection flags as the optional flags they are (they
+/// default from the environment or ./fairsched.tokens), without an empty
+/// `[env: FAIRSCHED_BROKER=]`.
+#[test]
+fn client_command_lines_are_checked_and_their_help_shows_optional_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", common::free_port());
+    // --command without --workflow: refused (it used to be ignored).
+    let o = run_in(
+        dir.path(),
+        &[
+            "submit",
+            "--broker",
+            &url,
+            "--token",
+            "t",
+            "--command",
+            "a=b",
+            "--",
+            "true",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--command") && err.contains("--workflow"), "{err}");
+    assert!(o.stdout.is_empty());
+    for cmd in [
+        &["submit"][..],
+        &["status"],
+        &["cancel"],
+        &["explain"],
+        &["optional"],
+        &["admin", "org", "add"],
+        &["admin", "user", "add"],
+        &["admin", "worker-token"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let o = run_in(dir.path(), &args);
+        assert!(o.status.success(), "{cmd:?}");
+        let help = String::from_utf8(o.stdout).unwrap();
+        let usage = help
+            .lines()
+            .find(|l| l.starts_with("Usage:"))
+            .unwrap_or_else(|| panic!("{cmd:?}: no usage line in\n{help}"));
+        assert!(
+            !usage.contains("--broker") && !usage.contains("--token"),
+            "{cmd:?}: {usage}"
+        );
+        assert!(
+            help.contains("--broker <URL>") && help.contains("--token <T>"),
+            "{cmd:?}"
+        );
+        assert!(!help.contains("FAIRSCHED_BROKER="), "{cmd:?}: {help}");
+        assert!(help.contains("[env: FAIRSCHED_BROKER]"), "{cmd:?}: {help}");
+    }
 }
 
 /// Bodies no endpoint accepts: not JSON, or nested deeper than the

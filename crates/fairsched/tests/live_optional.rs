@@ -277,3 +277,113 @@ fn wrong_command_lines_exit_2_and_an_absent_broker_exits_1() {
     );
     assert!(o.stdout.is_empty());
 }
+
+/// When nothing is left to do — every request ended and `--max` were
+/// submitted — the client stops at once instead of idling until the
+/// deadline: with failing requests (their resubmissions used up: exit 1,
+/// as documented) and with completed ones (exit 0), the summary saying
+/// the deadline had not passed.
+#[test]
+fn it_stops_before_the_deadline_when_nothing_is_left_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "diet-ethic", "30s");
+    broker.add_org("lab");
+    let token = broker.add_user("ann", "lab");
+    let wtoken = broker.worker_token("lab");
+    let _worker = broker.worker("w", &wtoken, 1, &dir.path().join("wd"), "process");
+    broker.wait_slots(1);
+    let api = broker.api();
+    let deadline = 120.0;
+
+    // `false`: the mandatory request fails, is submitted again once, fails
+    // again; the optional one (--max 2) fails too.
+    let started = Instant::now();
+    let child = optional(
+        &broker,
+        &token,
+        &[
+            "--min",
+            "1",
+            "--max",
+            "2",
+            "--deadline",
+            "120s",
+            "--poll",
+            "100ms",
+            "--resubmits",
+            "1",
+        ],
+        &["false"],
+    );
+    let o = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "stderr {err}");
+    assert!(
+        err.contains("1 of the 1 mandatory requests never completed"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(60), "it waited {took:?}");
+    let s = summary("ann", &o);
+    assert_eq!(s["ended_before_deadline"], true, "{s}");
+    assert_eq!(s["happy"], false, "{s}");
+    assert!(s["elapsed_s"].as_f64().unwrap() < deadline, "{s}");
+    assert_eq!(s["mandatory"]["completed"], 0, "{s}");
+    assert_eq!(s["mandatory"]["resubmitted"], 1, "{s}");
+    assert_eq!(s["mandatory"]["lost"], 2, "{s}");
+    assert_eq!(s["optional"]["submitted"], 1, "{s}");
+    assert_eq!(s["cancelled"], 0, "nothing was left to cancel: {s}");
+    let st = api.status(&token);
+    assert_eq!((st.waiting, st.running, st.failed), (0, 0, 3), "{st:?}");
+
+    // `true`, as text: everything completes and --max is reached.
+    let started = Instant::now();
+    let o = bin()
+        .current_dir(&broker.dir)
+        .args(["optional", "--broker", &broker.url, "--token", &token])
+        .args([
+            "--min",
+            "1",
+            "--max",
+            "3",
+            "--deadline",
+            "120s",
+            "--poll",
+            "100ms",
+        ])
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "stdout {out}\nstderr {err}");
+    assert!(took < Duration::from_secs(60), "it waited {took:?}");
+    assert!(out.contains("mandatory    1/1 completed"), "{out}");
+    assert!(out.contains("by the deadline"), "{out}");
+    assert!(
+        out.contains("before the deadline (120 s had not passed)") && out.contains("--max 3"),
+        "{out}"
+    );
+    let st = api.status(&token);
+    assert_eq!((st.waiting, st.running, st.completed), (0, 0, 3), "{st:?}");
+
+    // `submit --optional` warns only when the policy is not diet-ethic.
+    let o = run_in(
+        &broker.dir,
+        &[
+            "submit",
+            "--broker",
+            &broker.url,
+            "--token",
+            &token,
+            "--optional",
+            "--",
+            "true",
+        ],
+    );
+    assert!(o.status.success());
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -161,12 +161,28 @@ activity = "c"
     assert_eq!(st.held, 3, "{st:?}");
     assert_eq!(tasks["d"].state, "held");
     let d = tasks["d"].id;
-    // `explain`: a line saying why, then the JSON.
+    // `explain`: a line saying why, then `key: value` lines (no JSON);
+    // `explain --json`: the JSON alone.
     let out = cli(&b, &user, &["explain", &d.to_string()]);
-    let (why, json) = out.split_once('\n').unwrap();
+    let (why, rest) = out.split_once('\n').unwrap();
     assert!(why.contains("held until its parents complete"), "{why}");
-    let e: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert!(!rest.contains('{'), "{out}");
+    for key in [
+        "state:        held",
+        "policy:       priority, control workflow-fairness",
+        "waiting for:  task(s) ",
+    ] {
+        assert!(
+            rest.lines().any(|l| l.starts_with(key)),
+            "no `{key}` line in\n{out}"
+        );
+    }
+    assert!(rest.contains("organization: physics"), "{out}");
+    let json = cli(&b, &user, &["explain", &d.to_string(), "--json"]);
+    let e: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(e["state"], "held");
+    assert_eq!(e["org_name"], "physics");
+    assert!(e["fairness"]["eta_u"].is_number(), "{e}");
     assert_eq!(e["waiting_for"].as_array().unwrap().len(), 2, "{e}");
     assert!(e.get("user_satisfaction").is_some(), "{e}");
 
@@ -319,6 +335,48 @@ command = "true"
     assert!(tasks["last"].start_ms.is_none());
     let out = cli(&b, &user, &["explain", &tasks["last"].id.to_string()]);
     assert!(out.contains("was cancelled"), "{out}");
+    // The failed one says in which phase (the worker reports phases).
+    assert_eq!(
+        tasks["bad"].reason.as_deref(),
+        Some("the exec phase failed (exit 3)")
+    );
+
+    // `status --tasks` shows the reasons; the admin's also the users.
+    let line_of = |out: &str, id: u64| -> String {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(id.to_string().as_str()))
+            .unwrap_or_else(|| panic!("no line for task {id} in\n{out}"))
+            .to_string()
+    };
+    let out = cli(&b, &user, &["status", "--tasks"]);
+    let header = out.lines().nth(2).unwrap();
+    assert!(header.ends_with("reason") && !header.contains("user"), "{out}");
+    let next = tasks["next"].id;
+    assert!(
+        line_of(&out, next).ends_with(&format!("parent task {bad} failed")),
+        "{out}"
+    );
+    assert!(
+        line_of(&out, bad).ends_with("the exec phase failed (exit 3)"),
+        "{out}"
+    );
+    assert!(line_of(&out, tasks["other"].id).ends_with("other"), "{out}");
+    let out = cli(&b, &b.admin, &["status", "--tasks"]);
+    let header = out.lines().nth(2).unwrap();
+    assert!(header.contains("user") && header.ends_with("reason"), "{out}");
+    assert!(line_of(&out, next).contains("alice"), "{out}");
+    let json = cli(&b, &b.admin, &["status", "--tasks", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["users"][tasks["next"].user.to_string()], "alice", "{v}");
+    // A reason too long for the width is cut.
+    let o = common::bin()
+        .current_dir(&b.dir)
+        .env("COLUMNS", "60")
+        .args(["status", "--tasks", "--broker", &b.url, "--token", &user])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(line_of(&out, bad).ends_with('…'), "{out}");
 
     // A held task cancelled by its user: its descendants go, its parent runs on.
     let file = write(
