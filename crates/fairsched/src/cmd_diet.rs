@@ -25,7 +25,7 @@ pub struct DietArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     runs: u32,
     /// The legacy clients' n_submit values to sweep.
-    #[arg(long, value_delimiter = ',', value_name = "N,...", default_values_t = N_SUBMIT.to_vec())]
+    #[arg(long, value_delimiter = ',', value_name = "N,...", default_values_t = N_SUBMIT.to_vec(), allow_hyphen_values = true)]
     n_submit: Vec<u32>,
     /// Master seed.
     #[arg(long, default_value_t = 0)]

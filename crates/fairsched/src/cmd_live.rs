@@ -59,7 +59,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     listen: String,
     /// A worker silent this long loses its slots; its tasks go back to the queue.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration, allow_hyphen_values = true)]
     lease: Duration,
     /// A task whose worker is lost (it left, or its lease ran out) during the task's Nth run
     /// fails; during an earlier run, it goes back to the queue. With 5, a task that loses its

@@ -93,13 +93,13 @@ pub struct OptionalArgs {
     #[arg(long, value_name = "B")]
     max: u64,
     /// The tentative deadline, counted from now (e.g. 90s, 20m, 8h).
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
     deadline: Duration,
     /// A name for the requests (`{i}` and `{kind}` are replaced as in the command).
     #[arg(long)]
     name: Option<String>,
     /// How often to look at the requests in flight.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
     poll: Duration,
     /// Failed mandatory requests submitted again, at most, in all.
     #[arg(long, value_name = "N", default_value_t = 3)]

@@ -45,7 +45,12 @@ pub struct Args {
     #[arg(long)]
     procs: Option<u32>,
     /// Machine sizes, each machine with its own queue, e.g. 2,4,8.
-    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "N,N,...",
+        allow_hyphen_values = true
+    )]
     machines: Option<Vec<u32>>,
     /// Organizations; users are mapped to them uniformly at random (seeded).
     /// Default: 1, or 5 in the demo comparison (no --policy).
@@ -75,7 +80,7 @@ pub struct Args {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["trace", "platform", "orgs", "ownership"])]
     broker_log: Option<PathBuf>,
     /// Keep jobs submitted in [START, START+LEN) seconds, re-based to 0.
-    #[arg(long, value_name = "START,LEN", value_parser = parse_window)]
+    #[arg(long, value_name = "START,LEN", value_parser = parse_window, allow_hyphen_values = true)]
     window: Option<(i64, i64)>,
     /// Split each q-processor job into q sequential tasks.
     #[arg(long)]
@@ -128,6 +133,12 @@ fn parse_window(s: &str) -> Result<(i64, i64), String> {
         .map_err(|_| format!("window length {b:?} is not an integer"))?;
     if a < 0 || b <= 0 {
         return Err("window start must be ≥ 0 and length > 0".into());
+    }
+    // Simulated time is in milliseconds: the window's end must fit, with
+    // room for the runs after it (10¹² s is over 31,000 years).
+    const MAX_S: i64 = 1_000_000_000_000;
+    if a.checked_add(b).is_none_or(|end| end > MAX_S) {
+        return Err(format!("window start + length must be at most {MAX_S} s"));
     }
     Ok((a, b))
 }

@@ -14,11 +14,11 @@ mod cmd_workflow;
 mod progress;
 mod term;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
 
 /// A fair, online, non-clairvoyant scheduler and the trace-driven simulator that evaluates it.
-#[derive(Parser)]
+#[derive(clap::Parser)]
 #[command(name = "fairsched", version, about)]
 struct Cli {
     #[command(subcommand)]
@@ -62,6 +62,26 @@ enum Command {
     Export(cmd_live::ExportArgs),
 }
 
+/// Parses the command line. Every option that takes a value accepts one
+/// that starts with `-`, so `--seed -1` is refused by the flag's own parser
+/// ("invalid value '-1' for '--seed <SEED>'") instead of clap's "unexpected
+/// argument '-1'", and `--priority -1` is a priority. No option has a
+/// numeric short name, so nothing else reads as a number.
+fn parse_cli() -> Cli {
+    fn negatives(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() && !a.is_positional() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(negatives)
+    }
+    let matches = negatives(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
     // `fairsched worker` runs each task under a guard, this binary started
     // again with a hidden first argument: that process stops here.
@@ -75,7 +95,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let result = match cli.command {
         Command::Simulate(a) => cmd_simulate::run(*a),
         Command::Trace(t) => cmd_trace::run(t),

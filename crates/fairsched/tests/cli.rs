@@ -376,6 +376,83 @@ fn flags_are_checked_before_the_trace_is_read() {
     assert_eq!(err.matches("No such file").count(), 1, "{err}");
 }
 
+/// Hostile numbers on every command's numeric flags: each is refused with
+/// exit 2 by a message that names the flag, before anything is read or
+/// contacted, and never with a panic or an overflow.
+#[test]
+fn numeric_flags_are_bounded_and_name_themselves() {
+    let conn = ["--broker", "http://127.0.0.1:1", "--token", "x"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["simulate", "--seed", "-1"], "--seed"),
+        (vec!["simulate", "--procs", "4294967295"], "--procs"),
+        (vec!["simulate", "--procs", "-3"], "--procs"),
+        (
+            vec!["simulate", "--machines", "4294967295,4294967295"],
+            "--machines",
+        ),
+        (vec!["simulate", "--orgs", "-1"], "--orgs"),
+        (
+            vec!["simulate", "--window", "9223372036854775807,9223372036854775807"],
+            "--window",
+        ),
+        (vec!["simulate", "--window", "-5,10"], "--window"),
+        (vec!["experiment", "shapley", "--instances", "-1"], "--instances"),
+        (vec!["experiment", "diet-ethic", "--runs", "0"], "--runs"),
+        (
+            vec!["experiment", "workflow-fairness", "--exp", "1", "--tau", "-1"],
+            "--tau",
+        ),
+        (vec!["trace", "tau", "gate", "--bin", "-1"], "--bin"),
+        (vec!["serve", "--max-attempts", "-1"], "--max-attempts"),
+        (vec!["admin", "init", "--seed", "-1"], "--seed"),
+        (vec!["submit", "--count", "-1"], "--count"),
+        (vec!["submit", "--count", "0"], "--count"),
+        (
+            vec!["optional", "--min", "-1", "--max", "2", "--deadline", "1s"],
+            "--min",
+        ),
+        (vec!["worker", "--slots", "-1"], "--slots"),
+        (vec!["worker", "--slots", "100000"], "--slots"),
+        (vec!["simulate", "--machines", "-1,4"], "--machines"),
+        (vec!["serve", "--lease", "-1s"], "--lease"),
+        (
+            vec!["optional", "--min", "1", "--max", "2", "--deadline", "-5m"],
+            "--deadline",
+        ),
+        (
+            vec!["experiment", "diet-ethic", "--n-submit", "-1,2"],
+            "--n-submit",
+        ),
+    ];
+    for (args, flag) in cases {
+        let mut all = args.clone();
+        if matches!(args[0], "submit" | "optional" | "worker") {
+            all.extend_from_slice(&conn);
+        }
+        if matches!(args[0], "submit" | "optional") {
+            all.extend_from_slice(&["--", "true"]);
+        }
+        let o = run(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("overflow"),
+            "{all:?}: {err}"
+        );
+        assert!(err.contains(flag), "{all:?} does not name {flag}: {err}");
+        assert!(!err.contains("unexpected argument"), "{all:?}: {err}");
+    }
+    // A negative value where one is meaningful is a value, not a flag: the
+    // command goes on to contact the (absent) broker, a run error.
+    let mut all = vec!["submit", "--priority", "-1"];
+    all.extend_from_slice(&conn);
+    all.extend_from_slice(&["--", "true"]);
+    let o = run(&all);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot reach the broker"), "{err}");
+}
+
 #[test]
 fn too_wide_jobs_are_dropped_and_counted() {
     let (dir, stdout) = simulate(&["--policy", "fcfs", "--procs", "8", "--window", "600000,200000"]);
