@@ -1,15 +1,19 @@
 //! `fairsched policies`: the registry, with parameters and docs.
 
 use crate::term::{say, sayln};
+use fairsched_core::Kind;
 use fairsched_core::REGISTRY;
-use fairsched_report::Table;
+use std::fmt::Write;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Print JSON instead of a table.
+    /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
 }
+
+/// Every line of the text fits this many columns.
+const WIDTH: usize = 80;
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     if a.json {
@@ -25,24 +29,81 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         sayln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    let mut t = Table::new(["policy", "point", "description"]);
-    t.columns[1].1 = fairsched_report::Align::Left;
-    for e in REGISTRY {
-        let mut doc = e.doc.to_string();
-        if e.clairvoyant() {
-            doc.push_str(" [clairvoyant: simulation only]");
-        }
-        t.row([e.name.to_string(), e.kind().name().to_string(), doc]);
-        for p in e.params {
-            t.row([
-                format!("  {}={}", p.name, p.default),
-                String::new(),
-                p.doc.to_string(),
-            ]);
+    say!("{}", text());
+    Ok(())
+}
+
+/// The registry by extension point: each policy's name, then its
+/// description and parameters wrapped to [`WIDTH`] columns.
+fn text() -> String {
+    let mut s = String::new();
+    s.push_str(&wrap(
+        "Write a policy as NAME or NAME[key=value,...], e.g. --control 'age-boost[after=10m,by=2]'. \
+         Durations take s, m, h or d.",
+        "",
+    ));
+    for (kind, flag, what) in [
+        (Kind::Order, "--policy", "which waiting task starts next"),
+        (Kind::Allocate, "--allocate", "which machine gets a task"),
+        (Kind::Control, "--control", "priority changes while tasks wait"),
+    ] {
+        let _ = writeln!(s, "\n{} policies ({flag}: {what})", kind.name());
+        for e in REGISTRY.iter().filter(|e| e.kind() == kind) {
+            let _ = writeln!(s, "\n  {}", e.name);
+            let mut doc = e.doc.to_string();
+            if e.clairvoyant() {
+                doc.push_str(" [clairvoyant: simulation only, refused by `serve`]");
+            }
+            s.push_str(&wrap(&doc, "      "));
+            for p in e.params {
+                let head = format!("      {}={}", p.name, p.default);
+                // The parameter's doc on the same line when it fits beside it.
+                let indent = " ".repeat(head.len().max(24) + 2);
+                let body = wrap(p.doc, &indent);
+                let first = body.trim_start();
+                if head.len() + 2 <= indent.len() {
+                    let _ = write!(s, "{head:<w$}{first}", w = indent.len());
+                } else {
+                    let _ = writeln!(s, "{head}");
+                    s.push_str(&body);
+                }
+            }
         }
     }
-    t.note("Write a policy as name or name[key=value,...]; e.g. --control 'age-boost[after=10m,by=2]'.");
-    t.note("--policy takes an order, --allocate an allocate policy, --control a control policy.");
-    say!("{}", t.to_text());
-    Ok(())
+    s
+}
+
+fn wrap(text: &str, indent: &str) -> String {
+    let opts = textwrap::Options::new(WIDTH)
+        .initial_indent(indent)
+        .subsequent_indent(indent)
+        // Never break inside `age-boost` or `fair-share`.
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    let mut out = textwrap::fill(text, opts);
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_fits_and_every_policy_and_parameter_is_listed() {
+        let t = text();
+        for l in t.lines() {
+            assert!(l.chars().count() <= WIDTH, "{} columns: {l}", l.chars().count());
+        }
+        for e in REGISTRY {
+            assert!(t.contains(&format!("\n  {}\n", e.name)), "{}", e.name);
+            for p in e.params {
+                assert!(
+                    t.contains(&format!("{}={}", p.name, p.default)),
+                    "{}.{}",
+                    e.name,
+                    p.name
+                );
+            }
+        }
+    }
 }
