@@ -27,6 +27,10 @@ pub struct TaskMeta {
     pub job: u64,
     /// Its true processing time, when the driver knows it (simulation).
     pub runtime: Option<Time>,
+    /// The status the workload log gives its job (SWF field 11: 1
+    /// completed, 0 failed, 5 cancelled, 2–4 partial, -1 unknown), when it
+    /// came from a log: outputs count it ([`crate::metrics::LogStatusCounts`]).
+    pub log_status: Option<i8>,
 }
 
 /// Receives what a run produces, in the order it happens. For each step
@@ -65,8 +69,8 @@ pub trait Observer {
 }
 
 impl Observer for Metrics {
-    fn on_task(&mut self, rec: &EndRecord, _meta: &TaskMeta) {
-        self.record(rec);
+    fn on_task(&mut self, rec: &EndRecord, meta: &TaskMeta) {
+        self.record_task(rec, meta.log_status);
     }
     fn on_sample(&mut self, s: &Sample) {
         self.capacity(s.time, s.total_slots);

@@ -1,20 +1,22 @@
-//! Per-organization and per-user tables from run metrics.
+//! Per-organization and per-user tables from run metrics (`orgs.csv`,
+//! `users.csv`).
 
 use crate::table::{Table, fixed};
+use fairsched_core::UserId;
 use fairsched_core::metrics::{Aggregate, Metrics};
 
-fn row(t: &mut Table, key: String, a: &Aggregate) {
-    t.row(std::iter::once(key).chain(cells(a)));
-}
-
+/// The figures of one user or organization; a mean over no task is empty.
 fn cells(a: &Aggregate) -> [String; 7] {
+    let started = a.started > 0;
+    let completed = a.completed > 0;
+    let when = |ok: bool, s: String| if ok { s } else { String::new() };
     [
         a.tasks.to_string(),
         a.completed.to_string(),
-        fixed(a.mean_wait(), 1),
-        fixed(a.max_wait, 0),
-        fixed(a.mean_response(), 1),
-        fixed(a.mean_bsld(), 3),
+        when(started, fixed(a.mean_wait(), 1)),
+        when(started, fixed(a.max_wait, 0)),
+        when(completed, fixed(a.mean_response(), 1)),
+        when(completed, fixed(a.mean_bsld(), 3)),
         fixed(a.slot_seconds, 0),
     ]
 }
@@ -29,55 +31,140 @@ const COLS: [&str; 7] = [
     "slot_seconds",
 ];
 
-/// One row per organization.
-pub fn by_org(m: &Metrics) -> Table {
-    let mut t = Table::new(std::iter::once("org").chain(COLS));
-    for (o, a) in &m.by_org {
-        row(&mut t, o.to_string(), a);
-    }
-    t
-}
-
-/// One row per user.
-pub fn by_user(m: &Metrics) -> Table {
-    let mut t = Table::new(std::iter::once("user").chain(COLS));
-    for (u, a) in &m.by_user {
-        row(&mut t, u.to_string(), a);
-    }
-    t
-}
-
 /// One organization's utility and contribution (spec/shapley.md), in s².
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OrgUtility {
     pub org: u32,
-    pub procs: u32,
     pub psi: f64,
     pub phi: Option<f64>,
 }
 
-/// [`by_org`] with each organization's processors, ψ, φ and φ − ψ (empty
-/// cells where φ was not computed).
-pub fn by_org_with_utility(m: &Metrics, utility: &[OrgUtility]) -> Table {
-    let mut t = Table::new(std::iter::once("org").chain(COLS).chain([
-        "procs",
-        "psi_s2",
-        "phi_s2",
-        "phi_minus_psi_s2",
-    ]));
-    for (o, a) in &m.by_org {
-        let u = utility.iter().find(|u| u.org == o.0);
-        let extra = [
-            u.map(|u| u.procs.to_string()),
-            u.map(|u| format!("{}", u.psi)),
-            u.and_then(|u| u.phi).map(|p| format!("{p}")),
-            u.and_then(|u| u.phi.map(|p| format!("{}", p - u.psi))),
-        ];
-        t.row(
-            std::iter::once(o.to_string())
-                .chain(cells(a))
-                .chain(extra.into_iter().map(Option::unwrap_or_default)),
-        );
+fn opt(x: Option<f64>) -> String {
+    x.map(|x| format!("{x}")).unwrap_or_default()
+}
+
+/// One row per organization: the declared ones (`0..procs.len()`, owning
+/// `procs[o]` processors) and any other that had tasks, ascending; each
+/// with its figures, its processors, the share of all processors it owns
+/// and the share of the processor time its tasks received; with `utility`
+/// also ψ, φ and φ − ψ (empty where φ was not computed).
+pub fn by_org(m: &Metrics, procs: &[u32], utility: Option<&[OrgUtility]>) -> Table {
+    let mut cols: Vec<&str> = std::iter::once("org").chain(COLS).collect();
+    cols.extend(["procs", "owned_share", "received_share"]);
+    if utility.is_some() {
+        cols.extend(["psi_s2", "phi_s2", "phi_minus_psi_s2"]);
+    }
+    let mut t = Table::new(cols);
+    let none = Aggregate::default();
+    for s in m.org_shares(procs) {
+        let a = m.by_org.get(&fairsched_core::OrgId(s.org)).unwrap_or(&none);
+        let mut row: Vec<String> = std::iter::once(s.org.to_string()).chain(cells(a)).collect();
+        row.extend([s.procs.to_string(), opt(s.owned_share), opt(s.received_share)]);
+        if let Some(utility) = utility {
+            let u = utility.iter().find(|u| u.org == s.org);
+            row.extend([
+                opt(u.map(|u| u.psi)),
+                opt(u.and_then(|u| u.phi)),
+                opt(u.and_then(|u| u.phi.map(|p| p - u.psi))),
+            ]);
+        }
+        t.row(row);
     }
     t
+}
+
+/// One row per user: its organization (several joined by `;` if its
+/// tasks belonged to several) and its figures.
+pub fn by_user(m: &Metrics) -> Table {
+    let mut t = Table::new(["user", "org"].into_iter().chain(COLS));
+    for (&u, a) in &m.by_user {
+        t.row([u.to_string(), user_orgs(m, u)].into_iter().chain(cells(a)));
+    }
+    t
+}
+
+fn user_orgs(m: &Metrics, u: UserId) -> String {
+    let orgs: Vec<String> = m.user_orgs(u).iter().map(ToString::to_string).collect();
+    orgs.join(";")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairsched_core::event::{Attempt, AttemptEnd};
+    use fairsched_core::{EndRecord, MachineId, Outcome, SlotId, TaskSpec, Time};
+
+    /// A completed task of `user` in `org` on `slots` slots, submitted at
+    /// 0 and run over [start, end) seconds.
+    fn done(user: i64, org: u32, slots: u32, start: i64, end: i64) -> EndRecord {
+        EndRecord {
+            spec: TaskSpec::new(1, user, org).slots(slots),
+            submit: Time::ZERO,
+            end: Time::from_secs(end),
+            outcome: Outcome::Completed,
+            machine: Some(MachineId(0)),
+            requeued: Vec::new(),
+            last: Some(Attempt {
+                machine: MachineId(0),
+                slot: SlotId(0),
+                slots,
+                start: Time::from_secs(start),
+                stop: Time::from_secs(end),
+                end: AttemptEnd::Completed,
+            }),
+            phases: [None; 4],
+        }
+    }
+
+    fn csv_rows(t: &Table) -> Vec<String> {
+        t.to_csv().lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn orgs_list_the_declared_ones_with_their_processors_and_shares() {
+        let mut m = Metrics::default();
+        // Org 0: 2 slots × 30 s; org 2 (declared with none): 1 × 20 s.
+        m.record(&done(7, 0, 2, 10, 40));
+        m.record(&done(8, 2, 1, 0, 20));
+        // Org 1 owns 1 processor and had no task: a row of zeros and blanks.
+        let t = by_org(&m, &[3, 1], None);
+        assert_eq!(
+            csv_rows(&t),
+            [
+                "org,tasks,completed,mean_wait_s,max_wait_s,mean_response_s,mean_bsld,slot_seconds,procs,owned_share,received_share",
+                "0,1,1,10.0,10,40.0,1.333,60,3,0.75,0.75",
+                "1,0,0,,,,,0,1,0.25,0",
+                "2,1,1,0.0,0,20.0,1.000,20,0,0,0.25",
+            ]
+        );
+        let u = [OrgUtility {
+            org: 0,
+            psi: 5.0,
+            phi: Some(7.0),
+        }];
+        let t = by_org(&m, &[3, 1], Some(&u));
+        assert!(csv_rows(&t)[0].ends_with(",received_share,psi_s2,phi_s2,phi_minus_psi_s2"));
+        assert!(
+            csv_rows(&t)[1].ends_with(",0.75,0.75,5,7,2"),
+            "{:?}",
+            csv_rows(&t)
+        );
+        assert!(csv_rows(&t)[2].ends_with(",0.25,0,,,"), "{:?}", csv_rows(&t));
+    }
+
+    #[test]
+    fn users_carry_their_organization() {
+        let mut m = Metrics::default();
+        m.record(&done(7, 1, 1, 0, 10));
+        m.record(&done(8, 0, 1, 0, 10));
+        m.record(&done(8, 2, 1, 0, 10));
+        assert_eq!(
+            csv_rows(&by_user(&m)),
+            [
+                "user,org,tasks,completed,mean_wait_s,max_wait_s,mean_response_s,mean_bsld,slot_seconds",
+                "7,1,1,1,0.0,0,10.0,1.000,10",
+                "8,0;2,2,2,0.0,0,10.0,1.000,20",
+            ]
+        );
+    }
 }

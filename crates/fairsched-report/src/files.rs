@@ -112,18 +112,17 @@ impl RunDir {
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), FileError> {
         write_atomic(&self.dir.join(name), bytes)
     }
-    /// `orgs.csv` (with each organization's utility and contribution
-    /// when given), `users.csv` and `summary.json`.
+    /// `orgs.csv` (every organization, owning `procs[o]` processors, with
+    /// its utility and contribution when given; see
+    /// [`aggregates::by_org`]), `users.csv` and `summary.json`.
     pub fn write_results(
         &self,
         metrics: &Metrics,
+        procs: &[u32],
         utility: Option<&[aggregates::OrgUtility]>,
         summary: &impl Serialize,
     ) -> Result<(), FileError> {
-        let orgs = match utility {
-            Some(u) => aggregates::by_org_with_utility(metrics, u),
-            None => aggregates::by_org(metrics),
-        };
+        let orgs = aggregates::by_org(metrics, procs, utility);
         self.write("orgs.csv", orgs.to_csv().as_bytes())?;
         self.write("users.csv", aggregates::by_user(metrics).to_csv().as_bytes())?;
         self.write("summary.json", &json_bytes(summary))
@@ -348,8 +347,9 @@ fn remove_if_present(path: &Path) -> Result<(), FileError> {
     }
 }
 
-/// The command line, one line, each argument quoted when it needs to be.
-fn command_line() -> String {
+/// The command line, one line, each argument quoted when it needs to be
+/// (as the manifest and `summary.json` show it).
+pub fn command_line() -> String {
     let mut args = std::env::args_os();
     let first = args
         .next()

@@ -1,14 +1,17 @@
 //! # fairsched-report
 //!
 //! Results as tables (aligned text, CSV, JSON), the per-task CSV sink, and
-//! result files written atomically, SVG charts ([`plot`]).
+//! result files written atomically, SVG charts ([`plot`]), and Batsim's
+//! `jobs.csv` ([`batsim`]).
 
 pub mod aggregates;
+pub mod batsim;
 pub mod files;
 pub mod plot;
 pub mod table;
 pub mod tasks_csv;
 
+pub use batsim::{BATSIM_COLUMNS, BatsimJobs};
 pub use files::{FileError, OutDir, OutError, PartialCleaner, RunDir, write_atomic};
 pub use table::{Align, Table, fixed};
 pub use tasks_csv::{TASK_COLUMNS, TasksCsv};

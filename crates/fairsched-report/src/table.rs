@@ -104,7 +104,7 @@ impl Table {
     }
 
     /// An array of objects keyed by column name; numeric-looking cells
-    /// become JSON numbers.
+    /// become JSON numbers, empty cells `null`.
     pub fn to_json(&self) -> Value {
         Value::Array(
             self.rows
@@ -122,6 +122,9 @@ impl Table {
 }
 
 fn cell_value(v: &str) -> Value {
+    if v.is_empty() {
+        return Value::Null;
+    }
     if let Ok(i) = v.parse::<i64>() {
         return Value::from(i);
     }
@@ -174,5 +177,7 @@ mod tests {
         assert_eq!(t.to_csv(), "policy,wait\nfifo,12.5\n\"a,b\",3\n");
         assert_eq!(t.to_json()[1]["wait"], Value::from(3));
         assert_eq!(fixed(-0.0001, 2), "0.00");
+        t.row(["none", ""]);
+        assert_eq!(t.to_json()[2]["wait"], Value::Null);
     }
 }

@@ -1,4 +1,11 @@
 //! `tasks.csv`: one line per task, written as tasks end.
+//!
+//! Row order: the order in which tasks left the platform, that is by end
+//! time (non-decreasing); tasks that end at the same instant in the order
+//! the core ended them (the simulator's fixed event order at an instant:
+//! completions first). Deterministic: the same inputs and seed give the
+//! same bytes. Sort by `task` for submission order (a trace replay numbers
+//! tasks 1, 2, … in submit order).
 
 use fairsched_core::metrics::TaskMetrics;
 use fairsched_core::{EndRecord, Observer, TaskMeta};
@@ -6,9 +13,12 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 /// Column names of `tasks.csv`. Times are seconds (decimals only when the
-/// clock ticked finer than a second).
+/// clock ticked finer than a second). `outcome` is what happened in the
+/// simulation; `log_status` what the workload log says happened to the
+/// job (SWF field 11: 1 completed, 0 failed, 5 cancelled, 2–4 partial, -1
+/// unknown; empty for a task not from a log).
 pub const TASK_COLUMNS: &str =
-    "task,job,user,org,machine,slot,slots,submit,start,end,wait,response,bsld,outcome,attempts";
+    "task,job,user,org,machine,slot,slots,submit,start,end,wait,response,bsld,outcome,attempts,log_status";
 
 /// Writes one CSV line per ended task. The first write error is kept and
 /// returned by [`TasksCsv::finish`]; nothing after it is written.
@@ -62,7 +72,9 @@ impl<W: Write> Observer for TasksCsv<W> {
         opt(s, m.wait);
         let _ = write!(s, ",{},", m.response);
         opt(s, m.bsld.map(|b| crate::table::fixed(b, 4)));
-        let _ = writeln!(s, ",{},{}", r.outcome, r.starts());
+        let _ = write!(s, ",{},{},", r.outcome, r.starts());
+        opt(s, meta.log_status);
+        s.push('\n');
         if let Err(e) = self.out.write_all(s.as_bytes()) {
             self.error = Some(e);
         }

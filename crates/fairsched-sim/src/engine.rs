@@ -39,6 +39,9 @@ pub struct Arrival {
     pub submit: Time,
     pub runtime: Time,
     pub phases: Option<[Time; 4]>,
+    /// Its job's status in the workload log (SWF field 11), when it came
+    /// from one; kept from the core, counted in outputs.
+    pub log_status: Option<i8>,
 }
 
 impl Arrival {
@@ -50,6 +53,7 @@ impl Arrival {
             submit,
             runtime,
             phases: None,
+            log_status: None,
         }
     }
     /// A workflow-style task whose runtime is the sum of its phases.
@@ -63,6 +67,11 @@ impl Arrival {
     /// Says which job the task came from.
     pub fn job(mut self, job: u64) -> Arrival {
         self.job = job;
+        self
+    }
+    /// Says what the workload log says became of its job (SWF field 11).
+    pub fn log_status(mut self, status: i8) -> Arrival {
+        self.log_status = Some(status);
         self
     }
 }
@@ -147,8 +156,11 @@ struct Live {
     /// Bumped at every start and stop: heap entries of an earlier run are
     /// stale.
     attempt: u32,
-    /// Heap entries of the current run still to come (counted as pending).
-    outstanding: u32,
+    /// Heap entries of the current run still to come (counted as pending):
+    /// at most 5. A `u16` so that `log_status` fits in the padding.
+    outstanding: u16,
+    /// Its job's status in the log (outputs only).
+    log_status: Option<i8>,
 }
 
 struct Oracle<'a>(&'a FxHashMap<TaskId, Live>);
@@ -304,6 +316,7 @@ impl World {
                     phases: a.phases,
                     attempt: 0,
                     outstanding: 0,
+                    log_status: a.log_status,
                 });
             }
         }
@@ -712,11 +725,13 @@ impl<'a> Simulation<'a> {
                         TaskMeta {
                             job: l.job,
                             runtime: Some(l.runtime),
+                            log_status: l.log_status,
                         }
                     }
                     None => TaskMeta {
                         job: rec.spec.id.0,
                         runtime: None,
+                        log_status: None,
                     },
                 };
                 self.ended.push(meta);

@@ -36,6 +36,7 @@ pub mod harness;
 pub mod platform_file;
 pub mod run;
 pub mod semantics;
+pub mod swf_out;
 pub mod workload;
 
 pub use agent::{Agent, AgentCtx, Trace};
@@ -45,3 +46,4 @@ pub use errors::SimError;
 pub use platform_file::PlatformFile;
 pub use run::{RunOutcome, Summary, Sweep, SweepRun};
 pub use semantics::{ProcsFrom, RuntimeLimit};
+pub use swf_out::{SwfOutHeader, SwfOutStats, SwfSchedule};

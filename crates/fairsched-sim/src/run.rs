@@ -8,7 +8,7 @@ use crate::config::{PlatformInfo, RunConfig};
 use crate::errors::SimError;
 use crate::fairness::{FairnessObserver, OrgFairness};
 use crate::semantics::{ProcsFrom, RuntimeLimit};
-use fairsched_core::metrics::Metrics;
+use fairsched_core::metrics::{BSLD_BOUND, Distributions, JainIndex, LogStatusCounts, Metrics, OrgShare};
 use fairsched_core::{CoreStats, Fanout, Observer, PolicySpec, Time};
 use fairsched_trace::{FilterCounts, TraceScan};
 use rayon::prelude::*;
@@ -16,9 +16,14 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// What one run reports: `summary.json`.
+/// What one run reports: `summary.json`. Times are seconds of simulated
+/// time; [`Definitions`] (in the file as `definitions`) says what each
+/// figure is.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// The program that ran it, its build and its command line: set by
+    /// the program (the library leaves it `None`).
+    pub tool: Option<Tool>,
     pub policy: String,
     pub allocate: String,
     pub control: Option<String>,
@@ -27,11 +32,24 @@ pub struct Summary {
     /// Tasks simulated (after filters, window and splitting).
     pub jobs: u64,
     pub outcomes: BTreeMap<&'static str, u64>,
+    /// The simulated tasks by their job's status in the log (SWF field 11).
+    pub log_status: LogStatusCounts,
     pub makespan_s: f64,
     pub mean_wait_s: f64,
     pub mean_response_s: f64,
     pub mean_bounded_slowdown: f64,
+    /// p50, p90, p99 (nearest rank) and max of wait, response and bounded
+    /// slowdown, over the tasks each mean is over.
+    pub percentiles: Distributions,
     pub utilization: f64,
+    /// Jain's index over the users' mean bounded slowdowns (users with a
+    /// completed task).
+    pub jain_users_bsld: JainIndex,
+    /// Jain's index over the organizations' mean bounded slowdowns.
+    pub jain_orgs_bsld: JainIndex,
+    /// Per organization: processors owned and processor time received,
+    /// each as a share of the total.
+    pub org_shares: Vec<OrgShare>,
     pub platform: PlatformInfo,
     pub orgs: u32,
     pub ownership: String,
@@ -60,9 +78,71 @@ pub struct Summary {
     pub too_wide: u64,
     pub stranded: u64,
     pub core: CoreStats,
-    /// The only field that differs between two runs of the same config.
+    /// The only field that differs between two runs of the same config
+    /// (with `tool`'s command line and commit): seconds, rounded to the
+    /// millisecond.
     pub wall_time_s: f64,
+    pub definitions: Definitions,
 }
+
+/// Which program wrote a summary: its name and version, the git commit it
+/// was built from, and the command line that ran it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+    /// The short hash of the commit, with `-dirty` when the checkout had
+    /// uncommitted changes to tracked files; `unknown` when it was built
+    /// outside a git checkout.
+    pub commit: String,
+    /// The command line, each argument shell-quoted when it needs it.
+    pub command: String,
+}
+
+/// What each figure of a summary is, and its unit: written into every
+/// `summary.json`, so a file read years later still says it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Definitions {
+    pub units: &'static str,
+    pub wait: &'static str,
+    pub response: &'static str,
+    pub bounded_slowdown: &'static str,
+    /// τ, seconds.
+    pub bounded_slowdown_tau_s: f64,
+    pub makespan: &'static str,
+    pub utilization: &'static str,
+    pub percentiles: &'static str,
+    pub jain: &'static str,
+    pub org_shares: &'static str,
+    pub log_status: &'static str,
+}
+
+/// The definitions every summary carries.
+pub const DEFINITIONS: Definitions = Definitions {
+    units: "times in seconds of simulated time (the log's clock; with --window, from the \
+            window's start); slot_seconds in processor-seconds; psi and phi in s²; \
+            wall_time_s in seconds of the host's clock",
+    wait: "start − submit of a task's last start, over the tasks that started",
+    response: "end − submit, over the completed tasks",
+    bounded_slowdown: "max(1, response / max(run, τ)) with run = end − start of the last run \
+                       and τ = 10 s, over the completed tasks",
+    bounded_slowdown_tau_s: BSLD_BOUND.millis() as f64 / 1000.0,
+    makespan: "last end − first submit of the simulated tasks",
+    utilization: "processor-time held by the tasks' runs (completed or not) / processor-time \
+                  present, over [first submit, last end]",
+    percentiles: "nearest rank: pP of n values is the ⌈P·n/100⌉-th smallest, max the largest; \
+                  null when n = 0. Kept as f32: exact for whole seconds below 2^24 s, else 7 \
+                  significant digits; max is exact",
+    jain: "Jain's index J = (Σx)² / (n·Σx²) over the mean bounded slowdowns x of the n users \
+           (organizations) with a completed task: 1 when all are equal, down to 1/n; \
+           1 when n = 1, null when n = 0",
+    org_shares: "owned_share = the organization's processors / all processors; received_share = \
+                 processor-time its tasks held (every run) / processor-time all tasks held",
+    log_status: "tasks by their job's status in the log (SWF field 11): completed 1, failed 0, \
+                 cancelled 5, other (2–4 partial, -1 unknown, none). Whatever its status, the \
+                 simulation runs a job as logged (field 4's runtime); --drop-failed and \
+                 --drop-cancelled leave such jobs out",
+};
 
 /// A finished run: its summary and its metrics (per user, per
 /// organization).
@@ -89,7 +169,7 @@ impl RunConfig {
             let at = self.window.map(|(_, len)| Time::from_secs(len));
             f.finish(&report.platform.per_org, report.platform.machines.len(), at)
         });
-        let wall_time_s = started.elapsed().as_secs_f64();
+        let wall_time_s = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let ended: u64 = metrics.outcomes.values().sum();
         if ended != report.stats.submitted || metrics.all.tasks != ended {
             return Err(SimError::Internal(format!(
@@ -97,7 +177,12 @@ impl RunConfig {
                 report.stats.submitted
             )));
         }
+        let percentiles = metrics.distributions();
+        // The values are needed no more: the caller writes per-user and
+        // per-organization tables only.
+        metrics.drop_samples();
         let summary = Summary {
+            tool: None,
             policy: self.order.to_string(),
             allocate: self.allocate().to_string(),
             control: self.control.as_ref().map(|c| c.to_string()),
@@ -105,11 +190,16 @@ impl RunConfig {
             seed: self.seed,
             jobs: metrics.all.tasks,
             outcomes: metrics.outcomes.clone(),
+            log_status: metrics.log_status,
             makespan_s: metrics.makespan().as_secs_f64(),
             mean_wait_s: metrics.all.mean_wait(),
             mean_response_s: metrics.all.mean_response(),
             mean_bounded_slowdown: metrics.all.mean_bsld(),
+            percentiles,
             utilization: metrics.utilization(),
+            jain_users_bsld: metrics.jain_users_bsld(),
+            jain_orgs_bsld: metrics.jain_orgs_bsld(),
+            org_shares: metrics.org_shares(&report.platform.per_org),
             platform: report.platform,
             orgs,
             ownership: match &self.platform_file {
@@ -134,6 +224,7 @@ impl RunConfig {
             stranded: report.stats.stranded,
             core: report.stats.core,
             wall_time_s,
+            definitions: DEFINITIONS,
         };
         Ok(RunOutcome { summary, metrics })
     }
@@ -197,6 +288,83 @@ pub fn unique_names(names: impl IntoIterator<Item = String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::config::TraceInput;
+    use fairsched_core::metrics::Distribution;
+
+    /// Five jobs on one processor, by hand. Under fcfs: job 1 runs [0, 100),
+    /// 2 [100, 150), 3 [150, 155), 4 [155, 175), 5 [300, 310). Waits 0, 100,
+    /// 140, 135, 0; responses 100, 150, 145, 155, 10; bounded slowdowns 1,
+    /// 3, 14.5, 7.75, 1. Job 4 failed in the log (status 0), job 5 was
+    /// cancelled (5).
+    const HAND: &[u8] = b"; MaxProcs: 1
+1   0 -1 100 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1
+2   0 -1  50 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1
+3  10 -1   5 1 -1 -1 1 -1 -1 1 2 1 -1 -1 -1 -1 -1
+4  20 -1  20 1 -1 -1 1 -1 -1 0 2 1 -1 -1 -1 -1 -1
+5 300 -1  10 1 -1 -1 1 -1 -1 5 3 1 -1 -1 -1 -1 -1
+";
+
+    fn dist(p50: f64, p90: f64, p99: f64, max: f64) -> Distribution {
+        Distribution {
+            n: 5,
+            p50: Some(p50),
+            p90: Some(p90),
+            p99: Some(p99),
+            max: Some(max),
+        }
+    }
+
+    #[test]
+    fn a_hand_made_log_gives_the_figures_worked_out_by_hand() {
+        let c = RunConfig::new(
+            TraceInput::Bytes {
+                name: "hand.swf".into(),
+                data: HAND,
+            },
+            "fcfs".parse().unwrap(),
+        );
+        let scan = c.trace.scan(false).unwrap();
+        let done = c.execute(&scan, &mut fairsched_core::Fanout(vec![])).unwrap();
+        let s = done.summary;
+        assert_eq!(s.makespan_s, 310.0);
+        // Sorted waits 0 0 100 135 140: ranks ⌈2.5⌉ = 3, ⌈4.5⌉ = 5, ⌈4.95⌉ = 5.
+        assert_eq!(s.percentiles.wait_s, dist(100.0, 140.0, 140.0, 140.0));
+        assert_eq!(s.percentiles.response_s, dist(145.0, 155.0, 155.0, 155.0));
+        assert_eq!(s.percentiles.bounded_slowdown, dist(3.0, 14.5, 14.5, 14.5));
+        assert_eq!(s.mean_wait_s, 75.0);
+        assert_eq!(
+            s.log_status,
+            LogStatusCounts {
+                completed: 3,
+                failed: 1,
+                cancelled: 1,
+                other: 0,
+            }
+        );
+        // Users' mean bounded slowdowns 2, 11.125, 1.
+        let x = [2.0f64, 11.125, 1.0];
+        let j = x.iter().sum::<f64>().powi(2) / (3.0 * x.iter().map(|v| v * v).sum::<f64>());
+        assert_eq!(s.jain_users_bsld.n, 3);
+        assert!((s.jain_users_bsld.index.unwrap() - j).abs() < 1e-12);
+        // One organization: J = 1, and it owns and received everything.
+        assert_eq!(
+            s.jain_orgs_bsld,
+            JainIndex {
+                index: Some(1.0),
+                n: 1
+            }
+        );
+        assert_eq!(s.org_shares.len(), 1);
+        assert_eq!(
+            (s.org_shares[0].owned_share, s.org_shares[0].received_share),
+            (Some(1.0), Some(1.0))
+        );
+        assert_eq!(s.org_shares[0].slot_seconds, 185.0);
+        assert!(s.tool.is_none(), "the program sets it");
+        assert_eq!(s.definitions.bounded_slowdown_tau_s, 10.0);
+        assert_eq!(s.wall_time_s, (s.wall_time_s * 1000.0).round() / 1000.0);
+    }
 
     #[test]
     fn repeated_names_get_a_suffix() {

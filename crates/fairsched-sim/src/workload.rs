@@ -9,7 +9,8 @@ use fairsched_trace::{Job, TraceError};
 /// stream order; the arrival's `job` keeps the SWF job number (outputs show
 /// it, the core never sees it). A job's processors become
 /// the task's slots (1 after splitting); its requested time becomes the
-/// user estimate; priorities start at 1.
+/// user estimate; priorities start at 1. Its status (field 11) goes with
+/// the arrival, past the core, to the outputs.
 pub fn arrivals<I>(jobs: I) -> impl Iterator<Item = Result<Arrival, SimError>>
 where
     I: Iterator<Item = Result<Job, TraceError>>,
@@ -35,5 +36,11 @@ pub fn arrival(id: u64, j: &Job) -> Arrival {
         optional: false,
         target: None,
     };
-    Arrival::new(spec, Time::from_secs(j.submit), Time::from_secs(j.runtime)).job(j.id)
+    let a = Arrival::new(spec, Time::from_secs(j.submit), Time::from_secs(j.runtime)).job(j.id);
+    // A status beyond i8 (the standard's are -1..=5) is not kept: outputs
+    // leave it empty and count it as "other".
+    match i8::try_from(j.status) {
+        Ok(s) => a.log_status(s),
+        Err(_) => a,
+    }
 }

@@ -4,14 +4,15 @@ use crate::cmd_experiment::{ForceArg, begin_out, open_out};
 use crate::progress::Bars;
 use crate::term::{self, say, sayln};
 use anyhow::Context;
-use fairsched_core::{Fanout, PolicySpec};
+use fairsched_core::{Fanout, Observer, PolicySpec};
 use fairsched_report::aggregates::OrgUtility;
-use fairsched_report::{RunDir, Table, fixed};
+use fairsched_report::{BatsimJobs, RunDir, Table, fixed};
 use fairsched_sim::{
-    Ownership, PlatformFile, ProcsFrom, RunConfig, RuntimeLimit, Summary, Sweep, SweepRun, TraceInput,
+    Ownership, PlatformFile, ProcsFrom, RunConfig, RuntimeLimit, Summary, Sweep, SweepRun, SwfOutHeader,
+    SwfSchedule, TraceInput,
 };
 use fairsched_trace::{FilterOptions, StreamOptions, TraceInfo, TraceScan};
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 /// The bundled demo log (see data/PROVENANCE.md).
@@ -116,6 +117,35 @@ pub struct Args {
     /// requested time runs to its end).
     #[arg(long, value_name = "WHAT", default_value_t = RuntimeLimit::Ignore)]
     runtime_limit: RuntimeLimit,
+    /// Also write the simulated schedule as an SWF log (gzip if FILE ends
+    /// in .gz), readable by `fairsched trace info` and other SWF tools.
+    ///
+    /// A plain name (schedule.swf) goes in the run's folder: OUT/NAME with
+    /// one --policy, OUT/<policy>/NAME for each of several. A path with a
+    /// folder (./schedule.swf, /tmp/s.swf) is written there, with one
+    /// --policy only (exit 2 otherwise: one file cannot hold several
+    /// schedules). Each simulated job's record is kept as read from the
+    /// log, in the log's order, but for field 2 (submit, re-based by
+    /// --window), 3 (wait), 4 (run time), 5 (processors given) and 11
+    /// (status: 0 if killed at its requested time, 5 if it never started,
+    /// with wait and run time -1; else the log's). Jobs not simulated are
+    /// left out. With --split-parallel each task is one record of one
+    /// processor, numbered 1, 2, …, after a comment line naming its job.
+    /// The header says all this, with the command line.
+    #[arg(long, value_name = "FILE")]
+    swf_out: Option<PathBuf>,
+    /// Also write the schedule as Batsim's jobs.csv (its `_jobs.csv`
+    /// columns, which evalys's JobSet.from_csv reads). FILE is placed as
+    /// for --swf-out.
+    ///
+    /// One row per task in submission order; job_id is the SWF job number
+    /// (J_P for part P of a split job); allocated_resources are the
+    /// processors the simulation gave it (0-based, machine after machine,
+    /// as Batsim interval sets: `0-3 5`); final_state COMPLETED_SUCCESSFULLY,
+    /// COMPLETED_WALLTIME_REACHED (killed at its requested time), or
+    /// REJECTED with empty times (never started).
+    #[arg(long, value_name = "FILE")]
+    batsim_jobs: Option<PathBuf>,
     /// Never show progress bars.
     #[arg(long)]
     no_progress: bool,
@@ -222,6 +252,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     for r in &sweep.runs {
         r.config.check().map_err(term::usage)?;
     }
+    let schedule_files = ScheduleFiles::check(&a, sweep.runs.len())?;
     let mut out = match early_out {
         Some(out) => out,
         None => open_out(&a.out, a.force)?,
@@ -271,12 +302,14 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         p.extend(["comparison.csv".into(), "comparison.json".into()]);
         p
     } else {
-        ["summary.json", "tasks.csv", "orgs.csv", "users.csv"]
+        let mut p: Vec<String> = ["summary.json", "tasks.csv", "orgs.csv", "users.csv"]
             .map(String::from)
-            .to_vec()
+            .to_vec();
+        p.extend(schedule_files.in_run_folder());
+        p
     };
     begin_out(&mut out, &planned.iter().map(String::as_str).collect::<Vec<_>>())?;
-    let bars = Bars::new(!a.no_progress);
+    let bars = Bars::new(!a.no_progress, sweep.runs.len());
     // Progress is measured in simulated time: the trace's span, or the window.
     let (from, span) = match a.window {
         Some((start, len)) => (start, len as u64),
@@ -290,23 +323,35 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         };
         let mut csv = run_dir.tasks_csv()?;
         let mut bar = bars.bar(&r.name, from, span);
-        let done = r.config.execute(&scan, &mut Fanout(vec![&mut csv, &mut bar]));
+        let mut schedule = schedule_files.recorders(r.config.split_parallel);
+        let done = {
+            let mut observers: Vec<&mut dyn Observer> = vec![&mut csv, &mut bar];
+            schedule.add_to(&mut observers);
+            r.config.execute(&scan, &mut Fanout(observers))
+        };
         bar.finish();
         let done = done.with_context(|| format!("policy {}", r.config.order))?;
         run_dir.finish_tasks_csv(csv)?;
-        let utility: Option<Vec<OrgUtility>> = done.summary.fairness.as_ref().map(|f| {
+        schedule_files.write(schedule, run_dir.path(), &r.config, &done.summary, &scan)?;
+        let mut summary = done.summary;
+        summary.tool = Some(tool());
+        let utility: Option<Vec<OrgUtility>> = summary.fairness.as_ref().map(|f| {
             f.orgs
                 .iter()
                 .map(|o| OrgUtility {
                     org: o.org,
-                    procs: o.procs,
                     psi: o.psi,
                     phi: o.phi,
                 })
                 .collect()
         });
-        run_dir.write_results(&done.metrics, utility.as_deref(), &done.summary)?;
-        anyhow::Ok(done.summary)
+        run_dir.write_results(
+            &done.metrics,
+            &summary.platform.per_org,
+            utility.as_deref(),
+            &summary,
+        )?;
+        anyhow::Ok(summary)
     });
     let mut summaries: Vec<Summary> = Vec::new();
     for r in results {
@@ -318,15 +363,8 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         .filter(|r| r.name != r.config.order.slug())
         .collect();
 
-    let mut t = Table::new([
-        "policy",
-        "tasks",
-        "makespan_s",
-        "mean_wait_s",
-        "mean_bsld",
-        "utilization",
-        "wall_s",
-    ]);
+    let mut t = Table::new(COMPARISON);
+    let mut shown = Table::new(PRINTED);
     for (s, r) in summaries.iter().zip(&sweep.runs) {
         // A spec given twice: the row says which folder it is.
         let label = if r.name == r.config.order.slug() {
@@ -334,15 +372,8 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         } else {
             format!("{} ({})", s.policy, r.name)
         };
-        t.row([
-            label,
-            s.jobs.to_string(),
-            fixed(s.makespan_s, 0),
-            fixed(s.mean_wait_s, 1),
-            fixed(s.mean_bounded_slowdown, 2),
-            fixed(s.utilization, 3),
-            fixed(s.wall_time_s, 3),
-        ]);
+        t.row(comparison_row(label.clone(), s));
+        shown.row(printed_row(label, s));
     }
     for r in &renamed {
         t.note(format!(
@@ -407,7 +438,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     }
     out.finish()?;
     sayln!();
-    say!("{}", t.to_text());
+    shown.notes = std::mem::take(&mut t.notes);
+    shown.note("wait_s, bsld: mean wait (s) and mean bounded slowdown; p90_, p99_: their");
+    shown.note(format!(
+        "percentiles (nearest rank); util: utilization. Every figure: {}.",
+        if several { "comparison.csv" } else { "summary.json" }
+    ));
+    say!("{}", shown.to_text());
     sayln!(
         "\nwrote {}/{} ({:.2} s)",
         a.out.display(),
@@ -418,7 +455,108 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         },
         t0.elapsed().as_secs_f64()
     );
+    for line in schedule_files.describe(&a.out, &sweep) {
+        sayln!("{line}");
+    }
     Ok(())
+}
+
+/// The columns of comparison.csv and comparison.json: times in seconds,
+/// percentiles nearest-rank (see `definitions` in summary.json).
+const COMPARISON: [&str; 24] = [
+    "policy",
+    "tasks",
+    "makespan_s",
+    "utilization",
+    "mean_wait_s",
+    "p50_wait_s",
+    "p90_wait_s",
+    "p99_wait_s",
+    "max_wait_s",
+    "mean_response_s",
+    "p50_response_s",
+    "p90_response_s",
+    "p99_response_s",
+    "max_response_s",
+    "mean_bsld",
+    "p50_bsld",
+    "p90_bsld",
+    "p99_bsld",
+    "max_bsld",
+    "jain_users_bsld",
+    "jain_orgs_bsld",
+    "log_failed",
+    "log_cancelled",
+    "wall_s",
+];
+
+/// One run's row of the comparison (an undefined figure is empty).
+fn comparison_row(label: String, s: &Summary) -> Vec<String> {
+    let f = |x: Option<f64>, d: usize| x.map(|x| fixed(x, d)).unwrap_or_default();
+    let dist = |d: &fairsched_core::metrics::Distribution, digits: usize| {
+        [d.p50, d.p90, d.p99, d.max].map(|x| f(x, digits))
+    };
+    let p = &s.percentiles;
+    let mut row = vec![
+        label,
+        s.jobs.to_string(),
+        fixed(s.makespan_s, 0),
+        fixed(s.utilization, 3),
+        fixed(s.mean_wait_s, 1),
+    ];
+    row.extend(dist(&p.wait_s, 0));
+    row.push(fixed(s.mean_response_s, 1));
+    row.extend(dist(&p.response_s, 0));
+    row.push(fixed(s.mean_bounded_slowdown, 2));
+    row.extend(dist(&p.bounded_slowdown, 2));
+    row.extend([
+        f(s.jain_users_bsld.index, 3),
+        f(s.jain_orgs_bsld.index, 3),
+        s.log_status.failed.to_string(),
+        s.log_status.cancelled.to_string(),
+        fixed(s.wall_time_s, 3),
+    ]);
+    row
+}
+
+/// The comparison as printed: the columns that fit 80 (the demo's runs
+/// of the whole bundled log take 78), the rest being in comparison.csv
+/// (several policies) or summary.json.
+const PRINTED: [&str; 8] = [
+    "policy",
+    "makespan_s",
+    "wait_s",
+    "p90_wait",
+    "p99_wait",
+    "bsld",
+    "p99_bsld",
+    "util",
+];
+
+/// One run's printed row: figures rounded to fit.
+fn printed_row(label: String, s: &Summary) -> [String; 8] {
+    let f = |x: Option<f64>, d: usize| x.map(|x| fixed(x, d)).unwrap_or_default();
+    let p = &s.percentiles;
+    [
+        label,
+        fixed(s.makespan_s, 0),
+        fixed(s.mean_wait_s, 0),
+        f(p.wait_s.p90, 0),
+        f(p.wait_s.p99, 0),
+        fixed(s.mean_bounded_slowdown, 2),
+        f(p.bounded_slowdown.p99, 1),
+        fixed(s.utilization, 3),
+    ]
+}
+
+/// This program, its build and its command line, for summary.json.
+fn tool() -> fairsched_sim::run::Tool {
+    fairsched_sim::run::Tool {
+        name: env!("CARGO_PKG_NAME").into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: env!("FAIRSCHED_GIT_COMMIT").into(),
+        command: fairsched_report::files::command_line(),
+    }
 }
 
 fn print_trace_line(scan: &TraceScan, name: &str) -> anyhow::Result<()> {
@@ -441,4 +579,171 @@ fn print_trace_line(scan: &TraceScan, name: &str) -> anyhow::Result<()> {
         sayln!("filters: {}", filters.join("; "));
     }
     Ok(())
+}
+
+/// `--swf-out` and `--batsim-jobs`: where the schedule files go, checked
+/// (exit 2) before anything is read.
+struct ScheduleFiles {
+    swf: Option<Target>,
+    batsim: Option<Target>,
+}
+
+/// A schedule file: a plain name, written in each run's folder, or a path
+/// with a folder, written there (one run only).
+enum Target {
+    Name(String),
+    Path(PathBuf),
+}
+
+impl Target {
+    fn resolve(&self, run_dir: &Path) -> PathBuf {
+        match self {
+            Target::Name(n) => run_dir.join(n),
+            Target::Path(p) => p.clone(),
+        }
+    }
+}
+
+/// Names a run writes in its folder (or the out folder), which a schedule
+/// file may not take.
+const RUN_FILES: &[&str] = &[
+    "summary.json",
+    "tasks.csv",
+    "orgs.csv",
+    "users.csv",
+    "comparison.csv",
+    "comparison.json",
+    "broker.swf",
+    "broker-platform.toml",
+    ".fairsched-out",
+];
+
+/// The observers that collect a run's schedule for its files.
+struct ScheduleRecorders {
+    swf: Option<SwfSchedule>,
+    batsim: Option<BatsimJobs>,
+}
+
+impl ScheduleRecorders {
+    fn add_to<'a>(&'a mut self, observers: &mut Vec<&'a mut dyn Observer>) {
+        if let Some(s) = &mut self.swf {
+            observers.push(s);
+        }
+        if let Some(b) = &mut self.batsim {
+            observers.push(b);
+        }
+    }
+}
+
+impl ScheduleFiles {
+    fn check(a: &Args, runs: usize) -> anyhow::Result<ScheduleFiles> {
+        let target = |flag: &str, given: &Option<PathBuf>| -> anyhow::Result<Option<Target>> {
+            let Some(p) = given else { return Ok(None) };
+            let mut parts = p.components();
+            let plain = match (parts.next(), parts.next()) {
+                (Some(Component::Normal(n)), None) => n.to_str().map(String::from),
+                _ => None,
+            };
+            if let Some(n) = plain {
+                if RUN_FILES.contains(&n.as_str()) || n.ends_with(".partial") {
+                    return Err(term::usage(format!(
+                        "--{flag} {n}: the run writes a file of that name in its folder; choose another"
+                    )));
+                }
+                return Ok(Some(Target::Name(n)));
+            }
+            if p.file_name().is_none() {
+                return Err(term::usage(format!("--{flag} {}: not a file name", p.display())));
+            }
+            if runs > 1 {
+                return Err(term::usage(format!(
+                    "--{flag} {}: {runs} policies run and one file cannot hold several schedules; \
+                     give a plain file name, written in each policy's folder ({}/<policy>/NAME)",
+                    p.display(),
+                    a.out.display()
+                )));
+            }
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                return Err(term::usage(format!(
+                    "--{flag} {}: folder {} does not exist",
+                    p.display(),
+                    dir.display()
+                )));
+            }
+            Ok(Some(Target::Path(p.clone())))
+        };
+        if let (Some(s), Some(b)) = (&a.swf_out, &a.batsim_jobs)
+            && s == b
+        {
+            return Err(term::usage(format!(
+                "--swf-out and --batsim-jobs both name {}",
+                s.display()
+            )));
+        }
+        Ok(ScheduleFiles {
+            swf: target("swf-out", &a.swf_out)?,
+            batsim: target("batsim-jobs", &a.batsim_jobs)?,
+        })
+    }
+
+    /// The plain names, which go in the run's folder (and its manifest).
+    fn in_run_folder(&self) -> Vec<String> {
+        [&self.swf, &self.batsim]
+            .into_iter()
+            .filter_map(|t| match t {
+                Some(Target::Name(n)) => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn recorders(&self, split: bool) -> ScheduleRecorders {
+        ScheduleRecorders {
+            swf: self.swf.as_ref().map(|_| SwfSchedule::default()),
+            batsim: self.batsim.as_ref().map(|_| BatsimJobs::new(split)),
+        }
+    }
+
+    /// Writes one run's schedule files (`run_dir`: its folder).
+    fn write(
+        &self,
+        rec: ScheduleRecorders,
+        run_dir: &Path,
+        config: &RunConfig,
+        summary: &Summary,
+        scan: &TraceScan,
+    ) -> anyhow::Result<()> {
+        if let (Some(t), Some(s)) = (&self.swf, rec.swf) {
+            let path = t.resolve(run_dir);
+            let t = tool();
+            let who = SwfOutHeader {
+                generator: format!("{} {} (commit {})", t.name, t.version, t.commit),
+                command: t.command,
+            };
+            s.write(&path, config, &summary.platform, &scan.header, &who)
+                .with_context(|| format!("--swf-out {}", path.display()))?;
+        }
+        if let (Some(t), Some(b)) = (&self.batsim, rec.batsim) {
+            b.write(&t.resolve(run_dir))?;
+        }
+        Ok(())
+    }
+
+    /// Lines saying where the files went.
+    fn describe(&self, out: &Path, sweep: &Sweep) -> Vec<String> {
+        let several = sweep.runs.len() > 1;
+        [(&self.swf, "SWF"), (&self.batsim, "Batsim jobs.csv")]
+            .into_iter()
+            .filter_map(|(t, what)| {
+                let at = match t.as_ref()? {
+                    Target::Name(n) if several => format!("{}/<policy>/{n} for each policy", out.display()),
+                    Target::Name(n) => out.join(n).display().to_string(),
+                    Target::Path(p) => p.display().to_string(),
+                };
+                Some(format!("wrote the schedule as {what}: {at}"))
+            })
+            .collect()
+    }
 }
