@@ -25,9 +25,9 @@ pub enum ExperimentCommand {
     ///
     /// Examples:
     ///   fairsched experiment shapley --table 1 --instances 10 --traces LPC-EGEE
-    ///   fairsched experiment shapley --table 2 --traces LPC-EGEE,RICC --out results/t2
+    ///   fairsched experiment shapley --table 2 --traces LPC-EGEE --instances 20 --out results/t2
     ///   fairsched experiment shapley --figure 1 --instances 5
-    ///   fairsched experiment shapley --trace my.swf:128 --orgs 3 --instances 20
+    ///   fairsched experiment shapley --trace data/KTH-SP2-1996-2.1-cln.swf.gz:100 --orgs 3 --instances 20
     #[command(verbatim_doc_comment)]
     Shapley(ShapleyArgs),
     /// PFFP (allocation under runtime uncertainty): Tests 1–5 of the
