@@ -205,6 +205,9 @@ pub struct Entry {
     pub params: &'static [ParamDoc],
     /// Handles rigid parallel jobs (tasks needing more than one slot).
     pub parallel: bool,
+    /// Decides between organizations (shares, contributions, turns): with
+    /// a single organization it is a plain queue.
+    pub orgs: bool,
     pub build: Ctor,
 }
 

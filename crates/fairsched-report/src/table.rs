@@ -86,8 +86,11 @@ impl Table {
         for r in &self.rows {
             line(&mut out, &mut r.iter().map(String::as_str));
         }
+        // Notes are prose: wrapped to 80 columns (the table itself is as
+        // wide as its cells), never inside a hyphenated name.
+        let wrap = textwrap::Options::new(80).word_splitter(textwrap::WordSplitter::NoHyphenation);
         for n in &self.notes {
-            let _ = writeln!(out, "{n}");
+            let _ = writeln!(out, "{}", textwrap::fill(n, &wrap));
         }
         out
     }

@@ -23,6 +23,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 serde_json::json!({
                     "name": e.name, "kind": e.kind(), "doc": e.doc, "params": e.params,
                     "clairvoyant": e.clairvoyant(), "parallel_jobs": e.parallel,
+                    "between_organizations": e.orgs,
                 })
             })
             .collect();
@@ -51,6 +52,9 @@ fn text() -> String {
         for e in REGISTRY.iter().filter(|e| e.kind() == kind) {
             let _ = writeln!(s, "\n  {}", e.name);
             let mut doc = e.doc.to_string();
+            if e.orgs {
+                doc.push_str(" [between organizations: give --orgs K or --platform FILE]");
+            }
             if e.clairvoyant() {
                 doc.push_str(" [clairvoyant: simulation only, refused by `serve`]");
             }

@@ -4,7 +4,7 @@ use crate::cmd_experiment::{ForceArg, begin_out, open_out};
 use crate::progress::Bars;
 use crate::term::{self, say, sayln};
 use anyhow::Context;
-use fairsched_core::{Fanout, Observer, PolicySpec};
+use fairsched_core::{Fanout, Kind, Observer, PolicySpec};
 use fairsched_report::aggregates::OrgUtility;
 use fairsched_report::{BatsimJobs, RunDir, Table, fixed};
 use fairsched_sim::{
@@ -30,17 +30,25 @@ pub struct Args {
     /// SWF log (plain or gzip). Default: the bundled KTH-SP2 log.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Order policy (which waiting task starts), e.g. fcfs, easy or
-    /// fair-share; `fairsched policies` lists them. Repeat to compare several
-    /// (they run in parallel). Default: a comparison of baselines.
-    #[arg(long = "policy", value_name = "SPEC")]
+    // The help of the three policy flags lists the registry's names.
+    #[arg(long = "policy", value_name = "SPEC", help = policy_help(
+        Kind::Order,
+        "Order policy (which waiting task starts)",
+        "Repeat to compare several (they run in parallel). Default: a comparison of fcfs, easy, \
+         fifo, round-robin and fair-share with 5 organizations",
+    ))]
     policies: Vec<PolicySpec>,
-    /// Allocate policy (which machine gets a task). Default: single-pool
-    /// with one machine, least-loaded with several.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", help = policy_help(
+        Kind::Allocate,
+        "Allocate policy (which machine gets a task)",
+        "Default: single-pool with one machine, least-loaded with several",
+    ))]
     allocate: Option<PolicySpec>,
-    /// Control policy (priority changes), e.g. 'age-boost[after=10m]'.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", help = policy_help(
+        Kind::Control,
+        "Control policy (priority changes while tasks wait), e.g. 'age-boost[after=10m]'",
+        "Default: none",
+    ))]
     control: Option<PolicySpec>,
     /// Total processors (default: the header's MaxProcs, else the widest job).
     #[arg(long)]
@@ -151,6 +159,19 @@ pub struct Args {
     no_progress: bool,
 }
 
+/// `WHAT: one of NAMES (parameters: `fairsched policies`). DEFAULT.`
+fn policy_help(kind: Kind, what: &str, default: &str) -> String {
+    let names: Vec<&str> = fairsched_core::REGISTRY
+        .iter()
+        .filter(|e| e.kind() == kind)
+        .map(|e| e.name)
+        .collect();
+    format!(
+        "{what}: one of {}; NAME[key=value,...] sets parameters (`fairsched policies`). {default}.",
+        names.join(", ")
+    )
+}
+
 fn parse_window(s: &str) -> Result<(i64, i64), String> {
     let (a, b) = s.split_once(',').ok_or("expected START,LEN in seconds")?;
     let a: i64 = a
@@ -246,6 +267,26 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         procs_from: a.procs_from,
         runtime_limit: a.runtime_limit,
     };
+    // A policy that decides between organizations, run with one, is a
+    // plain queue: say so before the run, not after a puzzling table.
+    let one_org_warnings: Vec<String> = if orgs == 1 {
+        policies
+            .iter()
+            .filter(|p| fairsched_core::registry::entry(Kind::Order, &p.name).is_ok_and(|e| e.orgs))
+            .map(|p| {
+                format!(
+                    "warning: {} shares processors between organizations, and this run has one \
+                     (--orgs defaults to 1): every job is in the same queue. Give --orgs K or --platform FILE.",
+                    p.name
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for w in &one_org_warnings {
+        eprintln!("{w}");
+    }
     let sweep = Sweep::over_orders(&base, &policies);
     // Every policy and flag is checked before anything is read; a value
     // refused here is a command-line error (exit 2), as clap's are.
@@ -375,6 +416,9 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         t.row(comparison_row(label.clone(), s));
         shown.row(printed_row(label, s));
     }
+    for w in &one_org_warnings {
+        t.note(w.clone());
+    }
     for r in &renamed {
         t.note(format!(
             "{} was given more than once: this run is in {}",
@@ -424,9 +468,11 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         }
     }
     if demo && !a.split_parallel {
-        t.note("round-robin and fair-share serve each organization's jobs in order: with rigid parallel jobs a wide");
-        t.note("head waits while other organizations' narrow jobs fill the machine. Their papers split jobs into");
-        t.note("sequential tasks: try `fairsched simulate --split-parallel`.");
+        t.note(
+            "round-robin and fair-share serve each organization's jobs in order: with rigid parallel jobs \
+             a wide head waits while other organizations' narrow jobs fill the machine. Their papers \
+             split jobs into sequential tasks: try `fairsched simulate --split-parallel`.",
+        );
     }
     // Every result file is written before the table is printed.
     if several {

@@ -453,6 +453,43 @@ fn numeric_flags_are_bounded_and_name_themselves() {
     assert!(err.contains("cannot reach the broker"), "{err}");
 }
 
+/// An organization-level policy with the default single organization is a
+/// plain queue: the run says so (stderr and the table's notes), and does not
+/// once there are organizations to share between.
+#[test]
+fn an_organization_policy_with_one_organization_warns() {
+    let warn = "fair-share shares processors between organizations";
+    let (_dir, stdout) = simulate(&["--policy", "fair-share", "--window", "600000,50000"]);
+    assert!(stdout.contains(warn), "{stdout}");
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args([
+            "simulate",
+            "--no-progress",
+            "--policy",
+            "fair-share",
+            "--window",
+            "600000,50000",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains(warn));
+    let (_dir, stdout) = simulate(&[
+        "--policy",
+        "fair-share",
+        "--orgs",
+        "3",
+        "--window",
+        "600000,50000",
+    ]);
+    assert!(!stdout.contains("warning"), "{stdout}");
+    let (_dir, stdout) = simulate(&["--policy", "fcfs", "--window", "600000,50000"]);
+    assert!(!stdout.contains("warning"), "{stdout}");
+    assert!(ok(&["policies"]).contains("[between organizations"));
+}
+
 #[test]
 fn too_wide_jobs_are_dropped_and_counted() {
     let (dir, stdout) = simulate(&["--policy", "fcfs", "--procs", "8", "--window", "600000,200000"]);

@@ -79,6 +79,7 @@ pub const ENTRY: Entry = Entry {
           least time allocated to the user on this server, seeded random; kills optional runs",
     params: &[],
     parallel: false,
+    orgs: false,
     build: Ctor::Order(from_params),
 };
 

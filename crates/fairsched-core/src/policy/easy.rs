@@ -39,6 +39,7 @@ pub const ENTRY: Entry = Entry {
     doc: "EASY backfilling: FCFS with a reservation for the head; later jobs backfill using requested times",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Order(from_params),
 };
 

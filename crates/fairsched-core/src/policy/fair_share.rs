@@ -31,6 +31,7 @@ pub const ENTRY: Entry = Entry {
     doc: "organization with the least processor time used / share of slots first; each organization FIFO",
     params: &[],
     parallel: true,
+    orgs: true,
     build: Ctor::Order(from_params),
 };
 

@@ -20,6 +20,7 @@ pub const ENTRY: Entry = Entry {
     doc: "strict first-come-first-served: the oldest job starts when it fits, nothing overtakes it",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Order(from_params),
 };
 

@@ -20,6 +20,7 @@ pub const ENTRY: Entry = Entry {
     doc: "submission order, greedy first-fit (plain FIFO for sequential tasks)",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Order(from_params),
 };
 

@@ -21,6 +21,7 @@ pub const ENTRY: Entry = Entry {
     doc: "machine minimising (busy + waiting slots + task slots) / machine size; ties to the lowest index",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 

@@ -21,6 +21,7 @@ pub const ENTRY: Entry = Entry {
     doc: "cycle over organizations in index order (pointer persists), each organization FIFO",
     params: &[],
     parallel: true,
+    orgs: true,
     build: Ctor::Order(from_params),
 };
 

@@ -20,6 +20,7 @@ pub const ENTRY: Entry = Entry {
     doc: "every task goes to machine 0 (one shared pool); tasks wider than the pool are rejected",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 

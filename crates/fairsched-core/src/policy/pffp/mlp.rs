@@ -22,6 +22,7 @@ pub const ENTRY: Entry = Entry {
     doc: "MLp: machine minimising (unfinished tasks + 1) / processors; ties to the lowest index",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 

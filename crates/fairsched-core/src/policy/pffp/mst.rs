@@ -22,6 +22,7 @@ pub const ENTRY: Entry = Entry {
     doc: "MST: machine with the earliest start, from true runtimes (clairvoyant baseline; FCFS queues)",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::ClairvoyantAllocate(from_params),
 };
 

@@ -28,6 +28,7 @@ pub const ENTRY: Entry = Entry {
         doc: "estimate for a task without one (s; or 10m, 1h)",
     }],
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 

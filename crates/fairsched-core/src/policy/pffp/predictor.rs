@@ -77,6 +77,7 @@ pub const ENTRY: Entry = Entry {
     doc: "PFFP: machine minimising predicted residual runtime + queue time (Pareto tail, Hurst); non-clairvoyant",
     params: &PFFP1,
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 
@@ -86,6 +87,7 @@ pub const ENTRY_PFFP1: Entry = Entry {
     doc: "PFFP with the paper's PFFP1 setting (φ = 0.0028, ψ = 0.0046)",
     params: &PFFP1,
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 
@@ -95,6 +97,7 @@ pub const ENTRY_PFFP2: Entry = Entry {
     doc: "PFFP with the paper's PFFP2 setting (φ = 0.0019, ψ = 0.0082)",
     params: &PFFP2,
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 

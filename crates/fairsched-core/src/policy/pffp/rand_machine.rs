@@ -19,6 +19,7 @@ pub const ENTRY: Entry = Entry {
     doc: "Rand: a uniformly random machine large enough for the task (seeded)",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Allocate(from_params),
 };
 

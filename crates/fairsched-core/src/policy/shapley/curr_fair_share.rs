@@ -23,6 +23,7 @@ pub const ENTRY: Entry = Entry {
     doc: "CURRFAIRSHARE: organization with the fewest running jobs / share of slots first; each organization FIFO",
     params: &[],
     parallel: true,
+    orgs: true,
     build: Ctor::Order(from_params),
 };
 

@@ -52,6 +52,7 @@ pub const ENTRY: Entry = Entry {
     doc: "DIRECTCONTR: Shapley-fair heuristic (contributions accrued per processor owner); random free processor",
     params: &[],
     parallel: true,
+    orgs: true,
     build: Ctor::Order(from_params),
 };
 

@@ -43,6 +43,7 @@ pub const ENTRY: Entry = Entry {
         doc: "orderings sampled per organization",
     }],
     parallel: true,
+    orgs: true,
     build: Ctor::ClairvoyantOrder(from_params),
 };
 

@@ -52,6 +52,7 @@ pub const ENTRY: Entry = Entry {
         doc: "how sub-coalitions schedule: fair (each itself REF) or fifo (greedy by release)",
     }],
     parallel: true,
+    orgs: true,
     build: Ctor::ClairvoyantOrder(from_params),
 };
 

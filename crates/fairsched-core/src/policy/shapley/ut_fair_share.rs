@@ -24,6 +24,7 @@ pub const ENTRY: Entry = Entry {
     doc: "UTFAIRSHARE: organization with the smallest utility ψsp / share of slots first; each organization FIFO",
     params: &[],
     parallel: true,
+    orgs: true,
     build: Ctor::Order(from_params),
 };
 

@@ -33,6 +33,7 @@ pub const ENTRY: Entry = Entry {
         },
     ],
     parallel: true,
+    orgs: false,
     build: Ctor::Control(from_params),
 };
 

@@ -34,6 +34,7 @@ pub const ENTRY: Entry = Entry {
     doc: "highest priority first, then the earliest-submitted workflow, then submission order; greedy first-fit",
     params: &[],
     parallel: true,
+    orgs: false,
     build: Ctor::Order(from_params),
 };
 
