@@ -53,7 +53,8 @@ pub struct Args {
     /// Total processors (default: the header's MaxProcs, else the widest job).
     #[arg(long)]
     procs: Option<u32>,
-    /// Machine sizes, each machine with its own queue, e.g. 2,4,8.
+    /// Machine sizes, each machine with its own queue, e.g. 2,4,8
+    /// (default: one machine of --procs processors).
     #[arg(
         long,
         value_delimiter = ',',
@@ -88,7 +89,8 @@ pub struct Args {
     /// what last month would have looked like under another --policy.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["trace", "platform", "orgs", "ownership"])]
     broker_log: Option<PathBuf>,
-    /// Keep jobs submitted in [START, START+LEN) seconds, re-based to 0.
+    /// Keep jobs submitted in [START, START+LEN) seconds, re-based to 0
+    /// (default: the whole log).
     #[arg(long, value_name = "START,LEN", value_parser = parse_window, allow_hyphen_values = true)]
     window: Option<(i64, i64)>,
     /// Split each q-processor job into q sequential tasks.
