@@ -17,9 +17,18 @@ mod term;
 use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
 
+/// `fairsched --version`: the package version and the git commit it was
+/// built from (as `summary.json`'s `tool`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("FAIRSCHED_GIT_COMMIT"),
+    ")"
+);
+
 /// A fair, online, non-clairvoyant scheduler and the trace-driven simulator that evaluates it.
 #[derive(clap::Parser)]
-#[command(name = "fairsched", version, about)]
+#[command(name = "fairsched", version = VERSION, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

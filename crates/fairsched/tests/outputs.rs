@@ -231,6 +231,15 @@ fn the_summary_says_its_tool_commit_command_and_definitions() {
     assert!(manifest.contains(&format!("\ncommand {command}\n")), "{manifest}");
 
     let commit = tool["commit"].as_str().unwrap();
+    // `fairsched --version` names the same build.
+    let version = Command::new(env!("CARGO_BIN_EXE_fairsched"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("fairsched {} (commit {commit})", env!("CARGO_PKG_VERSION"))
+    );
     let hash = commit.strip_suffix("-dirty").unwrap_or(commit);
     let in_git = Command::new("git")
         .args(["rev-parse", "--git-dir"])
