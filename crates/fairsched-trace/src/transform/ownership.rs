@@ -1,5 +1,7 @@
 //! Processor ownership: how many of `total` processors each of `k` organizations owns.
 
+use std::collections::BinaryHeap;
+
 use crate::errors::{Result, TraceError};
 
 /// `total` processors split as evenly as possible over `k` organizations (the first
@@ -55,13 +57,23 @@ pub fn ownership_zipf(total: u32, k: u32, s: f64) -> Result<Vec<u32>> {
     }
 
     // Fix-ups: every organization owns at least one processor. The donor is the last of the
-    // largest shares, which keeps the vector non-increasing.
-    for i in 0..shares.len() {
-        if shares[i] == 0 {
-            let max = *shares.iter().max().expect("k >= 1");
-            let donor = shares.iter().rposition(|&x| x == max).expect("max exists");
-            shares[donor] -= 1; // max >= 2 because total >= k and some share is 0
-            shares[i] = 1;
+    // largest shares, which keeps the vector non-increasing. A heap of (share, index) holds
+    // every positive share, so the donor is its top (a scan per zero share was quadratic:
+    // 2^24 organizations never finished).
+    if shares.contains(&0) {
+        let mut heap: BinaryHeap<(u32, usize)> = (0..shares.len())
+            .filter(|&i| shares[i] > 0)
+            .map(|i| (shares[i], i))
+            .collect();
+        for i in 0..shares.len() {
+            if shares[i] == 0 {
+                // max >= 2 because total >= k and some share is 0
+                let (max, donor) = heap.pop().expect("a positive share exists");
+                shares[donor] = max - 1;
+                heap.push((max - 1, donor));
+                shares[i] = 1;
+                heap.push((1, i));
+            }
         }
     }
     Ok(shares)
