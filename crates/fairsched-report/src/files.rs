@@ -250,6 +250,10 @@ struct State {
     begun: bool,
     command: String,
     entries: Vec<Entry>,
+    /// Names of the files this run writes inside its folders (besides
+    /// [`FOLDER_FILES`]): listed as `inside NAME` so that the next run
+    /// removes them too.
+    inside: Vec<String>,
 }
 
 struct Shared {
@@ -301,6 +305,11 @@ impl Shared {
         for e in &st.entries {
             text.push_str("entry ");
             text.push_str(&e.line());
+            text.push('\n');
+        }
+        for n in &st.inside {
+            text.push_str("inside ");
+            text.push_str(n);
             text.push('\n');
         }
         write_atomic(&self.dir.join(MANIFEST), text.as_bytes())
@@ -384,7 +393,7 @@ pub fn command_line() -> String {
 }
 
 /// Reads and checks a manifest: every entry a plain name in the folder.
-fn read_manifest(path: &Path) -> Result<Vec<Entry>, OutError> {
+fn read_manifest(path: &Path) -> Result<Earlier, OutError> {
     let bad = |line: Option<usize>, what: String| OutError::Manifest {
         path: path.to_path_buf(),
         line,
@@ -407,6 +416,7 @@ fn read_manifest(path: &Path) -> Result<Vec<Entry>, OutError> {
     }
     let text = String::from_utf8(bytes).map_err(|_| bad(None, "not UTF-8 text".into()))?;
     let mut entries = Vec::new();
+    let mut inside = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         if n == 1 {
@@ -427,6 +437,16 @@ fn read_manifest(path: &Path) -> Result<Vec<Entry>, OutError> {
         let (key, value) = line.split_once(' ').unwrap_or((line, ""));
         match key {
             "version" | "command" => {}
+            "inside" => {
+                let e = Entry::parse(value).map_err(|what| bad(Some(n), what))?;
+                if e.folder {
+                    return Err(bad(
+                        Some(n),
+                        format!("inside {value:?}: a file name, not a folder"),
+                    ));
+                }
+                inside.push(e.name);
+            }
             "entry" => {
                 let e = Entry::parse(value).map_err(|what| bad(Some(n), what))?;
                 if !entries.contains(&e) {
@@ -444,8 +464,19 @@ fn read_manifest(path: &Path) -> Result<Vec<Entry>, OutError> {
     if text.is_empty() {
         return Err(bad(None, format!("empty (expected {FORMAT:?} on line 1)")));
     }
-    Ok(entries)
+    Ok(Earlier { entries, inside })
 }
+
+/// What an earlier run's manifest lists.
+struct Earlier {
+    entries: Vec<Entry>,
+    inside: Vec<String>,
+}
+
+/// The files a run writes in each of its folders, always cleared with
+/// the folder's entry (with the manifest's `inside` names and `*.partial`
+/// files); anything else found there is the user's and stays.
+pub const FOLDER_FILES: &[&str] = &["summary.json", "tasks.csv", "orgs.csv", "users.csv"];
 
 /// An output folder (`--out`), in two steps. [`OutDir::open`], before any
 /// work, decides whether the folder may be used: a missing or empty folder,
@@ -462,7 +493,7 @@ fn read_manifest(path: &Path) -> Result<Vec<Entry>, OutError> {
 pub struct OutDir {
     shared: Arc<Shared>,
     /// The manifest found, if any: what an earlier run wrote.
-    earlier: Option<Vec<Entry>>,
+    earlier: Option<Earlier>,
 }
 
 /// Removes a run's `*.partial` files from another thread (a signal
@@ -520,6 +551,7 @@ impl OutDir {
                     begun: false,
                     command: String::new(),
                     entries: Vec::new(),
+                    inside: Vec::new(),
                 }),
             }),
             earlier,
@@ -562,14 +594,18 @@ impl OutDir {
             let listed = |e: &Entry| {
                 self.earlier
                     .as_ref()
-                    .is_some_and(|l| l.iter().any(|o| o.name == e.name))
+                    .is_some_and(|l| l.entries.iter().any(|o| o.name == e.name))
             };
             for e in planned.iter().filter(|e| !listed(e)) {
                 self.shared.clear_way(e)?;
             }
         }
+        let mut kept_inside: Vec<String> = Vec::new();
+        // Folders an earlier run listed that the user's files keep: this
+        // run writes into them as they are.
+        let mut reused: Vec<String> = Vec::new();
         if let Some(earlier) = self.earlier.take() {
-            for e in &earlier {
+            for e in &earlier.entries {
                 let path = dir.join(&e.name);
                 let Ok(m) = fs::symlink_metadata(&path) else {
                     continue;
@@ -577,7 +613,10 @@ impl OutDir {
                 if m.is_dir() {
                     // A folder listed as a file is not what that run wrote.
                     if e.folder {
-                        fs::remove_dir_all(&path).map_err(ctx("removing", &path))?;
+                        clear_run_folder(&path, &e.name, &earlier.inside, &mut kept_inside)?;
+                        if path.is_dir() {
+                            reused.push(e.name.clone());
+                        }
                     }
                 } else if !e.folder {
                     fs::remove_file(&path).map_err(ctx("removing", &path))?;
@@ -595,7 +634,7 @@ impl OutDir {
             }
         }
         remove_if_present(&partial(&dir.join(MANIFEST)))?;
-        for e in &planned {
+        for e in planned.iter().filter(|e| !(e.folder && reused.contains(&e.name))) {
             self.shared.clear_way(e)?;
         }
         let mut kept: Vec<String> = fs::read_dir(dir)
@@ -604,6 +643,7 @@ impl OutDir {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n != MANIFEST && !planned.iter().any(|e| &e.name == n))
             .collect();
+        kept.extend(kept_inside);
         kept.sort();
         let mut st = self.shared.lock();
         st.begun = true;
@@ -611,6 +651,18 @@ impl OutDir {
         st.entries = planned;
         self.shared.write_manifest(&st)?;
         Ok(kept)
+    }
+
+    /// Declares a file name this run writes inside its folders (besides
+    /// [`FOLDER_FILES`]), so that the next run clears it with the folder.
+    /// Call before [`OutDir::begin`].
+    pub fn inside(&mut self, name: &str) -> Result<(), OutError> {
+        let e = parse_names(&[name])?.remove(0);
+        let mut st = self.shared.lock();
+        if !e.folder && !st.inside.contains(&e.name) {
+            st.inside.push(e.name);
+        }
+        Ok(())
     }
 
     /// Adds entries (`NAME` or `NAME/`) to the manifest, rewritten when the
@@ -671,6 +723,31 @@ impl Drop for OutDir {
     fn drop(&mut self) {
         self.shared.clean_partials();
     }
+}
+
+/// Clears a run folder an earlier run wrote: its [`FOLDER_FILES`], the
+/// `inside` names and `*.partial` files; anything else (the user's notes,
+/// a folder of plots) stays and is named in `kept` as `FOLDER/NAME`. The
+/// folder goes only when nothing is left in it.
+fn clear_run_folder(
+    path: &Path,
+    folder: &str,
+    inside: &[String],
+    kept: &mut Vec<String>,
+) -> Result<(), OutError> {
+    for e in fs::read_dir(path).map_err(ctx("reading", path))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours =
+            FOLDER_FILES.contains(&name.as_str()) || inside.contains(&name) || name.ends_with(".partial");
+        if ours && e.file_type().is_ok_and(|t| !t.is_dir()) {
+            remove_if_present(&e.path())?;
+        } else {
+            kept.push(format!("{folder}/{name}"));
+        }
+    }
+    // Not empty: the user's files keep it.
+    let _ = fs::remove_dir(path);
+    Ok(())
 }
 
 fn parse_names(names: &[&str]) -> Result<Vec<Entry>, OutError> {

@@ -496,3 +496,38 @@ fn a_folder_of_the_users_with_a_policys_name_is_refused_unless_forced() {
     assert!(!out.join("fifo/notes.txt").exists() && out.join("fifo/summary.json").exists());
     assert!(!out.join("easy").exists());
 }
+
+/// The user's files inside a run's folder survive the next run: only what
+/// fairsched writes there (and the schedule files an earlier run named) is
+/// replaced; a folder the new run does not write stays with them.
+#[test]
+fn a_rerun_keeps_the_users_files_inside_run_folders() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o");
+    ok(&strs(&simulate(
+        &out,
+        &["easy", "fifo"],
+        &["--swf-out", "schedule.swf"],
+    )));
+    assert!(out.join("easy/schedule.swf").is_file());
+    fs::write(out.join("easy/analysis.ipynb"), "{}").unwrap();
+    fs::create_dir(out.join("fifo/plots")).unwrap();
+    fs::write(out.join("fifo/plots/fig.pdf"), "%PDF").unwrap();
+    let stderr = ok(&strs(&simulate(&out, &["easy", "fcfs"], &[])));
+    assert_eq!(fs::read_to_string(out.join("easy/analysis.ipynb")).unwrap(), "{}");
+    assert_eq!(
+        fs::read_to_string(out.join("fifo/plots/fig.pdf")).unwrap(),
+        "%PDF"
+    );
+    assert!(
+        stderr.contains("easy/analysis.ipynb") && stderr.contains("fifo/plots"),
+        "{stderr}"
+    );
+    // This run's files are there; the earlier run's are not.
+    assert!(out.join("easy/summary.json").is_file() && out.join("fcfs/summary.json").is_file());
+    assert!(
+        !out.join("easy/schedule.swf").exists(),
+        "an earlier run's schedule file stayed"
+    );
+    assert!(!out.join("fifo/summary.json").exists() && !out.join("fifo/tasks.csv").exists());
+}
