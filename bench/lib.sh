@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO_ROOT=$(pwd)
 SWF_DIR=../shared/data/traces/swf
-BIN=target/release/fairsched
+# FAIRSCHED_BIN=/path/to/fairsched measures another build (an older commit's,
+# for a before/after) instead of building this checkout's.
+BIN=${FAIRSCHED_BIN:-target/release/fairsched}
 
 die() {
     echo "error: $*" >&2
@@ -40,6 +42,11 @@ need_gnu_time() {
 }
 
 build_release() {
+    if [ -n "${FAIRSCHED_BIN:-}" ]; then
+        [ -x "$BIN" ] || die "FAIRSCHED_BIN=$BIN is not an executable"
+        echo "measuring $BIN (FAIRSCHED_BIN), not this checkout's build" >&2
+        return
+    fi
     echo "building: cargo build --release -p fairsched" >&2
     cargo build --release -p fairsched >&2
     [ -x "$BIN" ] || die "$BIN was not built"
@@ -74,5 +81,35 @@ machine_line() {
     local rev
     rev=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2> /dev/null || echo "?")
     if ! git -C "$REPO_ROOT" diff --quiet 2> /dev/null; then rev="$rev+uncommitted"; fi
+    [ -n "${FAIRSCHED_BIN:-}" ] && rev="$rev (measuring FAIRSCHED_BIN=$FAIRSCHED_BIN)"
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg); commit: $rev"
+}
+
+# measure STDOUT CMD...: runs CMD once, its standard output to STDOUT (a
+# file, or /dev/null), and prints "wall_s cpu_s peak_rss_mib": wall time on
+# the monotonic clock and user+system CPU time to the microsecond (GNU
+# time's are to the hundredth, too coarse for a 0.07 s zcat), peak RSS of
+# the command (getrusage of the child). Exits non-zero if CMD does.
+measure() {
+    python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+with open(out, "wb") as f:
+    t = time.perf_counter()
+    rc = subprocess.run(cmd, stdout=f).returncode
+    wall = time.perf_counter() - t
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{wall:.4f} {r.ru_utime + r.ru_stime:.4f} {r.ru_maxrss / 1024:.1f}")
+sys.exit(rc)
+PY
+}
+
+# quiet_line: the load average and whether a fuzzer or a build is running
+# (they disturb timings: compare CPU time and RSS, re-run wall-clock ratios
+# when the machine is quiet).
+quiet_line() {
+    local busy=""
+    pgrep -f 'libfuzzer|cargo-fuzz' > /dev/null 2>&1 && busy="$busy fuzzer"
+    pgrep -x rustc > /dev/null 2>&1 && busy="$busy rustc"
+    echo "load average $(cut -d' ' -f1-3 /proc/loadavg); busy:${busy:- nothing else}"
 }

@@ -7,7 +7,7 @@ use crate::point::{Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, Con
 use crate::point::{Pick, RuntimeOracle, SimRng};
 use crate::prelude::*;
 use crate::snapshot::{self, SnapshotError};
-use crate::state::{Platform, State, Status, TaskState, View, push_free};
+use crate::state::{Platform, Run, State, Status, TaskState, View, push_free};
 use crate::time::Time;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -519,7 +519,7 @@ impl Scheduler {
             },
             Event::Phase { task, phase } => match self.state.tasks.get_mut(&task) {
                 Some(t) if matches!(t.status, Status::Running { .. }) => {
-                    let log = t.phases.get_or_insert_with(Box::default);
+                    let log = t.extra.phases_mut();
                     if let Some((cur, since)) = log.current {
                         log.done[cur as usize] = Some(now - since);
                     }
@@ -630,9 +630,7 @@ impl Scheduler {
                 machine,
                 status: Status::Waiting,
                 starts: 0,
-                requeued: Vec::new(),
-                last_start: None,
-                phases: None,
+                extra: Default::default(),
             },
         );
         let m = &mut self.state.machines[machine.index()];
@@ -672,9 +670,10 @@ impl Scheduler {
             ..
         } = &mut self.state;
         let t = tasks.get_mut(&task)?;
-        let Status::Running { start, slots } = core::mem::replace(&mut t.status, Status::Waiting) else {
+        let Status::Running(run) = core::mem::replace(&mut t.status, Status::Waiting) else {
             return None;
         };
+        let Run { start, slots } = *run;
         let machine = t.machine;
         for &s in slots.iter().rev() {
             slot_state[s.index()].task = None;
@@ -741,7 +740,8 @@ impl Scheduler {
         };
         let t = self.state.tasks.remove(&task).expect("task exists");
 
-        let phases = t.phases.map_or([None; 4], |mut log| {
+        let (requeued, phases) = t.extra.into_parts();
+        let phases = phases.map_or([None; 4], |mut log| {
             if let Some((cur, since)) = log.current.take() {
                 log.done[cur as usize] = Some(now - since);
             }
@@ -753,7 +753,7 @@ impl Scheduler {
             end: now,
             outcome,
             machine: Some(machine),
-            requeued: t.requeued,
+            requeued,
             last,
             phases,
         }));
@@ -950,13 +950,12 @@ impl Scheduler {
             self.state.slots[s.index()].task = Some(task);
         }
         let t = self.state.tasks.get_mut(&task).expect("checked");
-        t.status = Status::Running {
+        t.status = Status::Running(Box::new(Run {
             start: now,
             slots: slots.clone(),
-        };
+        }));
         t.starts += 1;
-        t.last_start = Some(now);
-        t.phases = None;
+        t.extra.clear_phases();
         let ms = &mut self.state.machines[m.index()];
         ms.waiting -= 1;
         ms.waiting_slots -= q as u64;
@@ -988,8 +987,8 @@ impl Scheduler {
         }
         let run = self.release(task, AttemptEnd::Requeued).expect("running");
         let t = self.state.tasks.get_mut(&task).expect("checked");
-        t.requeued.push(run);
-        t.phases = None;
+        t.extra.push_requeued(run);
+        t.extra.clear_phases();
         let q = t.spec.slots as u64;
         let ms = &mut self.state.machines[m.index()];
         ms.waiting += 1;

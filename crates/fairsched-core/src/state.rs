@@ -12,7 +12,8 @@ use crate::model::{Phase, TaskSpec};
 use crate::prelude::*;
 use crate::snapshot::SnapshotError;
 use crate::time::Time;
-use serde::{Deserialize, Serialize};
+use core::hash::BuildHasher;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The initial platform: machines, each a list of slot owners.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,13 +56,20 @@ impl Platform {
     }
 }
 
+/// Waiting, or running (boxed: one pointer in every live task, and most
+/// live tasks wait; a run's slot list takes 24 bytes more). Its snapshot
+/// form is the one of a struct variant `Running { start, slots }`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) enum Status {
     Waiting,
-    Running {
-        start: Time,
-        slots: crate::event::SlotList,
-    },
+    Running(Box<Run>),
+}
+
+/// The current run of a running task.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Run {
+    pub start: Time,
+    pub slots: crate::event::SlotList,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -70,9 +78,12 @@ pub(crate) struct PhaseLog {
     pub done: [Option<Time>; 4],
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A live task (112 bytes: the table holds one per waiting or running
+/// task, ~190,000 at once in RICC's backlog under fair-share). The start
+/// of its latest run is not kept: it is the running start, else the last
+/// requeued run's ([`TaskView::last_start`]).
+#[derive(Clone, Debug)]
 pub(crate) struct TaskState {
-    #[serde(with = "crate::snapshot::spec")]
     pub spec: TaskSpec,
     pub seq: u64,
     pub submit: Time,
@@ -80,12 +91,286 @@ pub(crate) struct TaskState {
     pub status: Status,
     /// Times it started.
     pub starts: u32,
-    /// Runs stopped and requeued (rare: empty, so unallocated, for most
-    /// tasks); the final run is added to the end record.
-    pub requeued: Vec<Attempt>,
-    pub last_start: Option<Time>,
-    /// Only for tasks that report phases (boxed: most tasks never do).
-    pub phases: Option<Box<PhaseLog>>,
+    /// Requeued runs and phase timings: rare (a trace replay has neither).
+    pub extra: Extra,
+}
+
+impl TaskState {
+    /// The start of its latest run, if it ever started.
+    pub fn last_start(&self) -> Option<Time> {
+        match &self.status {
+            Status::Running(run) => Some(run.start),
+            Status::Waiting => self.extra.requeued().last().map(|a| a.start),
+        }
+    }
+}
+
+/// What few tasks have: runs stopped and requeued (the final run is added
+/// to the end record) and the phase log of the current run. One pointer in
+/// every live task, allocated at a task's first requeue or phase.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Extra(Option<Box<ExtraParts>>);
+
+#[derive(Clone, Debug, Default)]
+struct ExtraParts {
+    requeued: Vec<Attempt>,
+    phases: Option<PhaseLog>,
+}
+
+impl Extra {
+    fn parts(&mut self) -> &mut ExtraParts {
+        self.0.get_or_insert_with(Box::default)
+    }
+    pub fn requeued(&self) -> &[Attempt] {
+        self.0.as_deref().map_or(&[], |p| p.requeued.as_slice())
+    }
+    pub fn push_requeued(&mut self, run: Attempt) {
+        self.parts().requeued.push(run);
+    }
+    pub fn phases(&self) -> Option<&PhaseLog> {
+        self.0.as_deref().and_then(|p| p.phases.as_ref())
+    }
+    /// The current run's phase log, created empty if it has none.
+    pub fn phases_mut(&mut self) -> &mut PhaseLog {
+        self.parts().phases.get_or_insert_with(PhaseLog::default)
+    }
+    /// A new run: no phase seen yet.
+    pub fn clear_phases(&mut self) {
+        if let Some(p) = self.0.as_deref_mut() {
+            p.phases = None;
+        }
+    }
+    /// The requeued runs and the last run's phase log.
+    pub fn into_parts(self) -> (Vec<Attempt>, Option<PhaseLog>) {
+        self.0
+            .map_or_else(|| (Vec::new(), None), |p| (p.requeued, p.phases))
+    }
+    fn from_parts(requeued: Vec<Attempt>, phases: Option<PhaseLog>) -> Extra {
+        Extra((!requeued.is_empty() || phases.is_some()).then(|| Box::new(ExtraParts { requeued, phases })))
+    }
+}
+
+/// The snapshot form of a [`TaskState`] (format version 1, unchanged: the
+/// latest start is written, and checked against the runs when read).
+#[derive(Serialize)]
+struct TaskRepr<'a> {
+    #[serde(with = "crate::snapshot::spec")]
+    spec: &'a TaskSpec,
+    seq: u64,
+    submit: Time,
+    machine: MachineId,
+    status: &'a Status,
+    starts: u32,
+    requeued: &'a [Attempt],
+    last_start: Option<Time>,
+    phases: Option<&'a PhaseLog>,
+}
+
+#[derive(Deserialize)]
+struct TaskOwned {
+    #[serde(with = "crate::snapshot::spec")]
+    spec: TaskSpec,
+    seq: u64,
+    submit: Time,
+    machine: MachineId,
+    status: Status,
+    starts: u32,
+    requeued: Vec<Attempt>,
+    last_start: Option<Time>,
+    phases: Option<PhaseLog>,
+}
+
+impl Serialize for TaskState {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        TaskRepr {
+            spec: &self.spec,
+            seq: self.seq,
+            submit: self.submit,
+            machine: self.machine,
+            status: &self.status,
+            starts: self.starts,
+            requeued: self.extra.requeued(),
+            last_start: self.last_start(),
+            phases: self.extra.phases(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskState {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let o = TaskOwned::deserialize(d)?;
+        let t = TaskState {
+            spec: o.spec,
+            seq: o.seq,
+            submit: o.submit,
+            machine: o.machine,
+            status: o.status,
+            starts: o.starts,
+            extra: Extra::from_parts(o.requeued, o.phases),
+        };
+        if t.last_start() != o.last_start {
+            return Err(serde::de::Error::custom(
+                "a task's latest start disagrees with its runs",
+            ));
+        }
+        Ok(t)
+    }
+}
+
+/// Slab positions per chunk of a [`TaskTable`].
+const CHUNK: usize = 4096;
+
+/// The live tasks by id: a slab in chunks of [`CHUNK`] (grown a chunk at
+/// a time and never moved, so growing never holds two copies of the
+/// table, as a hash map's doubling does) and a hash index of slab
+/// positions (4 bytes a bucket: the id is read from the slab). Memory
+/// follows the most tasks live at once. Iteration order is the slab's,
+/// not part of any contract.
+#[derive(Clone, Default)]
+pub(crate) struct TaskTable {
+    chunks: Vec<Vec<Option<TaskState>>>,
+    /// Empty positions, reused last-freed first.
+    free: Vec<u32>,
+    index: hashbrown::HashTable<u32>,
+    len: usize,
+}
+
+/// The index's hash of a task id.
+fn hash_id(id: TaskId) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(id.0)
+}
+
+fn slot_at(chunks: &[Vec<Option<TaskState>>], p: u32) -> &TaskState {
+    chunks[p as usize / CHUNK][p as usize % CHUNK]
+        .as_ref()
+        .expect("an indexed position holds a task")
+}
+
+impl TaskTable {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    fn position(&self, id: TaskId) -> Option<u32> {
+        let chunks = &self.chunks;
+        self.index
+            .find(hash_id(id), |&p| slot_at(chunks, p).spec.id == id)
+            .copied()
+    }
+    pub fn contains_key(&self, id: &TaskId) -> bool {
+        self.position(*id).is_some()
+    }
+    pub fn get(&self, id: &TaskId) -> Option<&TaskState> {
+        self.position(*id).map(|p| slot_at(&self.chunks, p))
+    }
+    pub fn get_mut(&mut self, id: &TaskId) -> Option<&mut TaskState> {
+        let p = self.position(*id)? as usize;
+        self.chunks[p / CHUNK][p % CHUNK].as_mut()
+    }
+    /// Adds `task` under `id`, which must be its `spec.id` (the index
+    /// reads ids from the slab); returns the task it replaces.
+    pub fn insert(&mut self, id: TaskId, task: TaskState) -> Option<TaskState> {
+        debug_assert_eq!(id, task.spec.id);
+        let chunks = &self.chunks;
+        let hash = hash_id(id);
+        let entry = self.index.entry(
+            hash,
+            |&p| slot_at(chunks, p).spec.id == id,
+            |&q| hash_id(slot_at(chunks, q).spec.id),
+        );
+        let vacant = match entry {
+            hashbrown::hash_table::Entry::Occupied(o) => {
+                let p = *o.get() as usize;
+                return self.chunks[p / CHUNK][p % CHUNK].replace(task);
+            }
+            hashbrown::hash_table::Entry::Vacant(v) => v,
+        };
+        let p = match self.free.pop() {
+            Some(p) => {
+                self.chunks[p as usize / CHUNK][p as usize % CHUNK] = Some(task);
+                p
+            }
+            None => {
+                if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
+                    self.chunks.push(Vec::with_capacity(CHUNK));
+                }
+                let n = self.chunks.len() - 1;
+                let last = &mut self.chunks[n];
+                last.push(Some(task));
+                (n * CHUNK + last.len() - 1) as u32
+            }
+        };
+        vacant.insert(p);
+        self.len += 1;
+        None
+    }
+    pub fn remove(&mut self, id: &TaskId) -> Option<TaskState> {
+        let chunks = &self.chunks;
+        let entry = self
+            .index
+            .find_entry(hash_id(*id), |&p| slot_at(chunks, p).spec.id == *id)
+            .ok()?;
+        let (p, _) = entry.remove();
+        self.free.push(p);
+        self.len -= 1;
+        self.chunks[p as usize / CHUNK][p as usize % CHUNK].take()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&TaskId, &TaskState)> {
+        self.chunks.iter().flatten().flatten().map(|t| (&t.spec.id, t))
+    }
+    pub fn keys(&self) -> impl Iterator<Item = &TaskId> {
+        self.iter().map(|(id, _)| id)
+    }
+}
+
+impl<'a> IntoIterator for &'a TaskTable {
+    type Item = (&'a TaskId, &'a TaskState);
+    type IntoIter = alloc::boxed::Box<dyn Iterator<Item = (&'a TaskId, &'a TaskState)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl core::ops::Index<&TaskId> for TaskTable {
+    type Output = TaskState;
+    fn index(&self, id: &TaskId) -> &TaskState {
+        self.get(id).expect("a live task")
+    }
+}
+
+impl core::fmt::Debug for TaskTable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// Written as [`crate::snapshot::sorted_map`] writes a map: the entries
+/// in increasing id order (one state, one encoding).
+impl Serialize for TaskTable {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut entries: Vec<(&TaskId, &TaskState)> = self.iter().collect();
+        entries.sort_unstable_by_key(|e| *e.0);
+        s.collect_seq(entries)
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskTable {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map: FxHashMap<TaskId, TaskState> = crate::snapshot::sorted_map::deserialize(d)?;
+        let mut entries: Vec<(TaskId, TaskState)> = map.into_iter().collect();
+        entries.sort_unstable_by_key(|e| e.0);
+        let mut table = TaskTable::default();
+        for (id, t) in entries {
+            if t.spec.id != id {
+                return Err(serde::de::Error::custom(format!(
+                    "task {id} is stored with the spec of task {}",
+                    t.spec.id
+                )));
+            }
+            table.insert(id, t);
+        }
+        Ok(table)
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -116,8 +401,7 @@ pub(crate) struct SlotState {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct State {
     pub(crate) now: Time,
-    #[serde(with = "crate::snapshot::sorted_map")]
-    pub(crate) tasks: FxHashMap<TaskId, TaskState>,
+    pub(crate) tasks: TaskTable,
     pub(crate) machines: Vec<MachineState>,
     pub(crate) slots: Vec<SlotState>,
     /// Present slots owned by each organization.
@@ -131,7 +415,7 @@ impl State {
     pub fn new(platform: &Platform) -> State {
         let mut s = State {
             now: Time::ZERO,
-            tasks: FxHashMap::default(),
+            tasks: TaskTable::default(),
             machines: Vec::with_capacity(platform.machines.len()),
             slots: Vec::new(),
             org_slots: vec![0; platform.orgs as usize],
@@ -318,7 +602,8 @@ impl State {
                     count[m].1 += u64::from(t.spec.slots);
                     waiting += 1;
                 }
-                Status::Running { slots, .. } => {
+                Status::Running(run) => {
+                    let slots = &run.slots;
                     if slots.len() != t.spec.slots as usize {
                         return Err(format!(
                             "task {id} holds {} slots, needs {}",
@@ -506,13 +791,13 @@ impl<'a> TaskView<'a> {
     }
     pub fn start(&self) -> Option<Time> {
         match &self.t.status {
-            Status::Running { start, .. } => Some(*start),
+            Status::Running(run) => Some(run.start),
             Status::Waiting => None,
         }
     }
     /// The start of the latest attempt, even if the task was requeued since.
     pub fn last_start(&self) -> Option<Time> {
-        self.t.last_start
+        self.t.last_start()
     }
     /// Time since the current start (zero while waiting).
     pub fn elapsed(&self) -> Time {
@@ -525,7 +810,7 @@ impl<'a> TaskView<'a> {
     /// Slots held while running.
     pub fn held_slots(&self) -> &'a [SlotId] {
         match &self.t.status {
-            Status::Running { slots, .. } => slots,
+            Status::Running(run) => &run.slots,
             Status::Waiting => &[],
         }
     }
@@ -535,10 +820,169 @@ impl<'a> TaskView<'a> {
     }
     /// The phase the task is in and since when.
     pub fn phase(&self) -> Option<(Phase, Time)> {
-        self.t.phases.as_ref().and_then(|p| p.current)
+        self.t.extra.phases().and_then(|p| p.current)
     }
     /// Measured duration of a finished phase.
     pub fn phase_duration(&self, p: Phase) -> Option<Time> {
-        self.t.phases.as_ref().and_then(|l| l.done[p as usize])
+        self.t.extra.phases().and_then(|l| l.done[p as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::collections::BTreeMap;
+    use proptest::prelude::*;
+
+    fn task(id: u64, seq: u64) -> TaskState {
+        TaskState {
+            spec: TaskSpec::new(id, 1, 0),
+            seq,
+            submit: Time::from_secs(seq as i64),
+            machine: MachineId(0),
+            status: Status::Waiting,
+            starts: 0,
+            extra: Extra::default(),
+        }
+    }
+
+    /// What a live task costs in the table (the slab holds `Option`s).
+    #[test]
+    fn a_live_task_takes_112_bytes() {
+        assert!(
+            core::mem::size_of::<TaskState>() <= 112,
+            "{}",
+            core::mem::size_of::<TaskState>()
+        );
+        assert_eq!(
+            core::mem::size_of::<Option<TaskState>>(),
+            core::mem::size_of::<TaskState>()
+        );
+    }
+
+    /// The boxed run is written as the struct variant it replaced
+    /// (snapshot format 1 unchanged).
+    #[test]
+    fn a_status_keeps_its_snapshot_bytes() {
+        #[derive(Serialize)]
+        enum Format1 {
+            Waiting,
+            Running { start: Time, slots: SlotList },
+        }
+        let slots = SlotList::from_slice(&[SlotId(3), SlotId(9)]);
+        let start = Time::from_millis(1_234_567);
+        let new = Status::Running(Box::new(Run {
+            start,
+            slots: slots.clone(),
+        }));
+        let old = Format1::Running { start, slots };
+        assert_eq!(
+            postcard::to_allocvec(&new).unwrap(),
+            postcard::to_allocvec(&old).unwrap()
+        );
+        assert_eq!(
+            postcard::to_allocvec(&Status::Waiting).unwrap(),
+            postcard::to_allocvec(&Format1::Waiting).unwrap()
+        );
+        let back: Status = postcard::from_bytes(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert!(matches!(back, Status::Running(r) if r.start == start && r.slots.len() == 2));
+    }
+
+    proptest! {
+        /// The table behaves as a map: random inserts (ids 0..200, some
+        /// repeated) and removes against a `BTreeMap`, over several
+        /// chunks' worth of positions reused after removal; then a
+        /// snapshot round trip gives the same entries and the same bytes.
+        #[test]
+        fn the_table_is_a_map(ops in proptest::collection::vec((any::<bool>(), 0u64..200), 0..600)) {
+            let mut table = TaskTable::default();
+            let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+            for (i, &(insert, id)) in ops.iter().enumerate() {
+                let seq = i as u64;
+                if insert {
+                    let old = table.insert(TaskId(id), task(id, seq)).map(|t| t.seq);
+                    prop_assert_eq!(old, model.insert(id, seq));
+                } else {
+                    let old = table.remove(&TaskId(id)).map(|t| t.seq);
+                    prop_assert_eq!(old, model.remove(&id));
+                }
+                prop_assert_eq!(table.len(), model.len());
+            }
+            for id in 0..200 {
+                prop_assert_eq!(table.get(&TaskId(id)).map(|t| t.seq), model.get(&id).copied());
+                prop_assert_eq!(table.contains_key(&TaskId(id)), model.contains_key(&id));
+            }
+            let mut listed: Vec<(u64, u64)> = table.iter().map(|(id, t)| (id.0, t.seq)).collect();
+            listed.sort_unstable();
+            prop_assert_eq!(listed, model.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+            let bytes = postcard::to_allocvec(&table).unwrap();
+            let back: TaskTable = postcard::from_bytes(&bytes).unwrap();
+            prop_assert_eq!(postcard::to_allocvec(&back).unwrap(), bytes);
+            prop_assert_eq!(back.len(), model.len());
+        }
+    }
+
+    #[test]
+    fn many_tasks_fill_several_chunks_and_reuse_positions() {
+        let mut table = TaskTable::default();
+        let n = 3 * CHUNK as u64 + 5;
+        for id in 0..n {
+            table.insert(TaskId(id), task(id, id));
+        }
+        for id in (0..n).step_by(2) {
+            assert_eq!(table.remove(&TaskId(id)).map(|t| t.seq), Some(id));
+        }
+        let chunks = table.chunks.len();
+        for id in n..n + n / 2 {
+            table.insert(TaskId(id), task(id, id));
+        }
+        // Freed positions were reused: no chunk was added.
+        assert_eq!(table.chunks.len(), chunks);
+        assert_eq!(table.len() as u64, n - n.div_ceil(2) + n / 2);
+        assert_eq!(table[&TaskId(1)].seq, 1);
+        assert!(table.get(&TaskId(0)).is_none());
+    }
+
+    /// The latest start is the running start, else the last requeued
+    /// run's, and a snapshot with another one is refused.
+    #[test]
+    fn the_latest_start_comes_from_the_runs() {
+        let mut t = task(7, 0);
+        assert_eq!(t.last_start(), None);
+        t.status = Status::Running(Box::new(Run {
+            start: Time::from_secs(5),
+            slots: SlotList::from_slice(&[SlotId(0)]),
+        }));
+        assert_eq!(t.last_start(), Some(Time::from_secs(5)));
+        t.status = Status::Waiting;
+        t.extra.push_requeued(Attempt {
+            machine: MachineId(0),
+            slot: SlotId(0),
+            slots: 1,
+            start: Time::from_secs(5),
+            stop: Time::from_secs(9),
+            end: crate::event::AttemptEnd::Requeued,
+        });
+        assert_eq!(t.last_start(), Some(Time::from_secs(5)));
+        let bytes = postcard::to_allocvec(&t).unwrap();
+        let back: TaskState = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back.last_start(), Some(Time::from_secs(5)));
+        assert_eq!(back.extra.requeued().len(), 1);
+        // A task that never ran, written with a latest start.
+        let mut wrong = t.clone();
+        wrong.extra = Extra::default();
+        let forged = postcard::to_allocvec(&TaskRepr {
+            spec: &wrong.spec,
+            seq: 0,
+            submit: wrong.submit,
+            machine: wrong.machine,
+            status: &wrong.status,
+            starts: 0,
+            requeued: &[],
+            last_start: Some(Time::from_secs(3)),
+            phases: None,
+        })
+        .unwrap();
+        assert!(postcard::from_bytes::<TaskState>(&forged).is_err());
     }
 }

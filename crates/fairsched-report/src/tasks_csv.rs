@@ -6,10 +6,15 @@
 //! completions first). Deterministic: the same inputs and seed give the
 //! same bytes. Sort by `task` for submission order (a trace replay numbers
 //! tasks 1, 2, … in submit order).
+//!
+//! It is written on the simulator's hot path (one line per task, ~200,000
+//! for a full log), so a line is assembled in bytes: integers with `itoa`,
+//! whole seconds without the formatting machinery, and the bounded
+//! slowdown's four decimals exactly from the float's bits ([`fixed4`]) —
+//! the same bytes as `format!("{:.4}")`, without its slow exact path.
 
 use fairsched_core::metrics::TaskMetrics;
-use fairsched_core::{EndRecord, Observer, TaskMeta};
-use std::fmt::Write as _;
+use fairsched_core::{EndRecord, Observer, TaskMeta, Time};
 use std::io::{self, Write};
 
 /// Column names of `tasks.csv`. Times are seconds (decimals only when the
@@ -24,7 +29,7 @@ pub const TASK_COLUMNS: &str =
 /// returned by [`TasksCsv::finish`]; nothing after it is written.
 pub struct TasksCsv<W: Write> {
     out: W,
-    line: String,
+    line: Vec<u8>,
     error: Option<io::Error>,
     pub rows: u64,
 }
@@ -34,7 +39,7 @@ impl<W: Write> TasksCsv<W> {
         let error = writeln!(out, "{TASK_COLUMNS}").err();
         TasksCsv {
             out,
-            line: String::with_capacity(128),
+            line: Vec::with_capacity(128),
             error,
             rows: 0,
         }
@@ -48,10 +53,70 @@ impl<W: Write> TasksCsv<W> {
     }
 }
 
-fn opt<T: std::fmt::Display>(s: &mut String, v: Option<T>) {
+fn int(s: &mut Vec<u8>, v: impl itoa::Integer) {
+    s.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn opt_int(s: &mut Vec<u8>, v: Option<impl itoa::Integer>) {
     if let Some(v) = v {
-        let _ = write!(s, "{v}");
+        int(s, v);
     }
+}
+
+/// A time in seconds as [`Time`]'s `Display` writes it.
+fn time(s: &mut Vec<u8>, t: Time) {
+    let ms = t.millis();
+    if ms % 1000 == 0 {
+        int(s, ms / 1000);
+    } else {
+        let _ = write!(s, "{t}");
+    }
+}
+
+/// `x` with four decimals, the bytes of `format!("{x:.4}")` (the exact
+/// binary value rounded half to even), computed from the float's bits for
+/// 0 ≤ x < 2⁵³; other values go through `format!`.
+pub(crate) fn fixed4(s: &mut Vec<u8>, x: f64) {
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    if x.is_sign_negative() || exp == 0x7ff || x >= 9_007_199_254_740_992.0 {
+        let _ = write!(s, "{}", crate::table::fixed(x, 4));
+        return;
+    }
+    // x = m · 2^e exactly.
+    let (m, e) = if exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | 1 << 52, exp - 1075)
+    };
+    // x · 10⁴ = n · 2^e, n < 2⁶⁷.
+    let n = u128::from(m) * 10_000;
+    let q = if e >= 0 {
+        // An integer (x < 2⁵³ keeps e ≤ 0 here; kept for completeness).
+        n << e
+    } else if -e >= 100 {
+        // n < 2⁶⁷ is below half of 2^-e: rounds to 0.
+        0
+    } else {
+        let sh = (-e) as u32;
+        let (q, r) = (n >> sh, n & ((1u128 << sh) - 1));
+        let half = 1u128 << (sh - 1);
+        if r > half || (r == half && q & 1 == 1) {
+            q + 1
+        } else {
+            q
+        }
+    };
+    int(s, q / 10_000);
+    s.push(b'.');
+    let f = (q % 10_000) as u32;
+    s.extend_from_slice(&[
+        b'0' + (f / 1000) as u8,
+        b'0' + (f / 100 % 10) as u8,
+        b'0' + (f / 10 % 10) as u8,
+        b'0' + (f % 10) as u8,
+    ]);
 }
 
 impl<W: Write> Observer for TasksCsv<W> {
@@ -62,25 +127,263 @@ impl<W: Write> Observer for TasksCsv<W> {
         let m = TaskMetrics::of(r);
         let s = &mut self.line;
         s.clear();
-        let _ = write!(s, "{},{},{},{},", r.spec.id, meta.job, r.spec.user, r.spec.org);
-        opt(s, r.machine);
-        s.push(',');
-        opt(s, r.slot());
-        let _ = write!(s, ",{},{},", r.spec.slots, r.submit);
-        opt(s, r.start());
-        let _ = write!(s, ",{},", r.end);
-        opt(s, m.wait);
-        let _ = write!(s, ",{},", m.response);
-        opt(s, m.bsld.map(|b| crate::table::fixed(b, 4)));
-        let _ = write!(s, ",{},{},", r.outcome, r.starts());
-        opt(s, meta.log_status);
-        s.push('\n');
-        if let Err(e) = self.out.write_all(s.as_bytes()) {
+        int(s, r.spec.id.0);
+        s.push(b',');
+        int(s, meta.job);
+        s.push(b',');
+        int(s, r.spec.user.0);
+        s.push(b',');
+        int(s, r.spec.org.0);
+        s.push(b',');
+        opt_int(s, r.machine.map(|m| m.0));
+        s.push(b',');
+        opt_int(s, r.slot().map(|x| x.0));
+        s.push(b',');
+        int(s, r.spec.slots);
+        s.push(b',');
+        time(s, r.submit);
+        s.push(b',');
+        if let Some(t) = r.start() {
+            time(s, t);
+        }
+        s.push(b',');
+        time(s, r.end);
+        s.push(b',');
+        if let Some(t) = m.wait {
+            time(s, t);
+        }
+        s.push(b',');
+        time(s, m.response);
+        s.push(b',');
+        if let Some(b) = m.bsld {
+            fixed4(s, b);
+        }
+        s.push(b',');
+        s.extend_from_slice(r.outcome.name().as_bytes());
+        s.push(b',');
+        int(s, r.starts());
+        s.push(b',');
+        opt_int(s, meta.log_status);
+        s.push(b'\n');
+        if let Err(e) = self.out.write_all(s) {
             self.error = Some(e);
         }
         self.rows += 1;
     }
     fn wants_steps(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairsched_core::{Attempt, AttemptEnd, MachineId, Outcome, SlotId, TaskSpec};
+
+    fn via_fixed4(x: f64) -> String {
+        let mut s = Vec::new();
+        fixed4(&mut s, x);
+        String::from_utf8(s).unwrap()
+    }
+
+    /// The fast path writes what `format!("{:.4}")` writes: exact ties
+    /// (half to even), values just either side of a tie, the bounded
+    /// slowdowns of millisecond times (response / max(run, 10 s)), tiny,
+    /// huge and special values.
+    #[test]
+    fn four_decimals_as_format_writes_them() {
+        let mut xs = vec![
+            0.0,
+            1.0,
+            1.03125,
+            1.09375,
+            2.00005,
+            1.00005,
+            1.00015,
+            0.00005,
+            0.00015,
+            0.5,
+            2.5,
+            9.99995,
+            99999.99995,
+            1e-300,
+            5e-324,
+            1e15,
+            9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0,
+            1e300,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -0.0,
+            -1.23456,
+        ];
+        for x in [1.03125f64, 1.00005, 7.65625] {
+            xs.push(f64::from_bits(x.to_bits() + 1));
+            xs.push(f64::from_bits(x.to_bits() - 1));
+        }
+        // Bounded slowdowns as TaskMetrics computes them, in milliseconds.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let run = (state % 5_000_000).max(10_000) as f64;
+            let response = (state >> 23) % 500_000_000;
+            xs.push((response as f64 / run).max(1.0));
+            xs.push(f64::from_bits(state >> 2));
+        }
+        for x in xs {
+            assert_eq!(
+                via_fixed4(x),
+                crate::table::fixed(x, 4),
+                "{x:e} ({:#x})",
+                x.to_bits()
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_is_what_display_writes() {
+        let secs = Time::from_secs;
+        let rec = |end: Time, ms: i64| EndRecord {
+            spec: TaskSpec::new(12, -1, 3).slots(2),
+            submit: secs(100),
+            end,
+            outcome: Outcome::Completed,
+            machine: Some(MachineId(1)),
+            requeued: Vec::new(),
+            last: Some(Attempt {
+                machine: MachineId(1),
+                slot: SlotId(7),
+                slots: 2,
+                start: Time::from_millis(130_000 + ms),
+                stop: end,
+                end: AttemptEnd::Completed,
+            }),
+            phases: [None; 4],
+        };
+        let meta = TaskMeta {
+            job: 5,
+            runtime: None,
+            log_status: Some(-1),
+        };
+        let mut csv = TasksCsv::new(Vec::new());
+        csv.on_task(&rec(secs(163), 0), &meta);
+        csv.on_task(
+            &rec(Time::from_millis(163_250), 500),
+            &TaskMeta {
+                log_status: None,
+                ..meta
+            },
+        );
+        let out = String::from_utf8(csv.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], TASK_COLUMNS);
+        // bsld = 63 / max(33, 10) = 1.9090…
+        assert_eq!(
+            lines[1],
+            "12,5,-1,3,1,7,2,100,130,163,30,63,1.9091,completed,1,-1"
+        );
+        // bsld = 63.25 / 32.75.
+        assert_eq!(
+            lines[2],
+            "12,5,-1,3,1,7,2,100,130.5,163.25,30.5,63.25,1.9313,completed,1,"
+        );
+    }
+
+    /// The line as the `write!`-based writer this one replaced wrote it.
+    fn reference_line(r: &EndRecord, meta: &TaskMeta) -> String {
+        use std::fmt::Write as _;
+        fn opt<T: std::fmt::Display>(s: &mut String, v: Option<T>) {
+            if let Some(v) = v {
+                let _ = write!(s, "{v}");
+            }
+        }
+        let m = TaskMetrics::of(r);
+        let mut s = String::new();
+        let _ = write!(s, "{},{},{},{},", r.spec.id, meta.job, r.spec.user, r.spec.org);
+        opt(&mut s, r.machine);
+        s.push(',');
+        opt(&mut s, r.slot());
+        let _ = write!(s, ",{},{},", r.spec.slots, r.submit);
+        opt(&mut s, r.start());
+        let _ = write!(s, ",{},", r.end);
+        opt(&mut s, m.wait);
+        let _ = write!(s, ",{},", m.response);
+        opt(&mut s, m.bsld.map(|b| crate::table::fixed(b, 4)));
+        let _ = write!(s, ",{},{},", r.outcome, r.starts());
+        opt(&mut s, meta.log_status);
+        s.push('\n');
+        s
+    }
+
+    /// Same bytes as the reference for every kind of record: times in
+    /// whole seconds, milliseconds and negative, rejected (no machine, no
+    /// start), killed, requeued, any user id and status.
+    #[test]
+    fn every_kind_of_record_gives_the_reference_bytes() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut csv = TasksCsv::new(Vec::new());
+        let mut want = format!("{TASK_COLUMNS}\n");
+        for i in 0..20_000u64 {
+            let ms = |x: u64| {
+                if x.is_multiple_of(3) {
+                    (x % 1_000_000) as i64 * 1000
+                } else {
+                    (x % 1_000_000_000) as i64 - 1000
+                }
+            };
+            let submit = Time::from_millis(ms(next()));
+            let start = submit + Time::from_millis(ms(next()).abs());
+            let end = start + Time::from_millis(ms(next()).abs() % 100_000_000);
+            let outcome = [
+                Outcome::Completed,
+                Outcome::Killed,
+                Outcome::Cancelled,
+                Outcome::Rejected,
+            ][i as usize % 4];
+            let slot = SlotId((next() % 9000) as u32);
+            let run = |s: Time, e: Time, how| Attempt {
+                machine: MachineId((i % 3) as u32),
+                slot,
+                slots: 1 + (i % 7) as u32,
+                start: s,
+                stop: e,
+                end: how,
+            };
+            let started = outcome != Outcome::Rejected && i % 5 != 1;
+            let user = next() as i64 >> 40;
+            let job = next() >> (i % 64);
+            let r = EndRecord {
+                spec: TaskSpec::new(i + 1, user, (i % 6) as u32).slots(1 + (i % 7) as u32),
+                submit,
+                end,
+                outcome,
+                machine: (outcome != Outcome::Rejected).then_some(MachineId((i % 3) as u32)),
+                requeued: if i % 11 == 0 {
+                    vec![run(submit, start, AttemptEnd::Requeued)]
+                } else {
+                    Vec::new()
+                },
+                last: started.then(|| run(start, end, AttemptEnd::Completed)),
+                phases: [None; 4],
+            };
+            let meta = TaskMeta {
+                job,
+                runtime: None,
+                log_status: [None, Some(1), Some(0), Some(5), Some(-1)][i as usize % 5],
+            };
+            csv.on_task(&r, &meta);
+            want.push_str(&reference_line(&r, &meta));
+        }
+        assert_eq!(String::from_utf8(csv.finish().unwrap()).unwrap(), want);
     }
 }

@@ -6,13 +6,13 @@ use crate::agent::Trace;
 use crate::engine::{RunStats, Simulation};
 use crate::errors::SimError;
 use crate::platform_file::PlatformFile;
-use crate::semantics::{Limits, ProcsFrom, RecordJobs, RuntimeLimit, Timeouts};
+use crate::semantics::{Limits, ProcsFrom, RuntimeLimit, Timeouts};
 use crate::workload::arrivals;
 use fairsched_core::registry::{build_allocate, build_control, build_order};
 use fairsched_core::{Observer, OrgId, Platform, PolicySpec, Scheduler, derive_seed};
 use fairsched_trace::{
-    FilterCounts, Job, JobIteratorExt, JobStream, ReadOptions, StreamOptions, SwfReader, TraceError,
-    TraceScan, UserOrgMap, ownership_uniform, ownership_zipf, scan, scan_reader,
+    FilterCounts, Job, JobIteratorExt, JobStream, StreamOptions, TraceError, TraceScan, UserOrgMap,
+    ownership_uniform, ownership_zipf, scan, scan_header, scan_reader,
 };
 use serde::Serialize;
 use std::cell::RefCell;
@@ -57,87 +57,24 @@ impl TraceInput {
             TraceInput::Bytes { name, data } => scan_reader(name.as_str(), Self::reader(data), lenient),
         }
     }
-    /// The cleaned jobs in submit order.
+    /// The log's header alone ([`fairsched_trace::scan_header`]): enough to
+    /// start a run whose platform does not depend on the jobs
+    /// ([`RunConfig::sized_by_header`]), which then scans the log as it
+    /// reads it ([`RunReport::read`]). An embedded log is scanned whole.
+    pub fn scan_header(&self, lenient: bool) -> Result<TraceScan, TraceError> {
+        match self {
+            TraceInput::Path(p) => scan_header(p, lenient),
+            TraceInput::Bytes { .. } => self.scan(lenient),
+        }
+    }
+    /// The cleaned jobs in submit order (their processors from the field
+    /// `opts.procs_from` says).
     pub fn jobs(&self, opts: StreamOptions, scan: &TraceScan) -> Result<JobStream, TraceError> {
         match self {
             TraceInput::Path(p) => JobStream::open_with_scan(p, opts, scan),
             TraceInput::Bytes { name, data } => {
                 JobStream::from_reader(name.as_str(), Self::reader(data), opts)
             }
-        }
-    }
-    /// The cleaned jobs in submit order, with their processors read from
-    /// the field `from` says ([`TraceInput::jobs`] for
-    /// [`ProcsFrom::Allocated`]).
-    pub fn jobs_with(
-        &self,
-        opts: StreamOptions,
-        scan: &TraceScan,
-        from: ProcsFrom,
-    ) -> Result<Jobs, TraceError> {
-        if from == ProcsFrom::Allocated {
-            return self.jobs(opts, scan).map(|s| Jobs::Stream(Box::new(s)));
-        }
-        let read = ReadOptions {
-            lenient: opts.lenient,
-        };
-        let records = match self {
-            TraceInput::Path(p) => RecordJobs::open(p, from, opts.filter, opts.lenient, scan.monotone)?,
-            // An embedded log is read once, into memory, as JobStream does.
-            TraceInput::Bytes { name, data } => RecordJobs::new(
-                SwfReader::with_options(name.as_str(), Self::reader(data), read),
-                from,
-                opts.filter,
-                false,
-            )?,
-        };
-        Ok(Jobs::Records(records))
-    }
-}
-
-/// Cleaned jobs in submit order, from [`TraceInput::jobs_with`].
-pub enum Jobs {
-    /// Processors from field 5 (the trace crate's stream; boxed: it is
-    /// the larger of the two).
-    Stream(Box<JobStream>),
-    /// Processors from the field a [`ProcsFrom`] chose.
-    Records(RecordJobs),
-}
-
-impl Jobs {
-    pub fn sorted(&self) -> bool {
-        match self {
-            Jobs::Stream(s) => s.sorted(),
-            Jobs::Records(r) => r.sorted(),
-        }
-    }
-    pub fn loaded_jobs(&self) -> usize {
-        match self {
-            Jobs::Stream(s) => s.loaded_jobs(),
-            Jobs::Records(r) => r.loaded_jobs(),
-        }
-    }
-    pub fn counts(&self) -> FilterCounts {
-        match self {
-            Jobs::Stream(s) => s.counts(),
-            Jobs::Records(r) => r.counts(),
-        }
-    }
-    /// Kept jobs whose processors are not field 5's.
-    pub fn procs_differ(&self) -> u64 {
-        match self {
-            Jobs::Stream(_) => 0,
-            Jobs::Records(r) => r.procs_differ(),
-        }
-    }
-}
-
-impl Iterator for Jobs {
-    type Item = Result<Job, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Jobs::Stream(s) => s.next(),
-            Jobs::Records(r) => r.next(),
         }
     }
 }
@@ -216,12 +153,19 @@ pub struct RunConfig {
     pub allocate: Option<PolicySpec>,
     pub order: PolicySpec,
     pub control: Option<PolicySpec>,
+    /// How the log is read. Its `procs_from` is not read: the run's
+    /// [`RunConfig::procs_from`] replaces it.
     pub stream: StreamOptions,
-    /// Which SWF field gives a job's processors (default: field 5, allocated).
+    /// Which SWF field gives a job's processors (default: field 5,
+    /// allocated): the stream reads with it.
     pub procs_from: ProcsFrom,
     /// Whether a job running past its requested time is killed there
     /// (default: no, it runs its logged runtime).
     pub runtime_limit: RuntimeLimit,
+    /// With several organizations, also compute each one's Shapley value
+    /// φ at the end (2^k − 2 coalition schedules of the whole run: see
+    /// [`crate::fairness`]); ψ is always computed. Default: no.
+    pub phi: bool,
 }
 
 impl RunConfig {
@@ -245,6 +189,7 @@ impl RunConfig {
             stream: StreamOptions::default(),
             procs_from: ProcsFrom::default(),
             runtime_limit: RuntimeLimit::default(),
+            phi: false,
         }
     }
 
@@ -297,6 +242,12 @@ impl RunConfig {
         if let Some(file) = &self.platform_file {
             file.validate()?;
             let total = file.total_procs();
+            if total > MAX_PROCS {
+                return cfg(format!(
+                    "{}: the organizations own {total} processors; at most {MAX_PROCS} (every slot is simulated)",
+                    file.path.display()
+                ));
+            }
             let given = match (&self.machines, self.procs) {
                 (Some(m), None) => Some(("--machines", m.iter().map(|&n| u64::from(n)).sum::<u64>())),
                 (None, Some(p)) => Some(("--procs", u64::from(p))),
@@ -382,11 +333,25 @@ pub struct RunReport {
     /// Kept jobs whose processors are not field 5's (with
     /// [`ProcsFrom::Requested`]).
     pub procs_differ: u64,
+    /// Run from a header-only scan ([`TraceInput::scan_header`]): the
+    /// scan of the whole log, gathered while it was read (`None` when the
+    /// run had a full scan, or stopped reading early).
+    pub read: Option<TraceScan>,
     /// Tasks killed at their requested time (with [`RuntimeLimit::Kill`]).
     pub killed_at_limit: u64,
 }
 
 impl RunConfig {
+    /// Whether the platform's size is known from the flags, the platform
+    /// file or `scan`'s header alone (not from the widest job), so that a
+    /// header-only scan can start the run.
+    pub fn sized_by_header(&self, scan: &TraceScan) -> bool {
+        self.machines.is_some()
+            || self.procs.is_some()
+            || self.platform_file.is_some()
+            || scan.header.max_procs.is_some_and(|p| p > 0)
+    }
+
     /// Sizes the platform from the flags, the platform file, the header or
     /// the jobs, and splits slots among organizations.
     pub fn platform(&self, scan: &TraceScan) -> Result<(Platform, PlatformInfo), SimError> {
@@ -408,7 +373,17 @@ impl RunConfig {
                 }
             },
         };
-        let total: u32 = machines.iter().sum();
+        // The header and the jobs are the log's word, not a flag's: bounded
+        // here, before a slot is allocated for each processor.
+        let total = machines.iter().map(|&n| u64::from(n)).sum::<u64>();
+        if total > u64::from(MAX_PROCS) {
+            return Err(cfg(format!(
+                "{}: {source} gives {total} processors; at most {MAX_PROCS} are simulated (every slot \
+                 is): pass --procs or --machines",
+                self.trace.name()
+            )));
+        }
+        let total = total as u32;
         let (orgs, per_org) = match &self.platform_file {
             // The sizes were checked to add up to the file's total.
             Some(file) => (file.orgs(), file.procs()),
@@ -476,7 +451,15 @@ impl RunConfig {
     pub fn run(&self, scan: &TraceScan, obs: &mut dyn Observer) -> Result<RunReport, SimError> {
         let (platform, info) = self.platform(scan)?;
         let core = self.scheduler(&platform)?;
-        let mut stream = self.trace.jobs_with(self.stream, scan, self.procs_from)?;
+        let opts = StreamOptions {
+            procs_from: self.procs_from,
+            ..self.stream
+        };
+        let mut stream = self.trace.jobs(opts, scan)?;
+        // Read to its end (no window): parsed on a thread of its own.
+        if self.window.is_none() {
+            stream = stream.read_ahead();
+        }
         let sorted = stream.sorted();
         let mut too_wide = 0u64;
         // A job the platform file maps to no organization: the message (the
@@ -553,6 +536,7 @@ impl RunConfig {
             too_wide,
             platform: info,
             procs_differ: stream.procs_differ(),
+            read: stream.gathered_scan().cloned(),
             killed_at_limit: killed.map_or(0, |k| k.get()),
         })
     }

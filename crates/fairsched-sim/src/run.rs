@@ -53,8 +53,8 @@ pub struct Summary {
     pub platform: PlatformInfo,
     pub orgs: u32,
     pub ownership: String,
-    /// Per organization ψ, φ and φ − ψ at the end (with several
-    /// organizations): see [`crate::fairness`].
+    /// Per organization ψ at the end, and with [`RunConfig::phi`] φ and
+    /// φ − ψ (with several organizations): see [`crate::fairness`].
     pub fairness: Option<OrgFairness>,
     pub window: Option<(i64, i64)>,
     pub split_parallel: bool,
@@ -150,6 +150,9 @@ pub const DEFINITIONS: Definitions = Definitions {
 pub struct RunOutcome {
     pub summary: Summary,
     pub metrics: Metrics,
+    /// The log's scan, gathered while it was read when the run started
+    /// from a header-only one ([`crate::RunReport::read`]).
+    pub read: Option<TraceScan>,
 }
 
 impl RunConfig {
@@ -160,15 +163,13 @@ impl RunConfig {
         let mut metrics = Metrics::default();
         let started = Instant::now();
         let orgs = self.platform_file.as_ref().map_or(self.orgs, |f| f.orgs());
-        let mut fair = (orgs > 1).then(FairnessObserver::default);
+        let at = self.window.map(|(_, len)| Time::from_secs(len));
+        let mut fair = (orgs > 1).then(|| FairnessObserver::new(at, self.phi));
         let report = match fair.as_mut() {
             Some(f) => self.run(scan, &mut Fanout(vec![&mut metrics, f, obs]))?,
             None => self.run(scan, &mut Fanout(vec![&mut metrics, obs]))?,
         };
-        let fairness = fair.map(|f| {
-            let at = self.window.map(|(_, len)| Time::from_secs(len));
-            f.finish(&report.platform.per_org, report.platform.machines.len(), at)
-        });
+        let fairness = fair.map(|f| f.finish(&report.platform.per_org, report.platform.machines.len()));
         let wall_time_s = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let ended: u64 = metrics.outcomes.values().sum();
         if ended != report.stats.submitted || metrics.all.tasks != ended {
@@ -226,7 +227,11 @@ impl RunConfig {
             wall_time_s,
             definitions: DEFINITIONS,
         };
-        Ok(RunOutcome { summary, metrics })
+        Ok(RunOutcome {
+            summary,
+            metrics,
+            read: report.read,
+        })
     }
 }
 
@@ -265,8 +270,12 @@ impl Sweep {
         Sweep { runs }
     }
 
-    /// Calls `f` on every run, in parallel; results in run order.
+    /// Calls `f` on every run, in parallel; results in run order. A single
+    /// run goes on the calling thread (no thread pool is started for it).
     pub fn run<T: Send>(&self, f: impl Fn(&SweepRun) -> T + Sync) -> Vec<T> {
+        if self.runs.len() == 1 {
+            return self.runs.iter().map(&f).collect();
+        }
         self.runs.par_iter().map(&f).collect()
     }
 }

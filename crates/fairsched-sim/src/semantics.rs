@@ -2,13 +2,16 @@
 //! a run (`docs/semantics.md` sets them against AccaSim's and Batsim's):
 //!
 //! - [`ProcsFrom`]: which SWF field gives a job's processors, field 5
-//!   (allocated, the default) or field 8 (requested, AccaSim's rule);
+//!   (allocated, the default) or field 8 (requested, AccaSim's rule): an
+//!   option of the trace crate's stream ([`fairsched_trace::StreamOptions`]),
+//!   re-exported here;
 //! - [`RuntimeLimit`]: whether a job still running at its requested time
 //!   (field 9) goes on to its logged runtime (the default) or is killed
 //!   there, as Slurm and PBS do.
 //!
-//! Both live in the driver: the records are read here ([`RecordJobs`]),
-//! and the kills come from an agent of the simulated world ([`Timeouts`])
+//! Both live in the driver: the records are read by the trace crate's
+//! [`fairsched_trace::JobStream`], and the kills come from an agent of the
+//! simulated world ([`Timeouts`])
 //! that knows which tasks will overrun because it sees their true runtimes
 //! at submission. The core is only told `Event::Kill` at the limit, as it
 //! would be by a resource manager; no policy ever sees a runtime.
@@ -17,59 +20,15 @@ use crate::agent::{Agent, AgentCtx};
 use crate::engine::Arrival;
 use crate::errors::SimError;
 use fairsched_core::{Action, Event, TaskId, Time};
-use fairsched_trace::{
-    FileSource, FilterCounts, FilterOptions, Job, ReadOptions, SwfJob, SwfReader, TraceError, clean,
-};
+pub use fairsched_trace::{ProcsFrom, clean_with};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::str::FromStr;
-
-/// Which SWF field gives a job's processor count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProcsFrom {
-    /// Field 5 (allocated processors) when known (> 0), else field 8
-    /// (requested processors): what the machine gave the job. The default.
-    #[default]
-    Allocated,
-    /// Field 8 (requested processors) when known (> 0), else field 5: what
-    /// the user asked for, as AccaSim reads SWF logs.
-    Requested,
-}
-
-impl ProcsFrom {
-    pub const NAMES: &'static str = "allocated, requested";
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ProcsFrom::Allocated => "allocated",
-            ProcsFrom::Requested => "requested",
-        }
-    }
-}
-
-impl FromStr for ProcsFrom {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "allocated" => Ok(ProcsFrom::Allocated),
-            "requested" => Ok(ProcsFrom::Requested),
-            _ => Err(format!("{s:?}: expected one of {}", ProcsFrom::NAMES)),
-        }
-    }
-}
-
-impl fmt::Display for ProcsFrom {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// What happens to a job still running when its requested time (SWF field
 /// 9, the user's estimate) has passed.
@@ -110,204 +69,6 @@ impl FromStr for RuntimeLimit {
 impl fmt::Display for RuntimeLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Cleans one record with its processors taken by `from`. Under
-/// [`ProcsFrom::Allocated`] this is [`fairsched_trace::clean`]. Under
-/// [`ProcsFrom::Requested`] field 8 replaces field 5 when it is known, so
-/// the same records are kept or dropped for the same reasons (a record is
-/// dropped only when both fields are unknown), and `counts` means the same
-/// thing: `procs_from_requested` still counts the records whose field 5 was
-/// unknown. `differ` counts the kept jobs whose processors are not field 5.
-pub fn clean_with(
-    rec: &SwfJob,
-    from: ProcsFrom,
-    filter: FilterOptions,
-    counts: &mut FilterCounts,
-    differ: &mut u64,
-) -> Option<Job> {
-    if from == ProcsFrom::Allocated || rec.requested_procs <= 0 {
-        return clean(rec, filter, counts);
-    }
-    let allocated_known = rec.allocated_procs > 0;
-    // `clean` reaches its processor stage only for a positive run time;
-    // there it would have counted a fallback to field 8.
-    if rec.run_time > 0 && !allocated_known {
-        counts.procs_from_requested += 1;
-    }
-    let job = clean(
-        &SwfJob {
-            allocated_procs: rec.requested_procs,
-            ..*rec
-        },
-        filter,
-        counts,
-    )?;
-    if allocated_known && u32::try_from(rec.allocated_procs).unwrap_or(u32::MAX) != job.procs {
-        *differ += 1;
-    }
-    Some(job)
-}
-
-/// Cleaned jobs in non-decreasing submit order, cleaned by [`clean_with`]:
-/// [`fairsched_trace::JobStream`]'s contract (streamed when the scan found
-/// the submits in order, loaded and stably sorted otherwise) with the
-/// processor field chosen.
-pub struct RecordJobs {
-    inner: Inner,
-    path: PathBuf,
-    from: ProcsFrom,
-    counts: FilterCounts,
-    differ: u64,
-    sorted: bool,
-    loaded: usize,
-}
-
-enum Inner {
-    Streaming {
-        reader: Box<SwfReader<FileSource>>,
-        filter: FilterOptions,
-        last: Option<i64>,
-        done: bool,
-    },
-    Sorted(std::vec::IntoIter<Job>),
-}
-
-impl RecordJobs {
-    /// Reads `reader` (whose scan said whether the submits are `monotone`).
-    pub fn new(
-        reader: SwfReader<FileSource>,
-        from: ProcsFrom,
-        filter: FilterOptions,
-        monotone: bool,
-    ) -> Result<RecordJobs, TraceError> {
-        let mut s = RecordJobs {
-            path: reader.path().to_path_buf(),
-            inner: Inner::Sorted(Vec::new().into_iter()),
-            from,
-            counts: FilterCounts::default(),
-            differ: 0,
-            sorted: false,
-            loaded: 0,
-        };
-        if monotone {
-            s.inner = Inner::Streaming {
-                reader: Box::new(reader),
-                filter,
-                last: None,
-                done: false,
-            };
-            return Ok(s);
-        }
-        let mut reader = reader;
-        let mut jobs = Vec::new();
-        let mut last: Option<i64> = None;
-        while let Some(rec) = reader.next_job()? {
-            if let Some(job) = clean_with(&rec, from, filter, &mut s.counts, &mut s.differ) {
-                match last {
-                    Some(l) if job.submit < l => s.counts.non_monotone_submits += 1,
-                    _ => last = Some(job.submit),
-                }
-                jobs.push(job);
-            }
-        }
-        s.counts.bad_lines_skipped = reader.bad_lines_skipped();
-        s.sorted = s.counts.non_monotone_submits > 0;
-        if s.sorted {
-            jobs.sort_by_key(|j| j.submit); // stable
-        }
-        s.loaded = jobs.len();
-        s.inner = Inner::Sorted(jobs.into_iter());
-        Ok(s)
-    }
-
-    /// A file, opened with the reading options of the run.
-    pub fn open(
-        path: &std::path::Path,
-        from: ProcsFrom,
-        filter: FilterOptions,
-        lenient: bool,
-        monotone: bool,
-    ) -> Result<RecordJobs, TraceError> {
-        let reader = SwfReader::open_with(path, ReadOptions { lenient })?;
-        RecordJobs::new(reader, from, filter, monotone)
-    }
-
-    /// The processor rule it reads with.
-    pub fn procs_from(&self) -> ProcsFrom {
-        self.from
-    }
-    /// Whether the jobs were loaded and sorted because submits were out of order.
-    pub fn sorted(&self) -> bool {
-        self.sorted
-    }
-    /// Jobs held in memory (0 when streaming).
-    pub fn loaded_jobs(&self) -> usize {
-        self.loaded
-    }
-    /// Filter counts so far (final once the iterator is exhausted, or at
-    /// once when sorted in memory).
-    pub fn counts(&self) -> FilterCounts {
-        let mut c = self.counts;
-        if let Inner::Streaming { reader, .. } = &self.inner {
-            c.bad_lines_skipped = reader.bad_lines_skipped();
-        }
-        c
-    }
-    /// Kept jobs whose processors are not field 5 (so far).
-    pub fn procs_differ(&self) -> u64 {
-        self.differ
-    }
-}
-
-impl Iterator for RecordJobs {
-    type Item = Result<Job, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match &mut self.inner {
-            Inner::Sorted(jobs) => jobs.next().map(Ok),
-            Inner::Streaming {
-                reader,
-                filter,
-                last,
-                done,
-            } => {
-                if *done {
-                    return None;
-                }
-                loop {
-                    let rec = match reader.next_job() {
-                        Ok(Some(rec)) => rec,
-                        Ok(None) => {
-                            *done = true;
-                            return None;
-                        }
-                        Err(e) => {
-                            *done = true;
-                            return Some(Err(e));
-                        }
-                    };
-                    let Some(job) = clean_with(&rec, self.from, *filter, &mut self.counts, &mut self.differ)
-                    else {
-                        continue;
-                    };
-                    if let Some(previous) = *last
-                        && job.submit < previous
-                    {
-                        *done = true;
-                        return Some(Err(TraceError::Unsorted {
-                            path: self.path.clone(),
-                            job: job.id,
-                            submit: job.submit,
-                            previous,
-                        }));
-                    }
-                    *last = Some(job.submit);
-                    return Some(Ok(job));
-                }
-            }
-        }
     }
 }
 
@@ -421,25 +182,11 @@ impl Agent for Timeouts {
 mod tests {
     use super::*;
 
-    fn rec(line: &str) -> SwfJob {
-        let mut r = SwfReader::from_reader("line.swf", line.as_bytes());
-        r.next_job().unwrap().unwrap()
-    }
-
     #[test]
     fn names_parse_and_print() {
-        for p in [ProcsFrom::Allocated, ProcsFrom::Requested] {
-            assert_eq!(p.to_string().parse::<ProcsFrom>(), Ok(p));
-        }
         for r in [RuntimeLimit::Ignore, RuntimeLimit::Kill] {
             assert_eq!(r.to_string().parse::<RuntimeLimit>(), Ok(r));
         }
-        assert!(
-            "alloc"
-                .parse::<ProcsFrom>()
-                .unwrap_err()
-                .contains("allocated, requested")
-        );
         assert!(
             "cut"
                 .parse::<RuntimeLimit>()
@@ -448,39 +195,6 @@ mod tests {
         );
         assert_eq!(ProcsFrom::default(), ProcsFrom::Allocated);
         assert_eq!(RuntimeLimit::default(), RuntimeLimit::Ignore);
-    }
-
-    /// Real HPC2N-2002 lines: job 338116 was given 2 processors (field 5)
-    /// for a request of 1 (field 8); KTH-SP2 job 27313 has neither.
-    #[test]
-    fn requested_reads_field_8_and_falls_back_to_field_5() {
-        let hpc2n = rec(
-            "338116 63019254 329080  20952    2   7839 409600    1  21600 409600  1  17   1  -1 -1  1 -1 -1",
-        );
-        let kth_none = rec(
-            "27313 27845375    480      1   -1     -1    -1   -1    600    -1  1  48 225  -1 -1 -1 -1 -1",
-        );
-        let (opts, mut c, mut differ) = (FilterOptions::default(), FilterCounts::default(), 0);
-        let a = clean_with(&hpc2n, ProcsFrom::Allocated, opts, &mut c, &mut differ).unwrap();
-        let r = clean_with(&hpc2n, ProcsFrom::Requested, opts, &mut c, &mut differ).unwrap();
-        assert_eq!((a.procs, r.procs, differ), (2, 1, 1));
-        assert!(clean_with(&kth_none, ProcsFrom::Requested, opts, &mut c, &mut differ).is_none());
-        // Field 8 unknown: field 5 is used, and nothing differs.
-        let mut no_request = hpc2n;
-        no_request.requested_procs = -1;
-        let r = clean_with(&no_request, ProcsFrom::Requested, opts, &mut c, &mut differ).unwrap();
-        assert_eq!((r.procs, differ), (2, 1));
-        // Field 5 unknown: field 8 under both rules, counted as a fallback
-        // under both.
-        let mut no_alloc = hpc2n;
-        no_alloc.allocated_procs = -1;
-        let mut ca = FilterCounts::default();
-        let mut cr = FilterCounts::default();
-        let a = clean_with(&no_alloc, ProcsFrom::Allocated, opts, &mut ca, &mut differ).unwrap();
-        let r = clean_with(&no_alloc, ProcsFrom::Requested, opts, &mut cr, &mut differ).unwrap();
-        assert_eq!((a.procs, r.procs), (1, 1));
-        assert_eq!(ca, cr);
-        assert_eq!(ca.procs_from_requested, 1);
     }
 
     use crate::config::{RunConfig, TraceInput};

@@ -1,6 +1,9 @@
 //! Cleaning raw records into [`Job`]s, with a count for every reason a record is changed or
 //! dropped (never a silent skip).
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde::{Deserialize, Serialize};
 
 use crate::job::Job;
@@ -10,6 +13,49 @@ use crate::record::SwfJob;
 pub const STATUS_FAILED: i64 = 0;
 /// SWF status of a cancelled job.
 pub const STATUS_CANCELLED: i64 = 5;
+
+/// Which SWF field gives a job's processor count ([`clean_with`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProcsFrom {
+    /// Field 5 (allocated processors) when known (> 0), else field 8
+    /// (requested processors): what the machine gave the job. The default.
+    #[default]
+    Allocated,
+    /// Field 8 (requested processors) when known (> 0), else field 5: what
+    /// the user asked for, as AccaSim reads SWF logs.
+    Requested,
+}
+
+impl ProcsFrom {
+    /// The accepted names, for messages.
+    pub const NAMES: &'static str = "allocated, requested";
+
+    /// `allocated` or `requested`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcsFrom::Allocated => "allocated",
+            ProcsFrom::Requested => "requested",
+        }
+    }
+}
+
+impl FromStr for ProcsFrom {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "allocated" => Ok(ProcsFrom::Allocated),
+            "requested" => Ok(ProcsFrom::Requested),
+            _ => Err(format!("{s:?}: expected one of {}", ProcsFrom::NAMES)),
+        }
+    }
+}
+
+impl fmt::Display for ProcsFrom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Optional filters (the validity filters of [`clean`] always apply).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,6 +214,43 @@ pub fn clean(job: &SwfJob, opts: FilterOptions, counts: &mut FilterCounts) -> Op
     })
 }
 
+/// Cleans one record with its processors taken by `from`. Under
+/// [`ProcsFrom::Allocated`] this is [`clean`]. Under [`ProcsFrom::Requested`]
+/// field 8 replaces field 5 when it is known, so the same records are kept
+/// or dropped for the same reasons (a record is dropped only when both
+/// fields are unknown), and `counts` means the same thing:
+/// `procs_from_requested` still counts the records whose field 5 was
+/// unknown. `differ` counts the kept jobs whose processors are not field 5.
+pub fn clean_with(
+    rec: &SwfJob,
+    from: ProcsFrom,
+    filter: FilterOptions,
+    counts: &mut FilterCounts,
+    differ: &mut u64,
+) -> Option<Job> {
+    if from == ProcsFrom::Allocated || rec.requested_procs <= 0 {
+        return clean(rec, filter, counts);
+    }
+    let allocated_known = rec.allocated_procs > 0;
+    // `clean` reaches its processor stage only for a positive run time;
+    // there it would have counted a fallback to field 8.
+    if rec.run_time > 0 && !allocated_known {
+        counts.procs_from_requested += 1;
+    }
+    let job = clean(
+        &SwfJob {
+            allocated_procs: rec.requested_procs,
+            ..*rec
+        },
+        filter,
+        counts,
+    )?;
+    if allocated_known && u32::try_from(rec.allocated_procs).unwrap_or(u32::MAX) != job.procs {
+        *differ += 1;
+    }
+    Some(job)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +300,58 @@ mod tests {
         };
         assert_eq!(c, expected);
         assert_eq!(c.records, c.dropped() + c.kept);
+    }
+
+    #[test]
+    fn procs_from_names_parse_and_print() {
+        for p in [ProcsFrom::Allocated, ProcsFrom::Requested] {
+            assert_eq!(p.to_string().parse::<ProcsFrom>(), Ok(p));
+        }
+        assert!(
+            "alloc"
+                .parse::<ProcsFrom>()
+                .unwrap_err()
+                .contains("allocated, requested")
+        );
+        assert_eq!(ProcsFrom::default(), ProcsFrom::Allocated);
+    }
+
+    fn line(text: &str) -> SwfJob {
+        let mut r = crate::SwfReader::from_reader("line.swf", text.as_bytes());
+        r.next_job().unwrap().unwrap()
+    }
+
+    /// Real HPC2N-2002 lines: job 338116 was given 2 processors (field 5)
+    /// for a request of 1 (field 8); KTH-SP2 job 27313 has neither.
+    #[test]
+    fn requested_reads_field_8_and_falls_back_to_field_5() {
+        let hpc2n = line(
+            "338116 63019254 329080  20952    2   7839 409600    1  21600 409600  1  17   1  -1 -1  1 -1 -1",
+        );
+        let kth_none = line(
+            "27313 27845375    480      1   -1     -1    -1   -1    600    -1  1  48 225  -1 -1 -1 -1 -1",
+        );
+        let (opts, mut c, mut differ) = (FilterOptions::default(), FilterCounts::default(), 0);
+        let a = clean_with(&hpc2n, ProcsFrom::Allocated, opts, &mut c, &mut differ).unwrap();
+        let r = clean_with(&hpc2n, ProcsFrom::Requested, opts, &mut c, &mut differ).unwrap();
+        assert_eq!((a.procs, r.procs, differ), (2, 1, 1));
+        assert!(clean_with(&kth_none, ProcsFrom::Requested, opts, &mut c, &mut differ).is_none());
+        // Field 8 unknown: field 5 is used, and nothing differs.
+        let mut no_request = hpc2n;
+        no_request.requested_procs = -1;
+        let r = clean_with(&no_request, ProcsFrom::Requested, opts, &mut c, &mut differ).unwrap();
+        assert_eq!((r.procs, differ), (2, 1));
+        // Field 5 unknown: field 8 under both rules, counted as a fallback
+        // under both.
+        let mut no_alloc = hpc2n;
+        no_alloc.allocated_procs = -1;
+        let mut ca = FilterCounts::default();
+        let mut cr = FilterCounts::default();
+        let a = clean_with(&no_alloc, ProcsFrom::Allocated, opts, &mut ca, &mut differ).unwrap();
+        let r = clean_with(&no_alloc, ProcsFrom::Requested, opts, &mut cr, &mut differ).unwrap();
+        assert_eq!((a.procs, r.procs), (1, 1));
+        assert_eq!(ca, cr);
+        assert_eq!(ca.procs_from_requested, 1);
     }
 
     #[test]

@@ -12,8 +12,12 @@
 //! 2. [`clean`] turns a record into a [`Job`] or drops it, counting why in
 //!    [`FilterCounts`] (unknown run time, no processor count, optional status filters).
 //! 3. [`scan`] makes one pass to learn the header, the counts, the users and whether
-//!    submit times are in order; [`JobStream`] then yields cleaned jobs in submit order,
-//!    streaming when the file is already sorted and sorting (stably) in memory otherwise.
+//!    submit times are in order; [`JobStream`] then yields cleaned jobs in submit order
+//!    (processors from field 5 or 8: [`ProcsFrom`]), streaming when the file is already
+//!    sorted and sorting (stably) in memory otherwise. When only the header is needed
+//!    before the jobs, [`scan_header`] reads it alone and the stream scans as it goes
+//!    (one read of the file; a job out of order is then an error, and the caller scans
+//!    and starts again).
 //! 4. [`JobIteratorExt`] adds the transforms: [`window`](JobIteratorExt::window),
 //!    [`split_parallel`](JobIteratorExt::split_parallel),
 //!    [`map_orgs`](JobIteratorExt::map_orgs); [`ownership_uniform`] / [`ownership_zipf`]
@@ -79,13 +83,15 @@ pub mod workflow;
 mod writer;
 
 pub use errors::{Result, TraceError};
-pub use filter::{FilterCounts, FilterOptions, STATUS_CANCELLED, STATUS_FAILED, clean};
+pub use filter::{
+    FilterCounts, FilterOptions, ProcsFrom, STATUS_CANCELLED, STATUS_FAILED, clean, clean_with,
+};
 pub use header::SwfHeader;
 pub use info::{PROCESSORS_FROM_HEADER, PROCESSORS_FROM_JOBS, PROCESSORS_UNKNOWN, TraceInfo};
 pub use job::Job;
 pub use reader::{FileSource, MAX_LINE, ReadOptions, SwfReader};
 pub use record::{FIELD_NAMES, SwfJob};
-pub use scan::{TraceScan, scan, scan_reader, scan_swf};
+pub use scan::{TraceScan, scan, scan_header, scan_reader, scan_swf};
 pub use stream::{JobStream, StreamOptions};
 pub use transform::{
     JobItem, JobIteratorExt, LocalClock, MapOrgsWith, UserOrgMap, Week, ownership_uniform, ownership_zipf,

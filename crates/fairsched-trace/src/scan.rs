@@ -10,6 +10,7 @@ use crate::errors::Result;
 use crate::filter::{FilterCounts, FilterOptions, clean};
 use crate::header::SwfHeader;
 use crate::reader::{ReadOptions, SwfReader};
+use crate::record::SwfJob;
 
 /// Summary of one pass over a log (filters applied with default [`FilterOptions`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -42,6 +43,10 @@ pub struct TraceScan {
     /// Whether kept jobs appear in non-decreasing submit order (then [`crate::JobStream`]
     /// streams; otherwise it sorts in memory).
     pub monotone: bool,
+    /// False for a [`scan_header`]: only the lines before the first job were
+    /// read; the counts are zero, and `monotone` is assumed, not known.
+    #[serde(skip)]
+    pub complete: bool,
 }
 
 impl TraceScan {
@@ -65,6 +70,35 @@ pub fn scan(path: impl AsRef<Path>, lenient: bool) -> Result<TraceScan> {
     scan_swf(reader)
 }
 
+/// Reads a file's header only: the comment lines before its first job
+/// line (a header key that comes later is missed, and the first
+/// occurrence of a key is the one kept anyway). The result is not
+/// [`complete`](TraceScan::complete): nothing is counted and the submits
+/// are assumed in order. [`crate::JobStream::open_with_scan`] then streams
+/// the file, fails with [`crate::TraceError::Unsorted`] at the first job out
+/// of order, and otherwise gathers the whole scan as it goes
+/// ([`crate::JobStream::gathered_scan`]): one read of the file instead of two.
+pub fn scan_header(path: impl AsRef<Path>, lenient: bool) -> Result<TraceScan> {
+    let mut reader = SwfReader::open_with(path, ReadOptions { lenient })?;
+    reader.read_header()?;
+    Ok(TraceScan {
+        path: reader.path().to_path_buf(),
+        header: reader.header().clone(),
+        lines: 0,
+        raw_jobs: 0,
+        raw_users: 0,
+        users: 0,
+        first_submit: None,
+        last_submit: None,
+        max_allocated_procs: None,
+        max_requested_procs: None,
+        max_job_procs: None,
+        counts: FilterCounts::default(),
+        monotone: true,
+        complete: false,
+    })
+}
+
 /// Scans plain SWF text from any reader.
 pub fn scan_reader(name: impl Into<PathBuf>, reader: impl Read, lenient: bool) -> Result<TraceScan> {
     scan_swf(SwfReader::with_options(name, reader, ReadOptions { lenient }))
@@ -72,50 +106,66 @@ pub fn scan_reader(name: impl Into<PathBuf>, reader: impl Read, lenient: bool) -
 
 /// Scans what an already-open reader has left to read.
 pub fn scan_swf<R: Read>(mut reader: SwfReader<R>) -> Result<TraceScan> {
-    let mut counts = FilterCounts::default();
-    let mut raw_users = FxHashSet::default();
-    let mut users = FxHashSet::default();
-    let mut first: Option<i64> = None;
-    let mut last: Option<i64> = None;
-    let mut max_alloc: Option<i64> = None;
-    let mut max_req: Option<i64> = None;
-    let mut max_job_procs: Option<u32> = None;
-    let opts = FilterOptions::default();
-
+    let mut acc = ScanAcc::default();
     while let Some(rec) = reader.next_job()? {
-        raw_users.insert(rec.user_id);
+        acc.add(&rec);
+    }
+    Ok(acc.finish(&reader))
+}
+
+/// What a scan gathers, record by record: shared by [`scan_swf`] and a
+/// stream opened with a [`scan_header`].
+#[derive(Debug, Default)]
+pub(crate) struct ScanAcc {
+    counts: FilterCounts,
+    raw_users: FxHashSet<i64>,
+    users: FxHashSet<i64>,
+    first: Option<i64>,
+    last: Option<i64>,
+    max_alloc: Option<i64>,
+    max_req: Option<i64>,
+    max_job_procs: Option<u32>,
+}
+
+impl ScanAcc {
+    pub(crate) fn add(&mut self, rec: &SwfJob) {
+        self.raw_users.insert(rec.user_id);
         if rec.allocated_procs > 0 {
-            max_alloc = max_alloc.max(Some(rec.allocated_procs));
+            self.max_alloc = self.max_alloc.max(Some(rec.allocated_procs));
         }
         if rec.requested_procs > 0 {
-            max_req = max_req.max(Some(rec.requested_procs));
+            self.max_req = self.max_req.max(Some(rec.requested_procs));
         }
-        let Some(job) = clean(&rec, opts, &mut counts) else {
-            continue;
+        let Some(job) = clean(rec, FilterOptions::default(), &mut self.counts) else {
+            return;
         };
-        users.insert(job.user);
-        max_job_procs = max_job_procs.max(Some(job.procs));
-        match last {
-            Some(l) if job.submit < l => counts.non_monotone_submits += 1,
-            _ => last = Some(job.submit),
+        self.users.insert(job.user);
+        self.max_job_procs = self.max_job_procs.max(Some(job.procs));
+        match self.last {
+            Some(l) if job.submit < l => self.counts.non_monotone_submits += 1,
+            _ => self.last = Some(job.submit),
         }
-        first = Some(first.map_or(job.submit, |f| f.min(job.submit)));
+        self.first = Some(self.first.map_or(job.submit, |f| f.min(job.submit)));
     }
-    counts.bad_lines_skipped = reader.bad_lines_skipped();
 
-    Ok(TraceScan {
-        path: reader.path().to_path_buf(),
-        header: reader.header().clone(),
-        lines: reader.lines(),
-        raw_jobs: reader.jobs(),
-        raw_users: raw_users.len() as u64,
-        users: users.len() as u64,
-        first_submit: first,
-        last_submit: last,
-        max_allocated_procs: max_alloc,
-        max_requested_procs: max_req,
-        max_job_procs,
-        monotone: counts.non_monotone_submits == 0,
-        counts,
-    })
+    /// The scan of everything `reader` read.
+    pub(crate) fn finish<R: Read>(mut self, reader: &SwfReader<R>) -> TraceScan {
+        self.counts.bad_lines_skipped = reader.bad_lines_skipped();
+        TraceScan {
+            path: reader.path().to_path_buf(),
+            header: reader.header().clone(),
+            lines: reader.lines(),
+            raw_jobs: reader.jobs(),
+            raw_users: self.raw_users.len() as u64,
+            users: self.users.len() as u64,
+            first_submit: self.first,
+            last_submit: self.last,
+            max_allocated_procs: self.max_alloc,
+            max_requested_procs: self.max_req,
+            max_job_procs: self.max_job_procs,
+            monotone: self.counts.non_monotone_submits == 0,
+            counts: self.counts,
+            complete: true,
+        }
+    }
 }

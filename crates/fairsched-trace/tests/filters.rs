@@ -69,6 +69,7 @@ fn optional_status_filters() {
             drop_cancelled: true,
         },
         lenient: true,
+        ..StreamOptions::default()
     };
     let stream = JobStream::from_reader("crafted.swf", crafted().as_bytes(), options).unwrap();
     let c = stream.counts();

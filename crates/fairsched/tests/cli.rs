@@ -145,12 +145,64 @@ fn snapshot_of_a_short_real_trace_run() {
         "3",
         "--seed",
         "11",
+        "--phi",
     ]);
     let summary = serde_json::to_string_pretty(&stable_summary(&dir.path().join("summary.json"))).unwrap();
     let tasks = fs::read_to_string(dir.path().join("tasks.csv")).unwrap();
     let head: Vec<&str> = tasks.lines().take(16).collect();
     let orgs = fs::read_to_string(dir.path().join("orgs.csv")).unwrap();
     insta::assert_snapshot!(format!("{summary}\n\n{}\n\n{orgs}", head.join("\n")));
+}
+
+/// φ (2^k − 2 coalition schedules of the whole run) only with `--phi`:
+/// without it the same run reports the same ψ, empty φ cells in orgs.csv,
+/// and a note saying how to get φ; every other file is the same.
+#[test]
+fn phi_only_on_request() {
+    let args = [
+        "--policy",
+        "easy",
+        "--window",
+        "600000,100000",
+        "--orgs",
+        "3",
+        "--seed",
+        "11",
+    ];
+    let (plain, _) = simulate(&args);
+    let (with, _) = simulate(&[&args[..], &["--phi"]].concat());
+    let (a, b) = (
+        stable_summary(&plain.path().join("summary.json")),
+        stable_summary(&with.path().join("summary.json")),
+    );
+    let note = a["fairness"]["note"].as_str().unwrap();
+    assert!(
+        note.contains("6 coalition schedules") && note.contains("--phi"),
+        "{note}"
+    );
+    assert_eq!(b["fairness"]["note"], Value::Null);
+    for u in 0..3 {
+        assert_eq!(a["fairness"]["orgs"][u]["psi"], b["fairness"]["orgs"][u]["psi"]);
+        assert_eq!(a["fairness"]["orgs"][u]["phi"], Value::Null);
+        assert!(b["fairness"]["orgs"][u]["phi"].as_f64().unwrap() > 0.0);
+    }
+    let (mut a, mut b) = (a, b);
+    a.as_object_mut().unwrap().remove("fairness");
+    b.as_object_mut().unwrap().remove("fairness");
+    assert_eq!(a, b);
+    let read = |d: &tempfile::TempDir, f: &str| fs::read_to_string(d.path().join(f)).unwrap();
+    for f in ["tasks.csv", "users.csv"] {
+        assert_eq!(read(&plain, f), read(&with, f), "{f}");
+    }
+    for (p, w) in read(&plain, "orgs.csv")
+        .lines()
+        .zip(read(&with, "orgs.csv").lines())
+        .skip(1)
+    {
+        // psi_s2 then two empty cells, against psi_s2, phi_s2, phi_minus_psi_s2.
+        assert!(p.ends_with(",,"), "{p}");
+        assert_eq!(p.trim_end_matches(','), w.rsplitn(3, ',').nth(2).unwrap());
+    }
 }
 
 #[test]

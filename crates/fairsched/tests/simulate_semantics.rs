@@ -82,7 +82,9 @@ const KTH_OVERRUNS: &str = "\
 fn help_states_both_flags_and_their_defaults() {
     let o = run(&["simulate", "--help"]);
     assert!(o.status.success());
+    // Wrapped to the terminal's width: compared with single spaces.
     let help = String::from_utf8(o.stdout).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     for want in [
         "--procs-from <FIELD>",
         "`allocated` (default: field 5, or field 8 when 5 is unknown)",

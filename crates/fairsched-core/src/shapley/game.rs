@@ -24,7 +24,14 @@ pub fn factorial(n: usize) -> i128 {
 
 /// Members of `mask`, in index order.
 pub fn members(mask: u32) -> impl Iterator<Item = usize> {
-    (0..32usize).filter(move |&i| mask & (1 << i) != 0)
+    let mut rest = mask;
+    core::iter::from_fn(move || {
+        (rest != 0).then(|| {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            i
+        })
+    })
 }
 
 /// `φ_u(S) · |S|!` for `u ∈ S`, from `v` indexed by mask (`v[0] = 0`;

@@ -14,6 +14,13 @@
 //! cursor into its jobs (each organization's jobs start in the order it
 //! submitted them). Completions of every schedule share one heap.
 //!
+//! A job may stand for several identical unit jobs ([`Coalitions::push_n`]:
+//! a task holding q processors is q jobs of one processor each, released
+//! together with one runtime). They are kept, started and ended as one
+//! batch per instant (the units a schedule starts at one instant end
+//! together), which gives exactly the schedule and the values of q separate
+//! pushes, at the cost of one.
+//!
 //! Sub-schedules:
 //! - [`SubSchedule::Fair`] (REF): each coalition is itself scheduled fairly,
 //!   from the Shapley values of its own sub-coalitions at the same instant
@@ -47,14 +54,22 @@ struct Job {
     release: Time,
     runtime: Time,
     seq: u64,
+    /// Identical unit jobs it stands for (≥ 1).
+    count: u32,
 }
+
+/// `(end, schedule, organization, start, units)`: unit jobs that one
+/// schedule started together (they end together).
+type Batch = (Time, u32, u32, Time, u32);
 
 #[derive(Clone, Debug)]
 struct Sched {
     mask: u32,
     free: i64,
-    /// Per organization: jobs already started in this schedule.
+    /// Per organization: jobs whose units all started in this schedule.
     next: Vec<u32>,
+    /// Per organization: units of job `next` already started.
+    part: Vec<u32>,
     psi: Vec<Psi>,
     dirty: bool,
 }
@@ -70,13 +85,17 @@ pub struct Coalitions {
     /// Mask → index in `scheds` (`u32::MAX`: not simulated).
     index: Vec<u32>,
     scheds: Vec<Sched>,
-    /// `(end, sched, org, start)` of every running job of every schedule.
-    heap: BinaryHeap<Reverse<(Time, u32, u32, Time)>>,
+    /// Every batch of running unit jobs of every schedule.
+    heap: BinaryHeap<Reverse<Batch>>,
     clock: Time,
     dirty: Vec<u32>,
-    /// Values by mask at `values_at`.
+    /// Values by mask; `values[m]` is current when `fresh[m] == epoch`.
     values: Vec<Units>,
-    values_at: Option<Time>,
+    fresh: Vec<u64>,
+    /// Bumped whenever values may have changed: at events, or when asked
+    /// at another instant than `epoch_at`.
+    epoch: u64,
+    epoch_at: Option<Time>,
     seq: u64,
     /// Scratch for ranking.
     keys: Vec<(Units, usize)>,
@@ -100,6 +119,7 @@ impl Coalitions {
                 mask: m,
                 free,
                 next: vec![0; k],
+                part: vec![0; k],
                 psi: vec![Psi::default(); k],
                 dirty: false,
             });
@@ -124,7 +144,9 @@ impl Coalitions {
             clock: Time::MIN,
             dirty: Vec::new(),
             values: vec![0; 1 << k],
-            values_at: None,
+            fresh: vec![0; 1 << k],
+            epoch: 1,
+            epoch_at: None,
             seq: 0,
             keys: Vec::new(),
         }
@@ -145,13 +167,23 @@ impl Coalitions {
     /// so far nor before the last instant advanced to) with its true
     /// `runtime`.
     pub fn push(&mut self, org: usize, release: Time, runtime: Time) {
+        self.push_n(org, release, runtime, 1);
+    }
+
+    /// `count` identical jobs of `org` (a task holding `count` processors),
+    /// as `count` calls of [`Coalitions::push`] in a row; nothing for 0.
+    pub fn push_n(&mut self, org: usize, release: Time, runtime: Time, count: u32) {
+        if count == 0 {
+            return;
+        }
         let release = release.max(self.clock);
         self.jobs[org].push(Job {
             release,
             runtime: runtime.max(Time::ZERO),
             seq: self.seq,
+            count,
         });
-        self.seq += 1;
+        self.seq += u64::from(count);
     }
 
     fn next_time(&self) -> Option<Time> {
@@ -176,14 +208,14 @@ impl Coalitions {
     /// Completions and releases at `clock`.
     fn apply_events(&mut self) {
         let t = self.clock;
-        while let Some(&Reverse((end, i, u, start))) = self.heap.peek() {
+        while let Some(&Reverse((end, i, u, start, n))) = self.heap.peek() {
             if end > t {
                 break;
             }
             self.heap.pop();
             let s = &mut self.scheds[i as usize];
-            s.psi[u as usize].stop(start, end);
-            s.free += 1;
+            s.psi[u as usize].stop_n(start, end, n);
+            s.free += i64::from(n);
             self.mark(i);
         }
         for u in 0..self.k {
@@ -202,7 +234,8 @@ impl Coalitions {
                 }
             }
         }
-        self.values_at = None;
+        self.epoch += 1;
+        self.epoch_at = None;
     }
 
     /// Advances every schedule to `now`: all events up to `now` are
@@ -233,13 +266,43 @@ impl Coalitions {
     /// `v(S, t)` for every simulated S (0 for the others), `t` ≥ the
     /// instant advanced to and before the next event.
     pub fn values(&mut self, t: Time) -> &[Units] {
-        if self.values_at != Some(t) {
-            for s in &self.scheds {
-                self.values[s.mask as usize] = super::game::members(s.mask).map(|u| s.psi[u].at(t)).sum();
-            }
-            self.values_at = Some(t);
+        self.at_instant(t);
+        for i in 0..self.scheds.len() {
+            self.refresh(i, t);
         }
         &self.values
+    }
+
+    /// Starts a new epoch if `t` is not the instant of the current one.
+    fn at_instant(&mut self, t: Time) {
+        if self.epoch_at != Some(t) {
+            self.epoch += 1;
+            self.epoch_at = Some(t);
+        }
+    }
+
+    /// Makes `values[mask of schedule i]` current (at `t`, the epoch's).
+    fn refresh(&mut self, i: usize, t: Time) {
+        let s = &self.scheds[i];
+        let m = s.mask as usize;
+        if self.fresh[m] != self.epoch {
+            self.values[m] = super::game::members(s.mask).map(|u| s.psi[u].at(t)).sum();
+            self.fresh[m] = self.epoch;
+        }
+    }
+
+    /// `values` of every non-empty subset of `mask` at `t` (what ranking
+    /// inside `mask` reads), the others left as they are.
+    fn values_within(&mut self, mask: u32, t: Time) {
+        self.at_instant(t);
+        let mut sub = mask;
+        while sub != 0 {
+            let i = self.index[sub as usize];
+            if i != u32::MAX {
+                self.refresh(i as usize, t);
+            }
+            sub = (sub - 1) & mask;
+        }
     }
 
     /// ψ of organization `u` in the schedule of `mask` at `t`.
@@ -249,13 +312,12 @@ impl Coalitions {
         self.scheds[i as usize].psi[u].at(t)
     }
 
-    /// Takes the decisions due at `clock` in every schedule with news.
+    /// Takes the decisions due at `clock` in every schedule with news. The
+    /// values a fair schedule ranks by are computed (once) only when one
+    /// must choose between members; starts at `clock` do not change them.
     fn decide(&mut self) {
         let t = self.clock;
         let dirty = core::mem::take(&mut self.dirty);
-        if self.mode == SubSchedule::Fair {
-            self.values(t);
-        }
         for &i in &dirty {
             self.scheds[i as usize].dirty = false;
             match self.mode {
@@ -267,17 +329,27 @@ impl Coalitions {
         self.dirty.clear();
     }
 
-    fn waiting(&self, s: &Sched, u: usize) -> u32 {
-        self.released[u] - s.next[u]
+    /// Whether a released job of `u` has units not started in `s`.
+    fn waiting(&self, s: &Sched, u: usize) -> bool {
+        s.next[u] < self.released[u]
     }
 
+    /// Starts as many units of `u`'s next job as `s` has free processors
+    /// (at least one is free).
     fn start(&mut self, i: u32, u: usize, t: Time) {
         let s = &mut self.scheds[i as usize];
         let job = self.jobs[u][s.next[u] as usize];
-        s.next[u] += 1;
-        s.free -= 1;
-        s.psi[u].start(t);
-        self.heap.push(Reverse((t + job.runtime, i, u as u32, t)));
+        let left = job.count - s.part[u];
+        let n = left.min(u32::try_from(s.free).unwrap_or(u32::MAX));
+        if n == left {
+            s.next[u] += 1;
+            s.part[u] = 0;
+        } else {
+            s.part[u] += n;
+        }
+        s.free -= i64::from(n);
+        s.psi[u].start_n(t, n);
+        self.heap.push(Reverse((t + job.runtime, i, u as u32, t, n)));
     }
 
     fn decide_fair(&mut self, i: u32, t: Time) {
@@ -292,17 +364,19 @@ impl Coalitions {
         // Members with waiting jobs; φ − ψ only matters when several wait.
         keys.extend(
             super::game::members(mask)
-                .filter(|&u| self.waiting(s, u) > 0)
+                .filter(|&u| self.waiting(s, u))
                 .map(|u| (0, u)),
         );
         if keys.len() > 1 {
+            self.values_within(mask, t);
+            let s = &self.scheds[i as usize];
             for (key, u) in keys.iter_mut() {
                 *key = shapley_scaled(mask, *u, &self.values) - s.psi[*u].at(t) * n;
             }
             rank(&mut keys);
         }
         for &(_, u) in &keys {
-            while self.scheds[i as usize].free > 0 && self.waiting(&self.scheds[i as usize], u) > 0 {
+            while self.scheds[i as usize].free > 0 && self.waiting(&self.scheds[i as usize], u) {
                 self.start(i, u, t);
             }
         }
@@ -316,10 +390,10 @@ impl Coalitions {
                 return;
             }
             let best = super::game::members(s.mask)
-                .filter(|&u| self.waiting(s, u) > 0)
+                .filter(|&u| self.waiting(s, u))
                 .min_by_key(|&u| {
                     let j = &self.jobs[u][s.next[u] as usize];
-                    (j.release, j.seq)
+                    (j.release, j.seq + u64::from(s.part[u]))
                 });
             match best {
                 Some(u) => self.start(i, u, t),
@@ -344,6 +418,41 @@ mod tests {
         let mut keys = vec![(5, 3), (7, 2), (5, 0), (7, 4), (-1, 1), (5, 1)];
         rank(&mut keys);
         assert_eq!(keys, vec![(7, 2), (7, 4), (5, 0), (5, 1), (5, 3), (-1, 1)]);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A job of q units pushed once ([`Coalitions::push_n`]) schedules
+        /// and values exactly as q pushes of one unit, in both modes, at
+        /// every instant a driver advances to: 3 organizations with 1–4
+        /// processors, jobs of 1–5 units released in order.
+        #[test]
+        fn batches_equal_units_pushed_one_by_one(
+            procs in proptest::collection::vec(1u32..5, 3),
+            jobs in proptest::collection::vec((0usize..3, 0i64..6, 1i64..30, 1u32..6), 1..25),
+            fair in any::<bool>(),
+        ) {
+            let mode = if fair { SubSchedule::Fair } else { SubSchedule::Fifo };
+            let s = Time::from_secs;
+            let mut units = Coalitions::all(&procs, mode, true);
+            let mut batches = Coalitions::all(&procs, mode, true);
+            let mut release = 0;
+            for &(o, gap, p, q) in &jobs {
+                release += gap;
+                batches.push_n(o, s(release), s(p), q);
+                for _ in 0..q {
+                    units.push(o, s(release), s(p));
+                }
+            }
+            for t in (0..=release + 200).step_by(7) {
+                units.advance(s(t));
+                batches.advance(s(t));
+                prop_assert_eq!(units.values(s(t)), batches.values(s(t)), "at {}", t);
+            }
+        }
     }
 
     /// Two organizations with one processor each; org 1's 10 s job at 0,

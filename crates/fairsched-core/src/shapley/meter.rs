@@ -46,9 +46,7 @@ impl PsiMeter {
         if start > self.at {
             return;
         }
-        for _ in 0..slots {
-            self.psi[org].add_run_seen_at(start, end, self.at);
-        }
+        self.psi[org].add_runs_seen_at(start, end, self.at, slots);
         self.work_ms += slots as i128 * (end.min(self.at).millis() - start.millis()) as i128;
     }
 

@@ -63,12 +63,35 @@ impl Psi {
         self.add_finished(s, e);
     }
 
+    /// `n` jobs start at `s` ([`Psi::start`] `n` times).
+    pub fn start_n(&mut self, s: Time, n: u32) {
+        let (s, n) = (s.millis() as i128, i128::from(n));
+        self.run_n += n;
+        self.run_s += n * s;
+        self.run_s2 += n * s * s;
+    }
+
+    /// `n` jobs started at `s` stop at `e` ([`Psi::stop`] `n` times).
+    pub fn stop_n(&mut self, s: Time, e: Time, n: u32) {
+        let (si, k) = (s.millis() as i128, i128::from(n));
+        self.run_n -= k;
+        self.run_s -= k * si;
+        self.run_s2 -= k * si * si;
+        self.add_finished_n(s, e, n);
+    }
+
     /// A job that ran from `s` to `e` (never seen running).
     pub fn add_finished(&mut self, s: Time, e: Time) {
+        self.add_finished_n(s, e, 1);
+    }
+
+    /// `n` jobs that ran from `s` to `e` ([`Psi::add_finished`] `n` times).
+    pub fn add_finished_n(&mut self, s: Time, e: Time, n: u32) {
         let s = s.millis() as i128;
         let p = e.millis() as i128 - s;
-        self.fin_t += 2 * p;
-        self.fin_c += -2 * p * s - p * (p - SEC);
+        let n = i128::from(n);
+        self.fin_t += n * 2 * p;
+        self.fin_c += n * (-2 * p * s - p * (p - SEC));
     }
 
     /// A run from `s` to `e` as seen at `t`: nothing if it starts after
@@ -76,15 +99,21 @@ impl Psi {
     /// read after the fact (the whole schedule known, evaluated at a
     /// window's end): read the result with [`Psi::at`] at this same `t`.
     pub fn add_run_seen_at(&mut self, s: Time, e: Time, t: Time) {
+        self.add_runs_seen_at(s, e, t, 1);
+    }
+
+    /// `n` runs from `s` to `e` seen at `t` ([`Psi::add_run_seen_at`] `n`
+    /// times: a task holding `n` processors).
+    pub fn add_runs_seen_at(&mut self, s: Time, e: Time, t: Time, n: u32) {
         if s > t {
             return;
         }
         if e > t {
             // Running at t: worth (t−s)(t−s+1000) units at t.
             let d = (t.millis() - s.millis()) as i128;
-            self.fin_c += d * (d + SEC);
+            self.fin_c += i128::from(n) * d * (d + SEC);
         } else {
-            self.add_finished(s, e);
+            self.add_finished_n(s, e, n);
         }
     }
 
@@ -253,6 +282,43 @@ mod tests {
                 prop_assert_eq!(c.at(ms(s + p)), b.at(ms(s + p)));
             }
             prop_assert_eq!(live.at(ms(t)), seen.at(ms(t)));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// The batched forms equal their single form repeated `n` times.
+        #[test]
+        fn n_jobs_at_once_equal_n_jobs_one_by_one(
+            jobs in proptest::collection::vec((0i64..200_000, 0i64..120_000, 0u32..9), 0..12),
+            t in 0i64..320_000,
+        ) {
+            let ms = Time::from_millis;
+            let (mut one, mut many) = (Psi::default(), Psi::default());
+            let (mut seen_one, mut seen_many) = (Psi::default(), Psi::default());
+            for &(s, p, n) in &jobs {
+                many.start_n(ms(s), n);
+                seen_many.add_runs_seen_at(ms(s), ms(s + p), ms(t), n);
+                for _ in 0..n {
+                    one.start(ms(s));
+                    seen_one.add_run_seen_at(ms(s), ms(s + p), ms(t));
+                }
+                prop_assert_eq!(one, many);
+            }
+            prop_assert_eq!(seen_one, seen_many);
+            for &(s, p, n) in &jobs {
+                many.stop_n(ms(s), ms(s + p), n);
+                for _ in 0..n {
+                    one.stop(ms(s), ms(s + p));
+                }
+                prop_assert_eq!(one, many);
+            }
+            let mut fin = Psi::default();
+            for &(s, p, n) in &jobs {
+                fin.add_finished_n(ms(s), ms(s + p), n);
+            }
+            prop_assert_eq!(fin, many);
         }
     }
 

@@ -125,7 +125,11 @@ pub struct WorkloadStats {
 
 /// Statistics of run times given in submission order, with their submit times.
 pub fn workload_stats(runtimes: &[f64], submits: &[i64]) -> WorkloadStats {
-    let interarrival: Vec<f64> = submits.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+    // In i128: submits anywhere in i64 (a hostile log's) cannot overflow.
+    let interarrival: Vec<f64> = submits
+        .windows(2)
+        .map(|w| (i128::from(w[1]) - i128::from(w[0])) as f64)
+        .collect();
     WorkloadStats {
         jobs: runtimes.len(),
         runtime: Descriptive::of(runtimes),
