@@ -50,7 +50,7 @@ enum Inner {
 /// Jobs (or errors) per message of a [`JobStream::read_ahead`] thread.
 const BATCH: usize = 512;
 /// Batches such a thread may hold ready.
-const BATCHES_AHEAD: usize = 4;
+const BATCHES_AHEAD: usize = 3;
 
 enum Batch {
     Items(Vec<Result<Job>>),

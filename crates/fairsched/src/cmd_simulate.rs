@@ -163,7 +163,7 @@ pub struct Args {
     /// φ takes 2^k − 2 schedules of the whole run, one per coalition of the
     /// k organizations (each scheduling its own jobs on its own processors):
     /// 30 with 5 organizations, computed after the run (on RICC's 447,784
-    /// jobs, seconds more and tens of MiB). Without it, ψ (each
+    /// jobs, about 3.5 s and 12 MiB more). Without it, ψ (each
     /// organization's utility) is reported alone and the `fairness` note
     /// says φ was not computed. Up to 8 organizations, one machine.
     #[arg(long)]
@@ -429,6 +429,8 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             Err(SimError::Trace(TraceError::Unsorted { .. })) if !scan.complete => {
                 return Err(RunError::Unsorted);
             }
+            // The log's fault, whatever the policy: said as the scan says it.
+            Err(SimError::Trace(e)) => return Err(RunError::Log(e)),
             d => d.with_context(|| format!("policy {}", r.config.order))?,
         };
         run_dir.finish_tasks_csv(csv)?;
@@ -465,6 +467,20 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     let mut summaries: Vec<Summary> = Vec::new();
     let mut read = None;
     for r in results {
+        if let Err(RunError::Log(_)) = &r
+            && !scan.complete
+            && !out.had_manifest()
+        {
+            // A malformed log found while read once: as when it is scanned
+            // first, the new folder keeps no manifest of files never written.
+            out.cleaner().clean();
+            let _ = std::fs::remove_file(out.join(fairsched_report::files::MANIFEST));
+            if several {
+                for run in &sweep.runs {
+                    let _ = std::fs::remove_dir(out.join(&run.name)); // if empty
+                }
+            }
+        }
         let (summary, scanned) = r.map_err(RunError::into_anyhow)?;
         summaries.push(summary);
         read = read.or(scanned);
@@ -590,6 +606,8 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
 enum RunError {
     /// Its header-only read found the log out of order: scan, and run again.
     Unsorted,
+    /// The log could not be read (a malformed line, an I/O error).
+    Log(TraceError),
     Other(anyhow::Error),
 }
 
@@ -603,6 +621,7 @@ impl RunError {
     fn into_anyhow(self) -> anyhow::Error {
         match self {
             RunError::Other(e) => e,
+            RunError::Log(e) => e.into(),
             // Never left after the second attempt, which has a full scan.
             RunError::Unsorted => anyhow::anyhow!("the log's submits are out of order"),
         }

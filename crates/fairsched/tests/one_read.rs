@@ -146,3 +146,41 @@ fn one_read_and_two_print_and_write_the_same() {
         }
     }
 }
+
+/// A malformed line found while the log is read once: the error names the
+/// file, the line and the field (without a policy's name: it is the
+/// log's), and the output folder is left as a full scan leaves it, with
+/// no manifest of files never written; for one policy and for several.
+#[test]
+fn a_malformed_log_read_once_leaves_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.swf");
+    let mut text = log(&[0, 1, 2], "; MaxProcs: 100\n");
+    text.push_str("9 2000 -1 abc 4 -1 -1 4 60 -1 1 3 1 -1 -1 -1 -1 -1\n");
+    fs::write(&bad, text).unwrap();
+    for policies in [&["fcfs"][..], &["fcfs", "easy"][..]] {
+        let out = dir.path().join(format!("out{}", policies.len()));
+        let mut c = Command::new(env!("CARGO_BIN_EXE_fairsched"));
+        c.args([
+            "simulate",
+            "--trace",
+            bad.to_str().unwrap(),
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out);
+        for p in policies {
+            c.args(["--policy", p]);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("bad.swf:5") && err.contains("run_time") && err.contains("abc"),
+            "{err}"
+        );
+        assert!(!err.contains("policy") && !err.contains("panicked"), "{err}");
+        let left: Vec<_> = fs::read_dir(&out).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
