@@ -17,7 +17,7 @@
 source "$(dirname "$0")/lib.sh"
 
 TIMEOUT=${TIMEOUT:-600}
-POLICIES=${POLICIES:-fcfs easy fifo priority round-robin fair-share}
+POLICIES=${POLICIES:-fcfs easy first-fit priority round-robin fair-share}
 LOGS=${LOGS:-*.swf.gz}
 
 need_shared

@@ -63,12 +63,12 @@ out=bench/results/peers-accasim.txt
 # case: name, log, AccaSim policy, fairsched policy, nodes, cores per node,
 # and a diagnostic fairsched policy ("-": none). AccaSim's EASYBackfilling
 # lets any job that fits start at once (it never protects the head's
-# reservation, see docs/semantics.md): fairsched's greedy first fit (`fifo`)
+# reservation, see docs/semantics.md): fairsched's greedy first fit (`first-fit`)
 # shows how close that is.
 case_line() {
     case "$1" in
         fifo) echo "fifo HPC2N-2002-2.2-cln FirstInFirstOut fcfs 120 2 -" ;;
-        easy) echo "easy KTH-SP2-1996-2.1-cln EASYBackfilling easy 100 1 fifo" ;;
+        easy) echo "easy KTH-SP2-1996-2.1-cln EASYBackfilling easy 100 1 first-fit" ;;
         *) die "unknown case $1 (fifo or easy)" ;;
     esac
 }

@@ -6,7 +6,8 @@
 //! The input is the text (non-UTF-8 input is skipped: a command line hands
 //! the parser a `&str`). Besides never panicking: a spec that parses prints
 //! and parses back to itself, its slug is a file name (no `/`), a spec
-//! built as one kind is a registry entry of that kind, and a spec that
+//! built as one kind is a registry entry of that kind (by its name or a
+//! former one), and a spec that
 //! builds runs a six-job log to the end on the simulator.
 
 use fairsched_core::metrics::Metrics;
@@ -57,7 +58,10 @@ pub fn exercise(data: &[u8]) {
                 continue;
             }
         };
-        assert_eq!((entry.kind(), entry.name), (kind, spec.name.as_str()));
+        assert_eq!(
+            (entry.kind(), entry.name),
+            (kind, registry::canonical(&spec.name))
+        );
         run(kind, &spec);
     }
 }

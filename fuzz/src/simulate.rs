@@ -18,7 +18,14 @@ use fairsched_trace::{StreamOptions, scan};
 use crate::swf::Input;
 use crate::tmp::TempFile;
 
-const POLICIES: [&str; 6] = ["fcfs", "easy", "fifo", "fair-share", "round-robin", "priority"];
+const POLICIES: [&str; 6] = [
+    "fcfs",
+    "easy",
+    "first-fit",
+    "fair-share",
+    "round-robin",
+    "priority",
+];
 
 pub fn exercise(data: &[u8]) {
     let input = Input::decode(data);

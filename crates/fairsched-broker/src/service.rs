@@ -2461,7 +2461,7 @@ fn persist_shares(tx: &rusqlite::Transaction, st: &Staged) -> rusqlite::Result<(
 /// How an order policy picks among waiting tasks, for `explain`'s words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum OrderKind {
-    /// Submission order, priorities ignored (`fifo`, `fcfs`, `easy`).
+    /// Submission order, priorities ignored (`first-fit`, `fcfs`, `easy`).
     Submission,
     /// Highest priority first, then submission order (`priority`, and a
     /// policy `explain` does not know).
@@ -2473,8 +2473,8 @@ enum OrderKind {
 /// The kind of the order policy `spec` (`name` or `name[k=v,…]`).
 fn order_kind(spec: &str) -> OrderKind {
     let name = spec.split('[').next().unwrap_or(spec).trim();
-    match name {
-        "fifo" | "fcfs" | "easy" => OrderKind::Submission,
+    match fairsched_core::registry::canonical(name) {
+        "first-fit" | "fcfs" | "easy" => OrderKind::Submission,
         "fair-share" | "ut-fair-share" | "curr-fair-share" => OrderKind::Weighs(
             "it starts the organization that got the least for its share of the slots first, not tasks by priority",
         ),

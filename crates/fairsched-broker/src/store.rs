@@ -34,11 +34,11 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// `single-pool`, `fifo`, no control, seed 0.
+    /// `single-pool`, `first-fit`, no control, seed 0.
     fn default() -> Config {
         Config {
             allocate: "single-pool".into(),
-            order: "fifo".into(),
+            order: "first-fit".into(),
             control: None,
             seed: 0,
         }

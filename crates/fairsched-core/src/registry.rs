@@ -334,7 +334,20 @@ pub const REGISTRY: &[Entry] = &[
     policy::workflow_fairness::ENTRY,
 ];
 
+/// Former names still accepted, `(old, current)`: a spec, a script or a
+/// broker database written with the old name keeps working.
+pub const ALIASES: &[(&str, &str)] = &[("fifo", policy::fifo::NAME)];
+
+/// The current name for `name` (itself unless it is an alias).
+pub fn canonical(name: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new)
+}
+
 pub fn entry(kind: Kind, name: &str) -> Result<&'static Entry, SpecError> {
+    let name = canonical(name);
     REGISTRY
         .iter()
         .find(|e| e.kind() == kind && e.name == name)
@@ -510,9 +523,23 @@ mod tests {
     }
 
     #[test]
+    fn a_former_name_builds_the_same_policy() {
+        for (old, new) in ALIASES {
+            let e = entry(Kind::Order, old).unwrap();
+            assert_eq!(e.name, *new);
+            assert!(
+                REGISTRY.iter().all(|e| e.name != *old),
+                "{old} is both a name and an alias"
+            );
+        }
+        assert_eq!(canonical("fifo"), "first-fit");
+        assert_eq!(canonical("fcfs"), "fcfs");
+    }
+
+    #[test]
     fn unknown_names_and_params_are_reported() {
         let e = check(Kind::Order, &"nope".parse().unwrap()).err().unwrap();
-        assert!(e.to_string().contains("fifo"), "{e}");
+        assert!(e.to_string().contains("first-fit"), "{e}");
         let e = check(Kind::Control, &"age-boost[afterr=5]".parse().unwrap())
             .err()
             .unwrap();

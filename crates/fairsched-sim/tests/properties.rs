@@ -76,7 +76,7 @@ impl OrderKind {
     /// What the order promises after every step.
     fn greedy(self) -> Greedy {
         match self {
-            OrderKind::Registry("fifo" | "priority" | "workflow-fcfs")
+            OrderKind::Registry("first-fit" | "priority" | "workflow-fcfs")
             | OrderKind::Diet
             | OrderKind::Lottery => Greedy::NoFittingTaskWaits,
             OrderKind::Registry("fcfs" | "easy") => Greedy::HeadNeverFits,
@@ -1619,7 +1619,14 @@ fn every_registered_order_is_exercised() {
     // with a greedy rule are all still there, and every non-clairvoyant
     // order has one.
     let names: Vec<OrderKind> = registry_orders();
-    for n in ["fifo", "priority", "round-robin", "fair-share", "fcfs", "easy"] {
+    for n in [
+        "first-fit",
+        "priority",
+        "round-robin",
+        "fair-share",
+        "fcfs",
+        "easy",
+    ] {
         assert!(
             names.contains(&OrderKind::Registry(n)),
             "{n} is no longer an order policy"

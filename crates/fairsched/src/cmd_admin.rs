@@ -16,7 +16,7 @@ pub enum AdminCommand {
         /// Order policy (`fairsched policies`). Refused: clairvoyant ones (`ref`, `rand`: live tasks
         /// have no known runtimes) and `easy` (it needs requested run times, which live tasks do not
         /// give).
-        #[arg(long, default_value = "fifo", value_name = "SPEC")]
+        #[arg(long, default_value = "first-fit", value_name = "SPEC")]
         policy: String,
         /// Allocate policy (the live service has one pool of slots; `mst` is clairvoyant: refused).
         #[arg(long, default_value = "single-pool", value_name = "SPEC")]

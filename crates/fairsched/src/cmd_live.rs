@@ -72,7 +72,7 @@ pub struct ServeArgs {
     /// log). A clean shutdown writes one too.
     #[arg(long, value_name = "N", default_value_t = fairsched_broker::DEFAULT_SNAPSHOT_EVERY)]
     snapshot_every: u64,
-    /// Try it on one machine: create the database if it is missing (policy `fifo`, an
+    /// Try it on one machine: create the database if it is missing (policy `first-fit`, an
     /// organization `local`, a user `you`), and write the admin, user and worker tokens and
     /// the broker's URL to ./fairsched.tokens (readable by you only), where `fairsched
     /// worker`, `submit`, `status`… run from this folder find them.

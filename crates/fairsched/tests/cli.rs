@@ -83,7 +83,7 @@ fn the_bundled_log_is_the_shared_one() {
 #[test]
 fn demo_runs_with_no_arguments() {
     let (dir, stdout) = simulate(&[]);
-    for p in ["fcfs", "easy", "fifo", "round-robin", "fair-share"] {
+    for p in ["fcfs", "easy", "first-fit", "round-robin", "fair-share"] {
         assert!(stdout.contains(p), "{stdout}");
         let s = json(&dir.path().join(p).join("summary.json"));
         assert_eq!(s["jobs"], 28467, "{p}");

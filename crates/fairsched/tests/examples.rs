@@ -102,7 +102,7 @@ const LIVE: &[(&str, &str)] = &[
         WALKTHROUGH,
     ),
     (
-        "fairsched simulate --broker-log fairsched.db --policy fifo --policy fcfs",
+        "fairsched simulate --broker-log fairsched.db --policy first-fit --policy fcfs",
         WALKTHROUGH,
     ),
 ];
@@ -1221,12 +1221,12 @@ fn the_readme_live_service_runs_as_written() {
     assert!(orgs.contains("physics"), "{orgs}");
     let out = b.join("what-if");
     let args = with(
-        readme_command("fairsched simulate --broker-log fairsched.db --policy fifo --policy fcfs"),
+        readme_command("fairsched simulate --broker-log fairsched.db --policy first-fit --policy fcfs"),
         "--out",
         out.to_str().unwrap(),
     );
     client(b, &[], &args);
-    for p in ["fifo", "fcfs"] {
+    for p in ["first-fit", "fcfs"] {
         let s: Value =
             serde_json::from_str(&fs::read_to_string(out.join(p).join("summary.json")).unwrap()).unwrap();
         assert!(s["jobs"].as_u64().unwrap() >= 4, "{s:#}");

@@ -1,7 +1,9 @@
-//! `fifo`: tasks start in submission order. Greedy: when the oldest
-//! waiting task does not fit (a rigid job wider than the free slots), the
-//! oldest one that fits starts instead, so no slot idles while a task that
-//! fits waits. For sequential tasks this is plain FIFO.
+//! `first-fit` (formerly `fifo`, still accepted): tasks start in submission
+//! order, greedily. When the oldest waiting task does not fit (a rigid job
+//! wider than the free slots), the oldest one that fits starts instead, so
+//! no slot idles while a task that fits waits: list scheduling, first fit.
+//! For sequential tasks this is plain FIFO; for rigid jobs it is not FCFS
+//! (`fcfs` holds the queue behind a head that does not fit).
 
 use crate::event::Notice;
 use crate::ids::MachineId;
@@ -13,11 +15,11 @@ use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use serde::{Deserialize, Serialize};
 
-pub const NAME: &str = "fifo";
+pub const NAME: &str = "first-fit";
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    doc: "submission order, greedy first-fit (plain FIFO for sequential tasks)",
+    doc: "submission order, but any waiting task that fits starts (greedy list scheduling; `fifo` is its former name)",
     params: &[],
     parallel: true,
     orgs: false,
