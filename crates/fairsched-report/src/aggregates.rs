@@ -43,13 +43,23 @@ fn opt(x: Option<f64>) -> String {
     x.map(|x| format!("{x}")).unwrap_or_default()
 }
 
+/// The name of organization `org`: `names[org]`, else `org<org>` (the
+/// default name a platform file gives an organization it does not name).
+pub fn org_name(names: &[String], org: u32) -> String {
+    names
+        .get(org as usize)
+        .cloned()
+        .unwrap_or_else(|| format!("org{org}"))
+}
+
 /// One row per organization: the declared ones (`0..procs.len()`, owning
 /// `procs[o]` processors) and any other that had tasks, ascending; each
-/// with its figures, its processors, the share of all processors it owns
-/// and the share of the processor time its tasks received; with `utility`
-/// also ψ, φ and φ − ψ (empty where φ was not computed).
-pub fn by_org(m: &Metrics, procs: &[u32], utility: Option<&[OrgUtility]>) -> Table {
-    let mut cols: Vec<&str> = std::iter::once("org").chain(COLS).collect();
+/// with its index and name ([`org_name`]), its figures, its processors, the
+/// share of all processors it owns and the share of the processor time its
+/// tasks received; with `utility` also ψ, φ and φ − ψ (empty where φ was
+/// not computed).
+pub fn by_org(m: &Metrics, procs: &[u32], names: &[String], utility: Option<&[OrgUtility]>) -> Table {
+    let mut cols: Vec<&str> = ["org", "name"].into_iter().chain(COLS).collect();
     cols.extend(["procs", "owned_share", "received_share"]);
     if utility.is_some() {
         cols.extend(["psi_s2", "phi_s2", "phi_minus_psi_s2"]);
@@ -58,7 +68,10 @@ pub fn by_org(m: &Metrics, procs: &[u32], utility: Option<&[OrgUtility]>) -> Tab
     let none = Aggregate::default();
     for s in m.org_shares(procs) {
         let a = m.by_org.get(&fairsched_core::OrgId(s.org)).unwrap_or(&none);
-        let mut row: Vec<String> = std::iter::once(s.org.to_string()).chain(cells(a)).collect();
+        let mut row: Vec<String> = [s.org.to_string(), org_name(names, s.org)]
+            .into_iter()
+            .chain(cells(a))
+            .collect();
         row.extend([s.procs.to_string(), opt(s.owned_share), opt(s.received_share)]);
         if let Some(utility) = utility {
             let u = utility.iter().find(|u| u.org == s.org);
@@ -127,22 +140,27 @@ mod tests {
         m.record(&done(7, 0, 2, 10, 40));
         m.record(&done(8, 2, 1, 0, 20));
         // Org 1 owns 1 processor and had no task: a row of zeros and blanks.
-        let t = by_org(&m, &[3, 1], None);
+        // Named as given; unnamed (org 2 is declared by neither) `org<i>`.
+        let names = ["lpc".to_string(), "cern".to_string()];
+        let t = by_org(&m, &[3, 1], &names, None);
         assert_eq!(
             csv_rows(&t),
             [
-                "org,tasks,completed,mean_wait_s,max_wait_s,mean_response_s,mean_bsld,slot_seconds,procs,owned_share,received_share",
-                "0,1,1,10.0,10,40.0,1.333,60,3,0.75,0.75",
-                "1,0,0,,,,,0,1,0.25,0",
-                "2,1,1,0.0,0,20.0,1.000,20,0,0,0.25",
+                "org,name,tasks,completed,mean_wait_s,max_wait_s,mean_response_s,mean_bsld,slot_seconds,procs,owned_share,received_share",
+                "0,lpc,1,1,10.0,10,40.0,1.333,60,3,0.75,0.75",
+                "1,cern,0,0,,,,,0,1,0.25,0",
+                "2,org2,1,1,0.0,0,20.0,1.000,20,0,0,0.25",
             ]
         );
+        // A name the CSV must quote.
+        let odd = ["a,b \"x\"".to_string()];
+        assert!(csv_rows(&by_org(&m, &[3, 1], &odd, None))[1].starts_with("0,\"a,b \"\"x\"\"\",1,"));
         let u = [OrgUtility {
             org: 0,
             psi: 5.0,
             phi: Some(7.0),
         }];
-        let t = by_org(&m, &[3, 1], Some(&u));
+        let t = by_org(&m, &[3, 1], &[], Some(&u));
         assert!(csv_rows(&t)[0].ends_with(",received_share,psi_s2,phi_s2,phi_minus_psi_s2"));
         assert!(
             csv_rows(&t)[1].ends_with(",0.75,0.75,5,7,2"),

@@ -15,13 +15,21 @@
 //! - `workload_name` is `w0` (Batsim's name for its first workload) and
 //!   `profile` the job's logged run time in seconds (the delay profile
 //!   Batsim's SWF converters make of it);
-//! - `final_state`: `COMPLETED_SUCCESSFULLY` (`success` 1) for a completed
-//!   task, `COMPLETED_FAILED` for a failed one, `COMPLETED_WALLTIME_REACHED`
-//!   for a task killed once it had run its requested time (`--runtime-limit
-//!   kill`), `COMPLETED_KILLED` for any other kill or a cancel while
-//!   running, and `REJECTED` for a task that never started (rejected, or
-//!   cancelled while waiting): its time columns and `allocated_resources`
-//!   are then empty, so that means over a column skip it;
+//! - `final_state` and `success` ([`final_state`]) say how the task ended,
+//!   by the same rule as `--swf-out`'s status (field 11), so that the two
+//!   files agree job by job. A task the simulation completed ran its
+//!   logged run time, and ended as its log says (SWF field 11): status 1,
+//!   2, 3, -1 or none `COMPLETED_SUCCESSFULLY` (`success` 1, the only
+//!   state with 1, as Batsim writes it: "completed before reaching its
+//!   walltime and returned 0"); 0 (failed) or 4 (last part failed)
+//!   `COMPLETED_FAILED`; 5 (cancelled) `COMPLETED_KILLED`. A task the
+//!   simulation stopped: `COMPLETED_WALLTIME_REACHED` when killed once it
+//!   had run its requested time (`--runtime-limit kill`; SWF status 0),
+//!   `COMPLETED_FAILED` when it failed (0), `COMPLETED_KILLED` for any
+//!   other kill or a cancel while running (5), and `REJECTED` when it never
+//!   started (rejected, or cancelled while waiting; 5): its time columns
+//!   and `allocated_resources` are then empty, so that means over a column
+//!   skip it;
 //! - `requested_time` is `-1` when the log gives none, `consumed_energy` is
 //!   `-1` (no energy model) and `metadata` is empty;
 //! - a task stopped and requeued by its policy shows its last run only.
@@ -51,6 +59,8 @@ struct Row {
     estimate: Option<Time>,
     runtime: Option<Time>,
     outcome: Outcome,
+    /// The log's status of its job (SWF field 11).
+    log_status: Option<i8>,
     /// The last run's processors as an interval set; empty if none.
     allocated: Box<str>,
 }
@@ -137,7 +147,8 @@ impl BatsimJobs {
                 }
                 None => line.push_str("-1,"),
             }
-            let (success, state) = final_state(r);
+            let state = final_state(r.outcome, r.start, r.end, r.estimate, r.log_status);
+            let success = u8::from(state == "COMPLETED_SUCCESSFULLY");
             let _ = write!(line, "{success},{state},");
             match r.start {
                 Some(s) => {
@@ -181,16 +192,27 @@ impl BatsimJobs {
     }
 }
 
-/// `success` and `final_state` of a row.
-fn final_state(r: &Row) -> (u8, &'static str) {
-    match (r.outcome, r.start) {
-        (_, None) => (0, "REJECTED"),
-        (Outcome::Completed, Some(_)) => (1, "COMPLETED_SUCCESSFULLY"),
-        (Outcome::Failed, Some(_)) => (0, "COMPLETED_FAILED"),
-        (Outcome::Killed, Some(s)) if r.estimate.is_some_and(|e| r.end - s >= e) => {
-            (0, "COMPLETED_WALLTIME_REACHED")
-        }
-        (Outcome::Killed | Outcome::Cancelled | Outcome::Rejected, Some(_)) => (0, "COMPLETED_KILLED"),
+/// Batsim's `final_state` of a task that ended with `outcome`, started at
+/// `start` (if it did), ended at `end`, with the requested time `estimate`
+/// and the log's status `log_status` (see the module's documentation;
+/// `success` is 1 for `COMPLETED_SUCCESSFULLY` only).
+pub fn final_state(
+    outcome: Outcome,
+    start: Option<Time>,
+    end: Time,
+    estimate: Option<Time>,
+    log_status: Option<i8>,
+) -> &'static str {
+    let Some(s) = start else { return "REJECTED" };
+    match outcome {
+        Outcome::Completed => match log_status {
+            Some(0 | 4) => "COMPLETED_FAILED",
+            Some(5) => "COMPLETED_KILLED",
+            _ => "COMPLETED_SUCCESSFULLY",
+        },
+        Outcome::Failed => "COMPLETED_FAILED",
+        Outcome::Killed if estimate.is_some_and(|e| end - s >= e) => "COMPLETED_WALLTIME_REACHED",
+        Outcome::Killed | Outcome::Cancelled | Outcome::Rejected => "COMPLETED_KILLED",
     }
 }
 
@@ -218,6 +240,7 @@ impl Observer for BatsimJobs {
             estimate: rec.spec.estimate,
             runtime: meta.runtime,
             outcome: rec.outcome,
+            log_status: meta.log_status,
             allocated,
         });
     }
@@ -234,5 +257,34 @@ mod tests {
         assert_eq!(s(&[5]), "5");
         assert_eq!(s(&[3, 1, 2, 0, 5]), "0-3 5");
         assert_eq!(s(&[9, 7, 8, 2, 4]), "2 4 7-9");
+    }
+
+    #[test]
+    fn the_final_state_carries_the_logs_status_and_the_simulations_stops() {
+        let t = Time::from_secs;
+        let done = |log| final_state(Outcome::Completed, Some(t(0)), t(10), Some(t(60)), log);
+        // Ran its logged run time: ended as the log says.
+        assert_eq!(done(Some(1)), "COMPLETED_SUCCESSFULLY");
+        assert_eq!(done(None), "COMPLETED_SUCCESSFULLY");
+        assert_eq!(done(Some(-1)), "COMPLETED_SUCCESSFULLY");
+        assert_eq!(done(Some(3)), "COMPLETED_SUCCESSFULLY");
+        assert_eq!(done(Some(0)), "COMPLETED_FAILED");
+        assert_eq!(done(Some(4)), "COMPLETED_FAILED");
+        assert_eq!(done(Some(5)), "COMPLETED_KILLED");
+        // Stopped by the simulation: whatever the log says.
+        let killed = |end| final_state(Outcome::Killed, Some(t(0)), t(end), Some(t(60)), Some(1));
+        assert_eq!(killed(60), "COMPLETED_WALLTIME_REACHED");
+        assert_eq!(killed(30), "COMPLETED_KILLED");
+        assert_eq!(
+            final_state(Outcome::Failed, Some(t(0)), t(5), None, Some(1)),
+            "COMPLETED_FAILED"
+        );
+        assert_eq!(
+            final_state(Outcome::Cancelled, Some(t(0)), t(5), None, Some(1)),
+            "COMPLETED_KILLED"
+        );
+        for o in [Outcome::Cancelled, Outcome::Rejected, Outcome::Completed] {
+            assert_eq!(final_state(o, None, t(5), None, Some(1)), "REJECTED");
+        }
     }
 }

@@ -4,6 +4,14 @@
 //! command's `--out` folder: it holds a manifest ([`MANIFEST`]) of what the
 //! run writes, so that the next run into it replaces exactly that (and the
 //! `*.partial` files a killed run left) and leaves the user's files alone.
+//!
+//! A run's result files appear together: [`RunDir`] writes each under its
+//! `.partial` name and [`RunDir::commit`] renames them all into place,
+//! `summary.json` last, as one step that an interrupt (Ctrl-C, SIGTERM,
+//! see [`PartialCleaner::interrupt`]) waits for, so that no file is ever
+//! seen under its final name without its run's summary. An [`OutDir`] is
+//! held by one run at a time: [`OutDir::open`] takes an exclusive lock on
+//! [`LOCK`] in the folder and a second run into it stops at once.
 
 use crate::aggregates;
 use crate::tasks_csv::TasksCsv;
@@ -74,17 +82,34 @@ pub fn json_bytes(v: &impl Serialize) -> Vec<u8> {
     s.into_bytes()
 }
 
-/// One run's folder: `tasks.csv` (streamed while the run goes), `orgs.csv`,
-/// `users.csv` and `summary.json`.
+/// One run's result files: `tasks.csv` (streamed while the run goes),
+/// `orgs.csv`, `users.csv`, `summary.json` and any other file of the run
+/// (in its folder or elsewhere). Each is written under its `.partial` name
+/// and *staged*; [`RunDir::commit`] renames every staged file into place,
+/// `summary.json` last. A run dropped before its commit (an error, a
+/// panic) removes its staged files: none shows under its final name.
 pub struct RunDir {
     dir: PathBuf,
+    /// The output folder's state, when the folder is an [`OutDir`]'s: its
+    /// interrupt waits for a commit under way, and removes what is staged.
+    shared: Option<Arc<Shared>>,
+    /// Final paths whose `.partial` file is complete, awaiting the commit.
+    staged: Mutex<Vec<PathBuf>>,
 }
+
+/// What one [`RunDir::commit`] put in place, in the order it did.
+pub type Committed = Vec<PathBuf>;
 
 impl RunDir {
     pub fn create(dir: &Path) -> Result<RunDir, FileError> {
+        RunDir::with_shared(dir, None)
+    }
+    fn with_shared(dir: &Path, shared: Option<Arc<Shared>>) -> Result<RunDir, FileError> {
         fs::create_dir_all(dir).map_err(ctx("creating", dir))?;
         Ok(RunDir {
             dir: dir.to_path_buf(),
+            shared,
+            staged: Mutex::new(Vec::new()),
         })
     }
     pub fn path(&self) -> &Path {
@@ -97,7 +122,8 @@ impl RunDir {
         let f = create_partial(&tmp)?;
         Ok(TasksCsv::new(BufWriter::with_capacity(1 << 16, f)))
     }
-    /// Flushes and syncs `tasks.csv`, then moves it into place.
+    /// Flushes and syncs `tasks.csv.partial` and stages it (renamed into
+    /// place by [`RunDir::commit`]).
     pub fn finish_tasks_csv(&self, csv: TasksCsv<BufWriter<File>>) -> Result<(), FileError> {
         let path = self.dir.join("tasks.csv");
         let tmp = partial(&path);
@@ -106,27 +132,103 @@ impl RunDir {
             .into_inner()
             .map_err(|e| ctx("writing", &tmp)(e.into_error()))?;
         file.sync_all().map_err(ctx("syncing", &tmp))?;
-        fs::rename(&tmp, &path).map_err(ctx("renaming into place", &path))
+        self.add_staged(path);
+        Ok(())
     }
-    /// Writes `name` in the folder, atomically.
+    /// Writes `name` in the folder atomically, at once (not staged).
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), FileError> {
         write_atomic(&self.dir.join(name), bytes)
     }
-    /// `orgs.csv` (every organization, owning `procs[o]` processors, with
-    /// its utility and contribution when given; see
-    /// [`aggregates::by_org`]), `users.csv` and `summary.json`.
+    /// Stages `bytes` as the file `path` (a path in this folder or
+    /// elsewhere): written to `PATH.partial` and synced now, renamed into
+    /// place by [`RunDir::commit`].
+    pub fn stage(&self, path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+        self.stage_with(path, |mut f| {
+            f.write_all(bytes).map_err(ctx("writing", &partial(path)))
+        })
+    }
+    /// Stages the file `path`, written by `write` into `PATH.partial` (then
+    /// synced); on an error the partial file is removed.
+    pub fn stage_with<E: From<FileError>>(
+        &self,
+        path: &Path,
+        write: impl FnOnce(&File) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let tmp = partial(path);
+        if let Some(sh) = &self.shared {
+            // Removed by an interrupt even while being written.
+            sh.lock().staged.push(path.to_path_buf());
+        }
+        let f = create_partial(&tmp)?;
+        let done = write(&f).and_then(|()| f.sync_all().map_err(|e| E::from(ctx("syncing", &tmp)(e))));
+        drop(f);
+        match done {
+            Ok(()) => {
+                self.staged_lock().push(path.to_path_buf());
+                Ok(())
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    }
+    /// Stages `orgs.csv` (every organization, owning `procs[o]` processors
+    /// and named `names[o]`, with its utility and contribution when given;
+    /// see [`aggregates::by_org`]), `users.csv` and `summary.json`.
     pub fn write_results(
         &self,
         metrics: &Metrics,
         procs: &[u32],
+        names: &[String],
         utility: Option<&[aggregates::OrgUtility]>,
         summary: &impl Serialize,
     ) -> Result<(), FileError> {
-        let orgs = aggregates::by_org(metrics, procs, utility);
-        self.write("orgs.csv", orgs.to_csv().as_bytes())?;
-        self.write("users.csv", aggregates::by_user(metrics).to_csv().as_bytes())?;
-        self.write("summary.json", &json_bytes(summary))
+        let orgs = aggregates::by_org(metrics, procs, names, utility);
+        self.stage(&self.dir.join("orgs.csv"), orgs.to_csv().as_bytes())?;
+        let users = aggregates::by_user(metrics);
+        self.stage(&self.dir.join("users.csv"), users.to_csv().as_bytes())?;
+        self.stage(&self.dir.join("summary.json"), &json_bytes(summary))
     }
+    /// Renames every staged file into place, `summary.json` last, as one
+    /// step an interrupt of the output folder waits for (and after which
+    /// none is done). Returns the final paths, in that order.
+    pub fn commit(&self) -> Result<Committed, FileError> {
+        let mut files = std::mem::take(&mut *self.staged_lock());
+        // Stable: the rest keep their order.
+        files.sort_by_key(|p| p.file_name().is_some_and(|n| n == "summary.json"));
+        match &self.shared {
+            Some(sh) => sh.commit(&files)?,
+            None => rename_all(&files)?,
+        }
+        Ok(files)
+    }
+    fn add_staged(&self, path: PathBuf) {
+        if let Some(sh) = &self.shared {
+            sh.lock().staged.push(path.clone());
+        }
+        self.staged_lock().push(path);
+    }
+    fn staged_lock(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+        self.staged.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for RunDir {
+    /// Not committed: its staged files are removed.
+    fn drop(&mut self) {
+        for p in self.staged_lock().drain(..) {
+            let _ = fs::remove_file(partial(&p));
+        }
+    }
+}
+
+/// Renames each file's `.partial` into place, in order.
+fn rename_all(files: &[PathBuf]) -> Result<(), FileError> {
+    for f in files {
+        fs::rename(partial(f), f).map_err(ctx("renaming into place", f))?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -137,6 +239,11 @@ impl RunDir {
 /// writes (`entry NAME`, a folder as `entry NAME/`). Written before any
 /// result, so a run killed half-way is recognized too.
 pub const MANIFEST: &str = ".fairsched-out";
+/// The lock file of an output folder: the run that writes into the folder
+/// holds an exclusive lock on it ([`File::try_lock`]) from
+/// [`OutDir::open`] to its end, and removes it then. A file left by a
+/// killed run holds no lock and is taken over.
+pub const LOCK: &str = ".fairsched.lock";
 /// The manifest's first line.
 const FORMAT: &str = "fairsched-out 1";
 /// A larger manifest is refused (it is read as untrusted input).
@@ -176,6 +283,13 @@ pub enum OutError {
         line: Option<usize>,
         what: String,
     },
+    /// Another run holds the folder's lock.
+    #[error(
+        "--out {}: another fairsched run is writing into this folder (it holds {LOCK} there); \
+         wait for it to end, or choose another --out",
+        dir.display()
+    )]
+    Busy { dir: PathBuf },
     /// A name this run was to write is not a plain name in the folder.
     #[error("cannot write {name:?} in --out: not a plain file name")]
     BadName { name: String },
@@ -224,6 +338,8 @@ impl Entry {
             Some("leading or trailing blanks")
         } else if name == MANIFEST {
             Some("the manifest itself")
+        } else if name == LOCK {
+            Some("the folder's lock file")
         } else {
             None
         };
@@ -249,6 +365,13 @@ impl Entry {
 struct State {
     begun: bool,
     command: String,
+    /// The commit the program was built from, for the manifest.
+    commit: Option<String>,
+    /// Set by [`PartialCleaner::interrupt`]: no commit after it.
+    interrupted: bool,
+    /// Files staged by this run's [`RunDir`]s (in the folder or elsewhere),
+    /// not yet committed: their `.partial` files go on an interrupt.
+    staged: Vec<PathBuf>,
     entries: Vec<Entry>,
     /// Names of the files this run writes inside its folders (besides
     /// [`FOLDER_FILES`]): listed as `inside NAME` so that the next run
@@ -261,6 +384,9 @@ struct Shared {
     /// `--force`: an entry of this run's name that no fairsched run wrote is
     /// replaced (else refused).
     force: bool,
+    /// The lock file, when the lock was taken: removed on an interrupt
+    /// (the process ends without running destructors).
+    lock_path: Option<PathBuf>,
     state: Mutex<State>,
 }
 
@@ -298,10 +424,13 @@ impl Shared {
              # Written by fairsched. The next fairsched run into this folder deletes the\n\
              # entries below (and only them, and any *.partial file) before writing its\n\
              # own; other files are left alone.\n\
-             version {}\ncommand {}\n",
+             version {}\n",
             env!("CARGO_PKG_VERSION"),
-            st.command
         );
+        if let Some(c) = &st.commit {
+            text.push_str(&format!("commit {c}\n"));
+        }
+        text.push_str(&format!("command {}\n", st.command));
         for e in &st.entries {
             text.push_str("entry ");
             text.push_str(&e.line());
@@ -315,10 +444,31 @@ impl Shared {
         write_atomic(&self.dir.join(MANIFEST), text.as_bytes())
     }
 
+    /// Renames the staged `files` into place (see [`RunDir::commit`]),
+    /// unless the run was interrupted; an interrupt waits for it.
+    fn commit(&self, files: &[PathBuf]) -> Result<(), FileError> {
+        let mut st = self.lock();
+        if st.interrupted {
+            let path = files.first().cloned().unwrap_or_else(|| self.dir.clone());
+            return Err(FileError {
+                op: "renaming into place",
+                path,
+                source: io::Error::new(io::ErrorKind::Interrupted, "the run was interrupted"),
+            });
+        }
+        rename_all(files)?;
+        st.staged.retain(|p| !files.contains(p));
+        Ok(())
+    }
+
     /// Removes the `*.partial` files of this run's entries (and of the
-    /// manifest); errors are ignored (this runs on the way out).
+    /// manifest, and staged ones elsewhere); errors are ignored (this runs
+    /// on the way out).
     fn clean_partials(&self) {
         let st = self.lock();
+        for p in &st.staged {
+            let _ = fs::remove_file(partial(p));
+        }
         if !st.begun {
             return;
         }
@@ -436,7 +586,7 @@ fn read_manifest(path: &Path) -> Result<Earlier, OutError> {
         }
         let (key, value) = line.split_once(' ').unwrap_or((line, ""));
         match key {
-            "version" | "command" => {}
+            "version" | "commit" | "command" => {}
             "inside" => {
                 let e = Entry::parse(value).map_err(|what| bad(Some(n), what))?;
                 if e.folder {
@@ -456,7 +606,7 @@ fn read_manifest(path: &Path) -> Result<Earlier, OutError> {
             _ => {
                 return Err(bad(
                     Some(n),
-                    format!("unknown key {key:?} (expected version, command or entry)"),
+                    format!("unknown key {key:?} (expected version, commit, command, entry or inside)"),
                 ));
             }
         }
@@ -494,6 +644,86 @@ pub struct OutDir {
     shared: Arc<Shared>,
     /// The manifest found, if any: what an earlier run wrote.
     earlier: Option<Earlier>,
+    /// The folder's lock, held until the end (dropped after the
+    /// `*.partial` files are removed).
+    _lock: Option<Lock>,
+    /// Why the folder could not be locked, if it could not.
+    lock_warning: Option<String>,
+}
+
+/// The exclusive lock on an output folder's [`LOCK`] file. Dropped, it
+/// removes the file first, then closes it (which releases the lock): a
+/// run that opened the file meanwhile finds it removed and locks a new one
+/// (see [`take_lock`]).
+struct Lock {
+    path: PathBuf,
+    _file: File,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Whether the open `file` is the one at `path` now.
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+#[cfg(not(unix))]
+fn same_file(_: &File, path: &Path) -> bool {
+    path.is_file()
+}
+
+/// Takes the exclusive lock on `dir`'s [`LOCK`] file, without waiting:
+/// held by another run, [`OutError::Busy`]. A file system that cannot lock
+/// gives `Err(warning)` inside `Ok`: the run goes on without the lock.
+fn take_lock(dir: &Path) -> Result<Result<Lock, String>, OutError> {
+    let path = dir.join(LOCK);
+    // A few tries: each time, the run that held the file may have removed
+    // it between our open and our lock.
+    for _ in 0..16 {
+        // A link or a folder of that name is not ours to open.
+        if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+            fs::remove_file(&path).map_err(ctx("removing", &path))?;
+        }
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(ctx("cannot write in", dir))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(OutError::Busy {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                let _ = fs::remove_file(&path);
+                return Ok(Err(format!(
+                    "{}: cannot lock ({e}); another run into this folder at the same time \
+                     would not be stopped",
+                    path.display()
+                )));
+            }
+        }
+        if same_file(&file, &path) {
+            return Ok(Ok(Lock { path, _file: file }));
+        }
+    }
+    Err(OutError::File(FileError {
+        op: "locking",
+        path,
+        source: io::Error::other("the lock file was replaced again and again"),
+    }))
 }
 
 /// Removes a run's `*.partial` files from another thread (a signal
@@ -504,6 +734,16 @@ pub struct PartialCleaner(Arc<Shared>);
 impl PartialCleaner {
     pub fn clean(&self) {
         self.0.clean_partials();
+    }
+    /// The process is about to end (a signal): waits for a commit under
+    /// way, forbids any later one, removes the `*.partial` files and the
+    /// lock file.
+    pub fn interrupt(&self) {
+        self.0.lock().interrupted = true;
+        self.0.clean_partials();
+        if let Some(p) = &self.0.lock_path {
+            let _ = fs::remove_file(p);
+        }
     }
 }
 
@@ -523,15 +763,26 @@ impl OutDir {
             Err(_) => fs::create_dir_all(dir).map_err(ctx("creating", dir))?,
         }
         let manifest = dir.join(MANIFEST);
-        let earlier = if fs::symlink_metadata(&manifest).is_ok() {
-            Some(read_manifest(&manifest)?)
-        } else {
+        let ours = fs::symlink_metadata(&manifest).is_ok();
+        if !ours && !force {
+            // Refused without touching the folder (a lock file a killed
+            // run left does not count).
             let mut rd = fs::read_dir(dir).map_err(ctx("reading", dir))?;
-            if rd.next().is_some() && !force {
+            if rd.any(|e| e.is_ok_and(|e| e.file_name() != LOCK)) {
                 return Err(OutError::NotOurs {
                     dir: dir.to_path_buf(),
                 });
             }
+        }
+        // Held from here to the end: the manifest is read, and the folder
+        // cleared and written, by this run only.
+        let (lock, lock_warning) = match take_lock(dir)? {
+            Ok(l) => (Some(l), None),
+            Err(w) => (None, Some(w)),
+        };
+        let earlier = if fs::symlink_metadata(&manifest).is_ok() {
+            Some(read_manifest(&manifest)?)
+        } else {
             None
         };
         // The folder takes files (before the run's work, not after it).
@@ -547,15 +798,33 @@ impl OutDir {
             shared: Arc::new(Shared {
                 dir: dir.to_path_buf(),
                 force,
+                lock_path: lock.as_ref().map(|l| l.path.clone()),
                 state: Mutex::new(State {
                     begun: false,
                     command: String::new(),
+                    commit: None,
+                    interrupted: false,
+                    staged: Vec::new(),
                     entries: Vec::new(),
                     inside: Vec::new(),
                 }),
             }),
             earlier,
+            _lock: lock,
+            lock_warning,
         })
+    }
+
+    /// Why the folder could not be locked (a file system without locks):
+    /// the run goes on, unprotected from a second one.
+    pub fn lock_warning(&self) -> Option<&str> {
+        self.lock_warning.as_deref()
+    }
+
+    /// The commit the program was built from, written in the manifest
+    /// (`commit C`); call before [`OutDir::begin`].
+    pub fn set_commit(&mut self, commit: &str) {
+        self.shared.lock().commit = Some(commit.to_string());
     }
 
     pub fn path(&self) -> &Path {
@@ -641,7 +910,7 @@ impl OutDir {
             .map_err(ctx("reading", dir))?
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n != MANIFEST && !planned.iter().any(|e| &e.name == n))
+            .filter(|n| n != MANIFEST && n != LOCK && !planned.iter().any(|e| &e.name == n))
             .collect();
         kept.extend(kept_inside);
         kept.sort();
@@ -690,10 +959,38 @@ impl OutDir {
         Ok(write_atomic(&self.join(name), bytes)?)
     }
 
-    /// The run folder `name/` (listed first), created.
+    /// The run folder `name/` (listed first), created. Its commit and
+    /// this folder's interrupt exclude each other.
     pub fn run_dir(&self, name: &str) -> Result<RunDir, OutError> {
         self.plan(&[&format!("{name}/")])?;
-        Ok(RunDir::create(&self.join(name))?)
+        Ok(RunDir::with_shared(
+            &self.join(name),
+            Some(Arc::clone(&self.shared)),
+        )?)
+    }
+
+    /// The folder itself as one run's folder (its files listed by
+    /// [`OutDir::begin`]), as [`OutDir::run_dir`].
+    pub fn here(&self) -> Result<RunDir, OutError> {
+        Ok(RunDir::with_shared(
+            &self.shared.dir,
+            Some(Arc::clone(&self.shared)),
+        )?)
+    }
+
+    /// Writes the files `(name, bytes)` in the folder (each listed first)
+    /// so that they appear together: all are written under their
+    /// `.partial` names, then renamed into place, `summary.json` last
+    /// ([`RunDir::commit`]). Returns their names, as given.
+    pub fn write_set(&self, files: &[(&str, &[u8])]) -> Result<Vec<String>, OutError> {
+        let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+        self.plan(&names)?;
+        let set = self.here()?;
+        for (name, bytes) in files {
+            set.stage(&self.join(name), bytes)?;
+        }
+        set.commit()?;
+        Ok(names.into_iter().map(String::from).collect())
     }
 
     /// A handle that removes this run's `*.partial` files from elsewhere.
@@ -812,11 +1109,12 @@ mod tests {
         let out = d.path().join("a/b");
         let mut o = OutDir::open(&out, false).unwrap();
         assert!(out.is_dir(), "created by open");
-        assert!(names(&out).is_empty(), "open writes nothing: {:?}", names(&out));
+        assert_eq!(names(&out), [LOCK], "open writes nothing but its lock");
+        o.set_commit("abc1234-dirty");
         let kept = o.begin(&["comparison.csv", "fcfs/"]).unwrap();
         assert!(kept.is_empty());
         // The manifest is there before any result.
-        assert_eq!(names(&out), [MANIFEST]);
+        assert_eq!(names(&out), [MANIFEST, LOCK]);
         let text = fs::read_to_string(out.join(MANIFEST)).unwrap();
         assert!(text.starts_with("fairsched-out 1\n"), "{text}");
         assert!(
@@ -824,14 +1122,17 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\ncommand "), "{text}");
+        assert!(text.contains("\ncommit abc1234-dirty\n"), "{text}");
         assert_eq!(manifest_entries(&out), ["comparison.csv", "fcfs/"]);
         // Entries written later are listed before they are written.
         o.write("extra.svg", b"<svg/>").unwrap();
         assert_eq!(manifest_entries(&out), ["comparison.csv", "fcfs/", "extra.svg"]);
         o.run_dir("fcfs").unwrap().write("summary.json", b"{}").unwrap();
-        // At the end, a planned entry never written is dropped.
+        // At the end, a planned entry never written is dropped, and the
+        // lock file goes.
         o.finish().unwrap();
         assert_eq!(manifest_entries(&out), ["fcfs/", "extra.svg"]);
+        assert!(!out.join(LOCK).exists());
         // An empty folder is used as it is.
         let empty = d.path().join("empty");
         fs::create_dir(&empty).unwrap();
@@ -861,7 +1162,7 @@ mod tests {
         assert!(out.join("easy").exists() && out.join("x.partial").exists());
         let kept = o.begin(&["comparison.csv", "fair-share/"]).unwrap();
         assert_eq!(kept, ["mine", "notes.txt"]);
-        assert_eq!(names(out), [MANIFEST, "mine", "notes.txt"]);
+        assert_eq!(names(out), [MANIFEST, LOCK, "mine", "notes.txt"]);
         o.write("comparison.csv", b"b\n").unwrap();
         o.run_dir("fair-share").unwrap();
         o.finish().unwrap();
@@ -1020,7 +1321,9 @@ mod tests {
         let run = RunDir::create(&out).unwrap();
         let csv = run.tasks_csv().unwrap();
         run.finish_tasks_csv(csv).unwrap();
+        run.commit().unwrap();
         assert_eq!(fs::read(&outside).unwrap(), b"precious");
+        drop(o);
         // A manifest that is not a regular file (a FIFO would block).
         let m = out.join(MANIFEST);
         fs::remove_file(&m).unwrap();
@@ -1028,6 +1331,122 @@ mod tests {
         let e = OutDir::open(&out, false).err().unwrap();
         assert!(e.to_string().contains("not a regular file"), "{e}");
     }
+    #[test]
+    fn a_second_run_into_a_held_folder_stops_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let first = OutDir::open(&out, false).unwrap();
+        assert!(first.lock_warning().is_none());
+        // The same folder by another path: the lock is the folder's.
+        let e = OutDir::open(&d.path().join("./out/"), false).err().expect("busy");
+        assert!(matches!(e, OutError::Busy { .. }) && !e.is_usage(), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("another fairsched run is writing into this folder") && msg.contains("out"),
+            "{msg}"
+        );
+        // Nothing of the first run's was touched.
+        assert_eq!(names(&out), [LOCK]);
+        drop(first);
+        assert_eq!(
+            names(&out),
+            Vec::<String>::new(),
+            "the lock file goes with the run"
+        );
+        // A lock file a killed run left holds no lock: taken over, and a
+        // folder holding only it is not someone else's.
+        fs::write(out.join(LOCK), "").unwrap();
+        let mut o = OutDir::open(&out, false).unwrap();
+        assert!(
+            o.begin(&["a.csv"]).unwrap().is_empty(),
+            "the lock is not the user's"
+        );
+        drop(o);
+        // A lock file held by another handle (as another process would).
+        let held = File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(out.join(LOCK))
+            .unwrap();
+        held.lock().unwrap();
+        assert!(matches!(OutDir::open(&out, true), Err(OutError::Busy { .. })));
+        assert!(out.join(MANIFEST).exists(), "nothing deleted");
+        drop(held);
+        OutDir::open(&out, false).unwrap();
+        // Never a name a run may write.
+        assert!(Entry::parse(LOCK).is_err());
+    }
+
+    #[test]
+    fn a_runs_files_appear_together_when_it_commits_and_never_before() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let elsewhere = d.path().join("schedule.swf");
+        let o = OutDir::open(&out, false).unwrap();
+        let mut o = o;
+        o.begin(&["fcfs/"]).unwrap();
+        let run = o.run_dir("fcfs").unwrap();
+        let csv = run.tasks_csv().unwrap();
+        run.finish_tasks_csv(csv).unwrap();
+        run.stage(&elsewhere, b"; swf\n").unwrap();
+        run.stage(&run.path().join("summary.json"), b"{}").unwrap();
+        run.stage(&run.path().join("orgs.csv"), b"org\n").unwrap();
+        // Staged: nothing under a final name yet.
+        assert_eq!(
+            names(&out.join("fcfs")),
+            ["orgs.csv.partial", "summary.json.partial", "tasks.csv.partial"]
+        );
+        assert!(!elsewhere.exists());
+        let done = run.commit().unwrap();
+        let last: Vec<String> = done
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(last, ["tasks.csv", "schedule.swf", "orgs.csv", "summary.json"]);
+        assert_eq!(
+            names(&out.join("fcfs")),
+            ["orgs.csv", "summary.json", "tasks.csv"]
+        );
+        assert_eq!(fs::read(&elsewhere).unwrap(), b"; swf\n");
+
+        // A run dropped before its commit (an error) leaves nothing.
+        let run = o.run_dir("easy").unwrap();
+        let csv = run.tasks_csv().unwrap();
+        run.finish_tasks_csv(csv).unwrap();
+        run.stage(&d.path().join("other.swf"), b"x").unwrap();
+        drop(run);
+        assert!(names(&out.join("easy")).is_empty());
+        assert!(!d.path().join("other.swf.partial").exists());
+
+        // An interrupt removes what is staged, here or elsewhere, and no
+        // commit follows it.
+        let run = o.run_dir("fifo").unwrap();
+        run.stage(&run.path().join("summary.json"), b"{}").unwrap();
+        run.stage(&d.path().join("third.swf"), b"x").unwrap();
+        o.cleaner().interrupt();
+        assert!(names(&out.join("fifo")).is_empty());
+        assert!(!d.path().join("third.swf.partial").exists());
+        assert!(!out.join(LOCK).exists(), "the process ends without destructors");
+        let e = run.commit().unwrap_err();
+        assert_eq!(e.source.kind(), io::ErrorKind::Interrupted, "{e}");
+        assert!(!out.join("fifo/summary.json").exists());
+    }
+
+    #[test]
+    fn a_set_of_files_is_written_together_summary_last() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = OutDir::open(d.path(), false).unwrap();
+        o.begin(&[]).unwrap();
+        let names_written = o
+            .write_set(&[("summary.json", b"{}"), ("a.csv", b"a"), ("b.svg", b"b")])
+            .unwrap();
+        assert_eq!(names_written, ["summary.json", "a.csv", "b.svg"]);
+        o.finish().unwrap();
+        assert_eq!(manifest_entries(d.path()), ["summary.json", "a.csv", "b.svg"]);
+        assert_eq!(fs::read(d.path().join("a.csv")).unwrap(), b"a");
+    }
+
     #[test]
     fn an_entry_of_the_users_in_the_way_is_refused_unless_forced() {
         let d = tempfile::tempdir().unwrap();

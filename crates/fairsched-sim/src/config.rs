@@ -147,6 +147,8 @@ pub struct RunConfig {
     pub platform_file: Option<PlatformFile>,
     /// `(start, len)` in seconds of the log's submit times.
     pub window: Option<(i64, i64)>,
+    /// Each job becomes one task per processor, once jobs wider than the
+    /// whole platform are dropped (counted in [`RunReport::too_wide`]).
     pub split_parallel: bool,
     pub seed: u64,
     /// `None`: [`RunConfig::allocate`] decides.
@@ -327,7 +329,8 @@ pub struct RunReport {
     /// stopped a streamed read at its end).
     pub filters_complete: bool,
     /// Jobs dropped because they need more processors than the largest
-    /// machine has (after splitting, if asked).
+    /// machine has, or, with `split_parallel`, than the platform has
+    /// (checked before the split).
     pub too_wide: u64,
     pub platform: PlatformInfo,
     /// Kept jobs whose processors are not field 5's (with
@@ -471,6 +474,21 @@ impl RunConfig {
             if let Some((start, len)) = self.window {
                 jobs = Box::new(jobs.window(start, len));
             }
+            // Jobs too wide for the platform go before the split, which
+            // would otherwise make a task of each processor a job claims
+            // (4 × 10⁹ for a hostile log): a job needs one machine's
+            // processors, or, split, no more tasks than the platform has
+            // processors.
+            let widest = info.machines.iter().copied().max().unwrap_or(0);
+            let limit = if self.split_parallel { info.total } else { widest };
+            let too_wide = &mut too_wide;
+            jobs = Box::new(jobs.filter(move |j| match j {
+                Ok(j) if j.procs > limit => {
+                    *too_wide += 1;
+                    false
+                }
+                _ => true,
+            }));
             if self.split_parallel {
                 jobs = Box::new(jobs.split_parallel());
             }
@@ -487,15 +505,6 @@ impl RunConfig {
                 jobs =
                     Box::new(jobs.map_orgs(UserOrgMap::new(self.orgs, derive_seed(self.seed, SEED_ORGS))?));
             }
-            let widest = info.machines.iter().copied().max().unwrap_or(0);
-            let too_wide = &mut too_wide;
-            let jobs = jobs.filter(move |j| match j {
-                Ok(j) if j.procs > widest => {
-                    *too_wide += 1;
-                    false
-                }
-                _ => true,
-            });
             let mut sim = Simulation::new(core);
             match self.runtime_limit {
                 // Fresh ids: 1, 2, … in stream order, and never another agent's.

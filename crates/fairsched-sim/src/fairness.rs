@@ -37,6 +37,8 @@ pub const MAX_SIMULATE_ORGS: usize = 8;
 #[derive(Clone, Debug, Serialize)]
 pub struct OrgLine {
     pub org: u32,
+    /// Its name (`org<i>` here; the run puts the platform file's).
+    pub name: String,
     pub procs: u32,
     pub tasks: u64,
     /// ψsp at the end instant, s².
@@ -192,6 +194,7 @@ impl FairnessObserver {
                     .map(|p| p[u] as f64 / n / fairsched_core::shapley::psi::UNITS_PER_S2);
                 OrgLine {
                     org: u as u32,
+                    name: format!("org{u}"),
                     procs: procs.get(u).copied().unwrap_or(0),
                     tasks: self.tasks.get(u).copied().unwrap_or(0),
                     psi: seconds(psi[u]),

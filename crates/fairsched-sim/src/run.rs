@@ -8,7 +8,7 @@ use crate::config::{PlatformInfo, RunConfig};
 use crate::errors::SimError;
 use crate::fairness::{FairnessObserver, OrgFairness};
 use crate::semantics::{ProcsFrom, RuntimeLimit};
-use fairsched_core::metrics::{BSLD_BOUND, Distributions, JainIndex, LogStatusCounts, Metrics, OrgShare};
+use fairsched_core::metrics::{BSLD_BOUND, Distributions, JainIndex, LogStatusCounts, Metrics};
 use fairsched_core::{CoreStats, Fanout, Observer, PolicySpec, Time};
 use fairsched_trace::{FilterCounts, TraceScan};
 use rayon::prelude::*;
@@ -47,9 +47,9 @@ pub struct Summary {
     pub jain_users_bsld: JainIndex,
     /// Jain's index over the organizations' mean bounded slowdowns.
     pub jain_orgs_bsld: JainIndex,
-    /// Per organization: processors owned and processor time received,
-    /// each as a share of the total.
-    pub org_shares: Vec<OrgShare>,
+    /// Per organization: its name, processors owned and processor time
+    /// received, each as a share of the total.
+    pub org_shares: Vec<OrgShareLine>,
     pub platform: PlatformInfo,
     pub orgs: u32,
     pub ownership: String,
@@ -83,6 +83,23 @@ pub struct Summary {
     /// millisecond.
     pub wall_time_s: f64,
     pub definitions: Definitions,
+}
+
+/// One organization's entry of `org_shares`: [`fairsched_core::metrics::OrgShare`] with its name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OrgShareLine {
+    pub org: u32,
+    /// The platform file's name for it; `org<i>` when it gives none, and
+    /// without a platform file.
+    pub name: String,
+    /// Processors it owns.
+    pub procs: u32,
+    /// Its processors / all processors (`None` when there are none).
+    pub owned_share: Option<f64>,
+    /// Processor-seconds its tasks held, over all their runs.
+    pub slot_seconds: f64,
+    /// Its processor-seconds / every task's (`None` when no task ran).
+    pub received_share: Option<f64>,
 }
 
 /// Which program wrote a summary: its name and version, the git commit it
@@ -169,7 +186,17 @@ impl RunConfig {
             Some(f) => self.run(scan, &mut Fanout(vec![&mut metrics, f, obs]))?,
             None => self.run(scan, &mut Fanout(vec![&mut metrics, obs]))?,
         };
-        let fairness = fair.map(|f| f.finish(&report.platform.per_org, report.platform.machines.len()));
+        let names = self.org_names(orgs.max(report.platform.per_org.len() as u32));
+        let name = |o: u32| {
+            names
+                .get(o as usize)
+                .cloned()
+                .unwrap_or_else(|| format!("org{o}"))
+        };
+        let mut fairness = fair.map(|f| f.finish(&report.platform.per_org, report.platform.machines.len()));
+        for line in fairness.iter_mut().flat_map(|f| f.orgs.iter_mut()) {
+            line.name = name(line.org);
+        }
         let wall_time_s = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let ended: u64 = metrics.outcomes.values().sum();
         if ended != report.stats.submitted || metrics.all.tasks != ended {
@@ -200,7 +227,18 @@ impl RunConfig {
             utilization: metrics.utilization(),
             jain_users_bsld: metrics.jain_users_bsld(),
             jain_orgs_bsld: metrics.jain_orgs_bsld(),
-            org_shares: metrics.org_shares(&report.platform.per_org),
+            org_shares: metrics
+                .org_shares(&report.platform.per_org)
+                .into_iter()
+                .map(|s| OrgShareLine {
+                    org: s.org,
+                    name: name(s.org),
+                    procs: s.procs,
+                    owned_share: s.owned_share,
+                    slot_seconds: s.slot_seconds,
+                    received_share: s.received_share,
+                })
+                .collect(),
             platform: report.platform,
             orgs,
             ownership: match &self.platform_file {
@@ -232,6 +270,22 @@ impl RunConfig {
             metrics,
             read: report.read,
         })
+    }
+}
+
+impl RunConfig {
+    /// The names of organizations `0..orgs`: the platform file's
+    /// (`org<i>` for one it does not name), else `org<i>`.
+    pub fn org_names(&self, orgs: u32) -> Vec<String> {
+        (0..orgs)
+            .map(|o| match &self.platform_file {
+                Some(f) => f
+                    .orgs
+                    .get(o as usize)
+                    .map_or_else(|| format!("org{o}"), |d| d.name.clone()),
+                None => format!("org{o}"),
+            })
+            .collect()
     }
 }
 
@@ -365,6 +419,7 @@ mod tests {
             }
         );
         assert_eq!(s.org_shares.len(), 1);
+        assert_eq!(s.org_shares[0].name, "org0");
         assert_eq!(
             (s.org_shares[0].owned_share, s.org_shares[0].received_share),
             (Some(1.0), Some(1.0))

@@ -18,10 +18,17 @@
 //! line `; job J (Q processors): records A-B` precedes the tasks of each
 //! job of the log.
 //!
-//! Field 11: a task killed at its requested time (`--runtime-limit kill`)
-//! or failed is `0`; one that never started (rejected, cancelled while
-//! waiting) is `5` with wait and run time `-1`; a cancelled one is `5`;
-//! every other keeps the log's status.
+//! Field 11 ([`status`]): a task the simulation completed ran its logged
+//! run time and keeps the log's status (a job the log marks failed, 0, or
+//! cancelled, 5, is still failed or cancelled here). A task the
+//! simulation stopped: `0` when killed once it had run its requested time
+//! (`--runtime-limit kill`) or failed; `5` for any other kill or a cancel
+//! while running; `5` with wait and run time `-1` when it never started
+//! (rejected, cancelled while waiting). The same rule gives `--batsim-jobs`
+//! its `final_state` (`fairsched_report::batsim::final_state`): 1, 2, 3,
+//! -1 `COMPLETED_SUCCESSFULLY`; 0 and 4 `COMPLETED_FAILED`, or
+//! `COMPLETED_WALLTIME_REACHED` for a kill at the requested time; 5
+//! `COMPLETED_KILLED`, or `REJECTED` for a task that never started.
 
 use crate::config::{PlatformInfo, RunConfig, TraceInput};
 use crate::errors::SimError;
@@ -44,6 +51,8 @@ struct TaskEnd {
     start: Option<Time>,
     end: Time,
     outcome: Outcome,
+    /// Killed once it had run its requested time.
+    at_limit: bool,
 }
 
 /// Keeps every ended task's times and outcome for [`SwfSchedule::write`].
@@ -62,6 +71,10 @@ impl Observer for SwfSchedule {
             start: rec.start(),
             end: rec.end,
             outcome: rec.outcome,
+            at_limit: match (rec.start(), rec.spec.estimate) {
+                (Some(s), Some(e)) => rec.end - s >= e,
+                _ => false,
+            },
         });
     }
     fn wants_steps(&self) -> bool {
@@ -101,8 +114,9 @@ fn status(logged: i64, e: &TaskEnd) -> i64 {
     }
     match e.outcome {
         Outcome::Completed => logged,
-        Outcome::Killed | Outcome::Failed => 0,
-        Outcome::Cancelled | Outcome::Rejected => 5,
+        Outcome::Failed => 0,
+        Outcome::Killed if e.at_limit => 0,
+        Outcome::Killed | Outcome::Cancelled | Outcome::Rejected => 5,
     }
 }
 
@@ -190,6 +204,21 @@ impl SwfSchedule {
             path: tmp.to_path_buf(),
             source,
         })?;
+        self.write_into(&file, path, config, platform, log_header, who)
+    }
+
+    /// Writes the schedule (as [`SwfSchedule::write`]) into `file`, opened
+    /// by the caller, which renames it to `path` (whose name says whether
+    /// to gzip, and which messages name).
+    pub fn write_into(
+        self,
+        file: &File,
+        path: &Path,
+        config: &RunConfig,
+        platform: &PlatformInfo,
+        log_header: &SwfHeader,
+        who: &SwfOutHeader,
+    ) -> Result<SwfOutStats, SimError> {
         let buf = BufWriter::with_capacity(256 * 1024, file);
         let gz = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
         let mut w = if gz {
@@ -355,9 +384,11 @@ fn write_header<W: std::io::Write>(
     }
     c("Note: the simulated schedule. One record per simulated job, in the log's order, each as".into())?;
     c("      read from the log but for field 2 (submit), 3 (wait), 4 (run time), 5 (processors".into())?;
-    c("      given) and 11 (status), which are the simulation's. Status 0 if it was killed at".into())?;
-    c("      its requested time or failed, 5 if cancelled or never started (wait and run time".into())?;
-    c("      are then -1), else the log's. Jobs the run did not simulate are left out.".into())?;
+    c("      given) and 11 (status), which are the simulation's. A job the simulation completed".into())?;
+    c("      ran its logged run time and keeps the log's status (0 failed, 5 cancelled...).".into())?;
+    c("      Else 0 if it was killed at its requested time or failed; 5 if killed otherwise,".into())?;
+    c("      cancelled, or never started (wait and run time are then -1). Jobs the run did".into())?;
+    c("      not simulate are left out.".into())?;
     if let Some((start, len)) = config.window {
         c(format!(
             "Note: --window {start},{len}: submit times are re-based, the log's second {start} is 0 here"
@@ -468,6 +499,29 @@ mod tests {
             (jobs[1].requested_time, jobs[1].user_id, jobs[1].partition),
             (43200, 4, 1)
         );
+    }
+
+    #[test]
+    fn the_status_is_the_logs_unless_the_simulation_stopped_the_task() {
+        let e = |outcome, start: Option<i64>, at_limit| TaskEnd {
+            task: 1,
+            job: 1,
+            submit: Time::ZERO,
+            start: start.map(Time::from_secs),
+            end: Time::from_secs(10),
+            outcome,
+            at_limit,
+        };
+        // Completed: it ran its logged time, and ended as the log says.
+        for logged in [1, 0, 5, 4, -1] {
+            assert_eq!(status(logged, &e(Outcome::Completed, Some(0), false)), logged);
+        }
+        assert_eq!(status(1, &e(Outcome::Killed, Some(0), true)), 0);
+        assert_eq!(status(1, &e(Outcome::Failed, Some(0), false)), 0);
+        assert_eq!(status(1, &e(Outcome::Killed, Some(0), false)), 5);
+        assert_eq!(status(1, &e(Outcome::Cancelled, Some(0), false)), 5);
+        assert_eq!(status(1, &e(Outcome::Cancelled, None, false)), 5);
+        assert_eq!(status(0, &e(Outcome::Rejected, None, false)), 5);
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! [`SwfHeader`]: the `; Key: value` metadata lines of an SWF log.
 
+use std::fmt;
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 /// Metadata from `; Key: value` comment lines, wherever they appear in the file.
 ///
 /// Well-known keys get typed fields; every other key (and any repeated well-known key after
-/// its first occurrence, or one whose value does not parse) goes to [`SwfHeader::other`] in
-/// file order. Comment lines that are not `Key: value` (free text, continuation lines such as
+/// its first occurrence, or one whose value is not valid for it: not a number, or a
+/// `MaxProcs`/`MaxNodes` below 1) goes to [`SwfHeader::other`] in file order; a reader
+/// reports the invalid ones ([`crate::SwfReader::header_warnings`]). Comment lines that are not `Key: value` (free text, continuation lines such as
 /// `;     http://…`) are ignored. Numeric values are read from the value's first word, so
 /// `MaxNodes: 338 (batch partition; 512 total)` gives `max_nodes = Some(338)`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +39,44 @@ pub struct SwfHeader {
     pub computer: Option<String>,
     /// Every other `Key: value` pair, in file order (`Version`, `Note`, `Queue`, …).
     pub other: Vec<(String, String)>,
+}
+
+/// A `; Key: value` line of a well-known numeric key whose value was not used (kept in
+/// [`SwfHeader::other`]), e.g. `; MaxProcs: abc`. Displays as
+/// ``log.swf:3: header `MaxProcs: abc` ignored: not a whole number of processors, 1 or more``.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeaderWarning {
+    /// File (or stream name).
+    pub path: PathBuf,
+    /// 1-based physical line number.
+    pub line: u64,
+    /// The key as written.
+    pub key: String,
+    /// The value as written (truncated to 80 characters).
+    pub value: String,
+    /// Why it was not used.
+    pub reason: String,
+}
+
+impl fmt::Display for HeaderWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: header `{}: {}` ignored: {}",
+            self.path.display(),
+            self.line,
+            self.key,
+            self.value,
+            self.reason
+        )
+    }
+}
+
+impl HeaderWarning {
+    /// True for a warning about `MaxProcs`.
+    pub fn is_max_procs(&self) -> bool {
+        self.key.eq_ignore_ascii_case("maxprocs")
+    }
 }
 
 impl SwfHeader {
@@ -82,49 +124,72 @@ impl SwfHeader {
     }
 
     /// Absorbs one comment line (the text after `;`). Not `Key: value` → ignored.
-    pub fn absorb_comment(&mut self, text: &[u8]) {
+    ///
+    /// Returns the key, the value and why, when a well-known numeric key (`MaxProcs`,
+    /// `MaxNodes`, `MaxJobs`, `MaxRecords`, `UnixStartTime`, `TimeZone`) not yet set has a
+    /// value that is not a valid number for it: the pair then goes to `other`, as it did
+    /// before, and the caller may warn ([`crate::SwfReader::header_warnings`]).
+    pub fn absorb_comment(&mut self, text: &[u8]) -> Option<(String, String, &'static str)> {
         let text = String::from_utf8_lossy(text);
-        if let Some((key, value)) = split_key_value(&text) {
-            self.set(key, value);
-        }
+        let (key, value) = split_key_value(&text)?;
+        self.set_checked(key, value)
+            .map(|reason| (key.to_string(), value.to_string(), reason))
     }
 
-    /// Sets one pair: a well-known key fills its typed field the first time it appears;
-    /// anything else is appended to `other`.
+    /// Sets one pair: a well-known key fills its typed field the first time it appears
+    /// with a valid value; anything else is appended to `other`.
     pub fn set(&mut self, key: &str, value: &str) {
+        let _ = self.set_checked(key, value);
+    }
+
+    /// [`SwfHeader::set`], returning why a well-known numeric key not yet set was not
+    /// taken (its value went to `other`).
+    fn set_checked(&mut self, key: &str, value: &str) -> Option<&'static str> {
         let key = key.trim();
         let value = value.trim();
-        let unused = match key.to_ascii_lowercase().as_str() {
-            "maxprocs" => fill_num(&mut self.max_procs, value),
-            "maxnodes" => fill_num(&mut self.max_nodes, value),
-            "maxjobs" => fill_num(&mut self.max_jobs, value),
-            "maxrecords" => fill_num(&mut self.max_records, value),
-            "unixstarttime" => fill_num(&mut self.unix_start_time, value),
-            "timezone" => fill_num(&mut self.time_zone, value),
-            "timezonestring" => fill_str(&mut self.time_zone_string, value),
-            "starttime" => fill_str(&mut self.start_time, value),
-            "endtime" => fill_str(&mut self.end_time, value),
-            "installation" => fill_str(&mut self.installation, value),
-            "computer" => fill_str(&mut self.computer, value),
-            _ => false,
+        let taken = match key.to_ascii_lowercase().as_str() {
+            "maxprocs" => fill_num(&mut self.max_procs, value, COUNT_OF_PROCESSORS, |&n| n > 0),
+            "maxnodes" => fill_num(&mut self.max_nodes, value, COUNT_OF_NODES, |&n| n > 0),
+            "maxjobs" => fill_num(&mut self.max_jobs, value, COUNT, |_| true),
+            "maxrecords" => fill_num(&mut self.max_records, value, COUNT, |_| true),
+            "unixstarttime" => fill_num(&mut self.unix_start_time, value, SECONDS, |_| true),
+            "timezone" => fill_num(&mut self.time_zone, value, SECONDS, |_| true),
+            "timezonestring" => Ok(fill_str(&mut self.time_zone_string, value)),
+            "starttime" => Ok(fill_str(&mut self.start_time, value)),
+            "endtime" => Ok(fill_str(&mut self.end_time, value)),
+            "installation" => Ok(fill_str(&mut self.installation, value)),
+            "computer" => Ok(fill_str(&mut self.computer, value)),
+            _ => Ok(false),
         };
-        if !unused {
+        if taken != Ok(true) {
             self.other.push((key.to_string(), value.to_string()));
         }
+        taken.err()
     }
 }
 
-/// Returns true if the value was taken.
-fn fill_num<T: std::str::FromStr>(slot: &mut Option<T>, value: &str) -> bool {
+const COUNT_OF_PROCESSORS: &str = "not a whole number of processors, 1 or more";
+const COUNT_OF_NODES: &str = "not a whole number of nodes, 1 or more";
+const COUNT: &str = "not a whole number, 0 or more";
+const SECONDS: &str = "not a whole number of seconds";
+
+/// `Ok(true)` if the value was taken, `Ok(false)` if the field was set already (the value
+/// is not looked at), `Err(why)` if the value's first word is not a valid `T`.
+fn fill_num<T: std::str::FromStr>(
+    slot: &mut Option<T>,
+    value: &str,
+    why: &'static str,
+    valid: impl Fn(&T) -> bool,
+) -> Result<bool, &'static str> {
     if slot.is_some() {
-        return false;
+        return Ok(false);
     }
     match value.split_whitespace().next().map(str::parse) {
-        Some(Ok(v)) => {
+        Some(Ok(v)) if valid(&v) => {
             *slot = Some(v);
-            true
+            Ok(true)
         }
-        _ => false,
+        _ => Err(why),
     }
 }
 
@@ -213,5 +278,71 @@ mod tests {
         let h = parse(&[" MaxProcs: unknown"]);
         assert_eq!(h.max_procs, None);
         assert_eq!(h.other, [("MaxProcs".to_string(), "unknown".to_string())]);
+    }
+
+    /// Each bad value of a numeric key not yet set says why; a later valid
+    /// value still fills the field; text keys, unknown keys and repeats of
+    /// a set key say nothing.
+    #[test]
+    fn bad_numeric_values_say_why() {
+        let mut h = SwfHeader::default();
+        let mut said = |line: &str| {
+            h.absorb_comment(line.as_bytes())
+                .map(|(k, v, why)| format!("{k}={v}: {why}"))
+        };
+        assert_eq!(
+            said(" MaxProcs: abc").unwrap(),
+            format!("MaxProcs=abc: {COUNT_OF_PROCESSORS}")
+        );
+        assert_eq!(
+            said(" MaxProcs: -5").unwrap(),
+            format!("MaxProcs=-5: {COUNT_OF_PROCESSORS}")
+        );
+        assert_eq!(
+            said(" MaxProcs: 0").unwrap(),
+            format!("MaxProcs=0: {COUNT_OF_PROCESSORS}")
+        );
+        assert_eq!(
+            said(" MaxProcs: 4294967296").unwrap(),
+            format!("MaxProcs=4294967296: {COUNT_OF_PROCESSORS}")
+        );
+        assert_eq!(
+            said(" MaxProcs:").unwrap(),
+            format!("MaxProcs=: {COUNT_OF_PROCESSORS}")
+        );
+        assert_eq!(
+            said(" MaxNodes: 1,024").unwrap(),
+            format!("MaxNodes=1,024: {COUNT_OF_NODES}")
+        );
+        assert_eq!(said(" MaxJobs: -1").unwrap(), format!("MaxJobs=-1: {COUNT}"));
+        assert_eq!(
+            said(" UnixStartTime: yesterday").unwrap(),
+            format!("UnixStartTime=yesterday: {SECONDS}")
+        );
+        assert_eq!(said(" MaxProcs: 64 (two partitions)"), None);
+        assert_eq!(said(" MaxProcs: oops"), None); // set already
+        assert_eq!(said(" Installation: x"), None);
+        assert_eq!(said(" Queue: 3"), None);
+        assert_eq!(said(" MaxRecords: 0"), None);
+        assert_eq!(said(" TimeZone: -3600"), None);
+        assert_eq!(h.max_procs, Some(64));
+        assert_eq!((h.max_nodes, h.max_jobs, h.max_records), (None, None, Some(0)));
+        assert_eq!(h.time_zone, Some(-3600));
+        let other: Vec<&str> = h.other.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            other,
+            [
+                "MaxProcs",
+                "MaxProcs",
+                "MaxProcs",
+                "MaxProcs",
+                "MaxProcs",
+                "MaxNodes",
+                "MaxJobs",
+                "UnixStartTime",
+                "MaxProcs",
+                "Queue"
+            ]
+        );
     }
 }

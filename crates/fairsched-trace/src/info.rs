@@ -12,6 +12,10 @@ use crate::scan::TraceScan;
 pub const PROCESSORS_FROM_HEADER: &str = "header MaxProcs";
 /// [`TraceInfo::processors_source`] when the header has no `MaxProcs`.
 pub const PROCESSORS_FROM_JOBS: &str = "largest processor count seen in jobs (no MaxProcs in header)";
+/// [`TraceInfo::processors_source`] when the header's `MaxProcs` is not a valid processor
+/// count (a [`crate::HeaderWarning`] says which line).
+pub const PROCESSORS_FROM_JOBS_MAXPROCS_IGNORED: &str =
+    "largest processor count seen in jobs (the header's MaxProcs is not valid: ignored)";
 /// [`TraceInfo::processors_source`] when nothing is known.
 pub const PROCESSORS_UNKNOWN: &str = "unknown";
 
@@ -46,15 +50,23 @@ pub struct TraceInfo {
     pub filters: FilterCounts,
     /// Kept jobs submitted out of order.
     pub non_monotone_submits: u64,
+    /// Header lines whose value was not used, as
+    /// ``FILE:LINE: header `MaxProcs: abc` ignored: …`` (see [`crate::HeaderWarning`]).
+    pub warnings: Vec<String>,
 }
 
 impl TraceInfo {
     /// Builds the summary from a scan.
     pub fn from_scan(scan: &TraceScan) -> Self {
         let seen = scan.max_allocated_procs.max(scan.max_requested_procs);
+        let from_jobs = if scan.header_warnings.iter().any(|w| w.is_max_procs()) {
+            PROCESSORS_FROM_JOBS_MAXPROCS_IGNORED
+        } else {
+            PROCESSORS_FROM_JOBS
+        };
         let (processors, source) = match (scan.header.max_procs, seen) {
             (Some(p), _) => (Some(p), PROCESSORS_FROM_HEADER),
-            (None, Some(p)) => (Some(u32::try_from(p).unwrap_or(u32::MAX)), PROCESSORS_FROM_JOBS),
+            (None, Some(p)) => (Some(u32::try_from(p).unwrap_or(u32::MAX)), from_jobs),
             (None, None) => (None, PROCESSORS_UNKNOWN),
         };
         TraceInfo {
@@ -72,6 +84,7 @@ impl TraceInfo {
             max_job_procs: scan.max_job_procs,
             filters: scan.counts,
             non_monotone_submits: scan.counts.non_monotone_submits,
+            warnings: scan.header_warnings.iter().map(ToString::to_string).collect(),
         }
     }
 }
@@ -109,6 +122,9 @@ impl fmt::Display for TraceInfo {
             opt(&self.processors),
             self.processors_source
         )?;
+        for w in &self.warnings {
+            writeln!(f, "warning        {w}")?;
+        }
         writeln!(f, "largest job    {} processors", opt(&self.max_job_procs))?;
         writeln!(
             f,

@@ -5,8 +5,10 @@
 //!
 //! The pipeline, stage by stage:
 //!
-//! 1. [`SwfReader`] turns text into raw [`SwfJob`] records (all 18 fields, `-1` = unknown)
-//!    and collects the `; Key: value` [`SwfHeader`]. It parses ≥ 300 MB/s of text on one
+//! 1. [`SwfReader`] turns text into raw [`SwfJob`] records (all 18 fields, `-1` = unknown;
+//!    a negative submit time is a line error) and collects the `; Key: value` [`SwfHeader`]
+//!    (a well-known numeric key whose value is not valid, such as `; MaxProcs: abc`, is set
+//!    aside with a [`HeaderWarning`] naming its line). It parses ≥ 300 MB/s of text on one
 //!    core (large chunks, `memchr` for newlines, hand-written number parsing, no per-line
 //!    allocation).
 //! 2. [`clean`] turns a record into a [`Job`] or drops it, counting why in
@@ -86,8 +88,11 @@ pub use errors::{Result, TraceError};
 pub use filter::{
     FilterCounts, FilterOptions, ProcsFrom, STATUS_CANCELLED, STATUS_FAILED, clean, clean_with,
 };
-pub use header::SwfHeader;
-pub use info::{PROCESSORS_FROM_HEADER, PROCESSORS_FROM_JOBS, PROCESSORS_UNKNOWN, TraceInfo};
+pub use header::{HeaderWarning, SwfHeader};
+pub use info::{
+    PROCESSORS_FROM_HEADER, PROCESSORS_FROM_JOBS, PROCESSORS_FROM_JOBS_MAXPROCS_IGNORED, PROCESSORS_UNKNOWN,
+    TraceInfo,
+};
 pub use job::Job;
 pub use reader::{FileSource, MAX_LINE, ReadOptions, SwfReader};
 pub use record::{FIELD_NAMES, SwfJob};

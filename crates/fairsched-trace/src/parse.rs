@@ -192,6 +192,11 @@ struct Num {
 const NOT_A_NUMBER: &str = "is not a number";
 const NOT_AN_INTEGER: &str = "is not an integer";
 const OUT_OF_RANGE: &str = "is out of range";
+/// Field 2 below 0. The Parallel Workloads Archive's definition of SWF
+/// counts submit times in seconds from the log's start, "the earliest time
+/// the log refers to is zero"; `-1` (unknown) leaves nothing to replay.
+pub(crate) const NEGATIVE_SUBMIT: &str = "is negative: SWF submit times are seconds from the log's start (0 or \
+                                          more; -1, unknown, cannot be replayed)";
 
 /// Integer field, slow path: `[+-]digits[.zeros]`, or any finite integer-valued float
 /// (`1e3`). Rejects fractions, overflow and non-numbers with a reason.
@@ -260,16 +265,42 @@ fn parse_float_slow(tok: &[u8]) -> Result<f64, &'static str> {
 /// Parses one job line (no comment, not blank) into its 18 fields.
 ///
 /// A line with the wrong number of fields is reported as such even if one of its fields is
-/// also not a number (the structure is the bigger problem).
+/// also not a number (the structure is the bigger problem). Every field may be `-1`
+/// (unknown) but the submit time (field 2), which must be 0 or more ([`NEGATIVE_SUBMIT`]).
 #[inline]
 pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
-    parse_fields(line).map_err(|e| match e {
+    let job = parse_fields(line).map_err(|e| match e {
         LineError::Field { .. } => match count_fields(line) {
             18 => e,
             n => LineError::Count(n),
         },
         count => count,
-    })
+    })?;
+    if job.submit_time < 0 {
+        return Err(negative_submit(line));
+    }
+    Ok(job)
+}
+
+/// The error of a line whose submit time (its second field) is negative.
+#[cold]
+#[inline(never)]
+fn negative_submit(line: &[u8]) -> LineError {
+    let mut tokens = line
+        .split(|&b| is_ws(b))
+        .scan(0usize, |at, t| {
+            let start = *at;
+            *at += t.len() + 1;
+            Some((start, t))
+        })
+        .filter(|(_, t)| !t.is_empty());
+    let (start, token) = tokens.nth(1).unwrap_or((0, &[][..]));
+    LineError::Field {
+        index: 1,
+        start,
+        end: start + token.len(),
+        reason: NEGATIVE_SUBMIT,
+    }
 }
 
 #[inline(always)]
@@ -376,10 +407,38 @@ mod tests {
             assert_eq!(parse_job_line(&line(&f)).unwrap().run_time, want, "{text}");
         }
         let mut f = base();
-        f[1] = "-9223372036854775808";
-        assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, i64::MIN);
+        f[2] = "-9223372036854775808";
+        assert_eq!(parse_job_line(&line(&f)).unwrap().wait_time, i64::MIN);
         f[1] = "9223372036854775807";
         assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, i64::MAX);
+    }
+
+    /// Field 2 alone must not be negative, whatever its spelling; the
+    /// error points at the token, past any run of separators.
+    #[test]
+    fn negative_submit_times_are_rejected() {
+        for text in ["-10", "-1", "-1.0", "-9223372036854775808", "-1e3"] {
+            let mut f = base();
+            f[1] = text;
+            let l = format!("  {}", f.join(" \t ")).into_bytes();
+            match parse_job_line(&l) {
+                Err(LineError::Field {
+                    index: 1,
+                    start,
+                    end,
+                    reason: NEGATIVE_SUBMIT,
+                }) => assert_eq!(&l[start..end], text.as_bytes()),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let mut f = base();
+        f[1] = "0";
+        f[2] = "-1";
+        assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, 0);
+        // The field count still comes first.
+        f[1] = "-5";
+        f.pop();
+        assert_eq!(parse_job_line(&line(&f)), Err(LineError::Count(17)));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use flate2::bufread::MultiGzDecoder;
 use memchr::memchr;
 
 use crate::errors::{Result, TraceError};
-use crate::header::SwfHeader;
+use crate::header::{HeaderWarning, SwfHeader};
 use crate::parse::{LineError, is_ws, parse_job_line};
 use crate::record::{FIELD_NAMES, SwfJob};
 
@@ -46,7 +46,13 @@ pub type FileSource = Box<dyn Read + Send>;
 /// * comments (`;`) may appear anywhere; `; Key: value` lines fill [`SwfReader::header`];
 /// * blank and whitespace-only lines are skipped;
 /// * fields are separated by any run of spaces/tabs; `\r\n` line ends are fine;
-/// * a job line must have exactly 18 fields.
+/// * a job line must have exactly 18 fields, each a number, the submit time (field 2) not
+///   negative;
+/// * a `; Key: value` line whose key is a well-known numeric one (`MaxProcs`, `MaxNodes`,
+///   `MaxJobs`, `MaxRecords`, `UnixStartTime`, `TimeZone`) but whose value is not a valid
+///   number for it is kept in [`SwfHeader::other`] and reported in
+///   [`SwfReader::header_warnings`] (naming its line), not an error: archive logs are
+///   real-world files, and the caller decides what to use instead.
 ///
 /// Memory is one chunk buffer (64 KiB, more only for a longer line), whatever the
 /// file size (plus, for a gzip file, the decoder's few chunks in flight: see
@@ -71,6 +77,7 @@ pub struct SwfReader<R> {
     jobs: u64,
     bad_lines_skipped: u64,
     skipped: Vec<TraceError>,
+    header_warnings: Vec<HeaderWarning>,
 }
 
 impl SwfReader<FileSource> {
@@ -236,6 +243,7 @@ impl<R: Read> SwfReader<R> {
             jobs: 0,
             bad_lines_skipped: 0,
             skipped: Vec::new(),
+            header_warnings: Vec::new(),
         }
     }
 
@@ -269,6 +277,37 @@ impl<R: Read> SwfReader<R> {
         &self.skipped
     }
 
+    /// Header lines read so far whose value was not used (see [`HeaderWarning`]): the
+    /// first of each key, in file order (so at most one per well-known numeric key).
+    pub fn header_warnings(&self) -> &[HeaderWarning] {
+        &self.header_warnings
+    }
+
+    /// Absorbs the comment `text` of line [`SwfReader::lines`] into the header.
+    fn comment(&mut self, text_at: (usize, usize)) {
+        let Some((key, value, reason)) = self.header.absorb_comment(&self.buf[text_at.0..text_at.1]) else {
+            return;
+        };
+        if self
+            .header_warnings
+            .iter()
+            .any(|w| w.key.eq_ignore_ascii_case(&key))
+        {
+            return;
+        }
+        let mut value = value;
+        if value.chars().count() > 80 {
+            value = value.chars().take(79).chain(['…']).collect();
+        }
+        self.header_warnings.push(HeaderWarning {
+            path: self.path.clone(),
+            line: self.lines,
+            key,
+            value,
+            reason: reason.to_string(),
+        });
+    }
+
     /// Whether malformed lines are skipped.
     pub fn is_lenient(&self) -> bool {
         self.lenient
@@ -295,7 +334,7 @@ impl<R: Read> SwfReader<R> {
                 None => self.lines += 1,
                 Some(first) if line[first] == b';' => {
                     self.lines += 1;
-                    self.header.absorb_comment(&line[first + 1..]);
+                    self.comment((start + first + 1, end));
                 }
                 Some(_) => {
                     // A job line: read again by `next_job`.
@@ -325,11 +364,11 @@ impl<R: Read> SwfReader<R> {
             let Some(first) = line.iter().position(|&b| !is_ws(b)) else {
                 continue; // blank
             };
-            let line = &line[first..];
-            if line[0] == b';' {
-                self.header.absorb_comment(&line[1..]);
+            if line[first] == b';' {
+                self.comment((start + first + 1, end));
                 continue;
             }
+            let line = &line[first..];
             match parse_job_line(line) {
                 Ok(job) => {
                     self.jobs += 1;

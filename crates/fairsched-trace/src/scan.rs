@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::errors::Result;
 use crate::filter::{FilterCounts, FilterOptions, clean};
-use crate::header::SwfHeader;
+use crate::header::{HeaderWarning, SwfHeader};
 use crate::reader::{ReadOptions, SwfReader};
 use crate::record::SwfJob;
 
@@ -19,6 +19,10 @@ pub struct TraceScan {
     pub path: PathBuf,
     /// Every header key in the file.
     pub header: SwfHeader,
+    /// Header lines whose value was not used, e.g. `; MaxProcs: abc` (see
+    /// [`crate::SwfReader::header_warnings`]); for a [`scan_header`], those before the first
+    /// job.
+    pub header_warnings: Vec<HeaderWarning>,
     /// Physical lines (comments and blank lines included).
     pub lines: u64,
     /// Job lines parsed (the "raw job count").
@@ -84,6 +88,7 @@ pub fn scan_header(path: impl AsRef<Path>, lenient: bool) -> Result<TraceScan> {
     Ok(TraceScan {
         path: reader.path().to_path_buf(),
         header: reader.header().clone(),
+        header_warnings: reader.header_warnings().to_vec(),
         lines: 0,
         raw_jobs: 0,
         raw_users: 0,
@@ -154,6 +159,7 @@ impl ScanAcc {
         TraceScan {
             path: reader.path().to_path_buf(),
             header: reader.header().clone(),
+            header_warnings: reader.header_warnings().to_vec(),
             lines: reader.lines(),
             raw_jobs: reader.jobs(),
             raw_users: self.raw_users.len() as u64,

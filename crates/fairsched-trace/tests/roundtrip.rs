@@ -55,7 +55,12 @@ fn sample_jobs() -> Vec<SwfJob> {
             requested_memory: 0.1,
             ..SwfJob::UNKNOWN
         },
-        SwfJob::UNKNOWN,
+        // Every field unknown but the submit time, which a reader refuses
+        // negative.
+        SwfJob {
+            submit_time: 0,
+            ..SwfJob::UNKNOWN
+        },
     ]
 }
 
@@ -111,9 +116,10 @@ fn field_float() -> impl Strategy<Value = f64> {
 
 prop_compose! {
     fn arb_job()(ints in proptest::collection::vec(field_int(), 15),
-                 floats in proptest::collection::vec(field_float(), 3)) -> SwfJob {
+                 floats in proptest::collection::vec(field_float(), 3),
+                 submit in prop_oneof![Just(0i64), 0i64..1_000_000, 0..=i64::MAX]) -> SwfJob {
         SwfJob {
-            job_number: ints[0], submit_time: ints[1], wait_time: ints[2], run_time: ints[3],
+            job_number: ints[0], submit_time: submit, wait_time: ints[2], run_time: ints[3],
             allocated_procs: ints[4], avg_cpu_time: floats[0], used_memory: floats[1],
             requested_procs: ints[5], requested_time: ints[6], requested_memory: floats[2],
             status: ints[7], user_id: ints[8], group_id: ints[9], executable: ints[10],

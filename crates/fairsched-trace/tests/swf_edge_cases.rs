@@ -49,8 +49,116 @@ fn tabs_and_runs_of_spaces() {
 
 #[test]
 fn unknown_fields_are_kept_as_minus_one() {
-    let j = read_all("-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n").unwrap()[0];
-    assert_eq!(j, SwfJob::UNKNOWN);
+    let j = read_all("-1 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n").unwrap()[0];
+    assert_eq!(
+        j,
+        SwfJob {
+            submit_time: 0,
+            ..SwfJob::UNKNOWN
+        }
+    );
+}
+
+/// SWF counts submit times from the log's start (0 = its first job): a
+/// negative field 2, -1 (unknown) included, is a located line error, which
+/// a lenient reader skips and counts like any other.
+#[test]
+fn negative_submit_time_is_a_located_line_error() {
+    let text = format!(
+        "; MaxProcs: 8\n{}2 -10 0 50 2 -1 -1 2 200 -1 1 8 1 -1 -1 -1 -1 -1\n{}",
+        ok_line(1, 0),
+        ok_line(3, 5)
+    );
+    let err = read_all(&text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test.swf:3: field 2 (submit_time): \"-10\" is negative: SWF submit times are seconds \
+         from the log's start (0 or more; -1, unknown, cannot be replayed)"
+    );
+    assert!(err.is_line_error());
+    let mut r = SwfReader::with_options("test.swf", text.as_bytes(), ReadOptions::LENIENT);
+    let jobs: Vec<i64> = r.by_ref().map(|j| j.unwrap().job_number).collect();
+    assert_eq!(jobs, [1, 3]);
+    assert_eq!(r.bad_lines_skipped(), 1);
+    assert!(
+        r.skipped_examples()[0]
+            .to_string()
+            .starts_with("test.swf:3: field 2 (submit_time): \"-10\"")
+    );
+    let unknown = read_all("\t7   -1 0 50 2 -1 -1 2 200 -1 1 8 1 -1 -1 -1 -1 -1\n").unwrap_err();
+    assert!(
+        unknown
+            .to_string()
+            .starts_with("test.swf:1: field 2 (submit_time): \"-1\" is negative"),
+        "{unknown}"
+    );
+    // A stream (what `simulate` reads) stops at the same line.
+    let stream = fairsched_trace::JobStream::from_reader("test.swf", text.as_bytes(), Default::default());
+    assert!(
+        stream
+            .unwrap_err()
+            .to_string()
+            .starts_with("test.swf:3: field 2 (submit_time)")
+    );
+}
+
+/// A well-known numeric header key with a value that is not valid for it
+/// is left in `other` and reported once per key, naming the line, whether
+/// it comes before the jobs or among them; the scan and `trace info` carry
+/// the warnings and say where the processor count comes from instead.
+#[test]
+fn bad_numeric_header_values_are_reported_with_their_line() {
+    let text = format!(
+        "; Version: 2.2\n; MaxProcs: abc\n; MaxNodes: -5\n{}; MaxProcs: also bad\n; UnixStartTime: soon\n{}",
+        ok_line(1, 0),
+        ok_line(2, 5)
+    );
+    let mut r = SwfReader::from_reader("hdr.swf", text.as_bytes());
+    assert_eq!(r.by_ref().count(), 2);
+    let said: Vec<String> = r.header_warnings().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        said,
+        [
+            "hdr.swf:2: header `MaxProcs: abc` ignored: not a whole number of processors, 1 or more",
+            "hdr.swf:3: header `MaxNodes: -5` ignored: not a whole number of nodes, 1 or more",
+            "hdr.swf:6: header `UnixStartTime: soon` ignored: not a whole number of seconds",
+        ]
+    );
+    assert_eq!(r.header().max_procs, None);
+    assert!(r.header_warnings()[0].is_max_procs());
+
+    let scan = fairsched_trace::scan_reader("hdr.swf", text.as_bytes(), false).unwrap();
+    assert_eq!(scan.header_warnings, r.header_warnings());
+    let info = fairsched_trace::TraceInfo::from_scan(&scan);
+    assert_eq!(info.processors, Some(4));
+    assert_eq!(
+        info.processors_source,
+        fairsched_trace::PROCESSORS_FROM_JOBS_MAXPROCS_IGNORED
+    );
+    assert_eq!(info.warnings, said);
+    let shown = info.to_string();
+    assert!(
+        shown.contains("warning        hdr.swf:2: header `MaxProcs: abc` ignored"),
+        "{shown}"
+    );
+
+    // A valid value after a bad one is used, and the bad one still said.
+    let text = format!("; MaxProcs: -5\n; MaxProcs: 16\n{}", ok_line(1, 0));
+    let scan = fairsched_trace::scan_reader("hdr.swf", text.as_bytes(), false).unwrap();
+    assert_eq!(scan.header.max_procs, Some(16));
+    assert_eq!(scan.header_warnings.len(), 1);
+    assert_eq!(
+        fairsched_trace::TraceInfo::from_scan(&scan).processors_source,
+        fairsched_trace::PROCESSORS_FROM_HEADER
+    );
+    // A header-only scan holds the warnings of the lines before the first job.
+    let (_dir, path) = temp_file(
+        "hdr.swf",
+        b"; MaxProcs: 0\n1 0 0 10 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1 -1\n",
+    );
+    let head = fairsched_trace::scan_header(&path, false).unwrap();
+    assert_eq!(head.header_warnings.len(), 1);
+    assert_eq!(head.header_warnings[0].line, 1);
 }
 
 #[test]

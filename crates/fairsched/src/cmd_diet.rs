@@ -197,7 +197,6 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
     begin_out(&mut out_dir, &["summary.json", "diet.csv", "diet.svg"])?;
-    out_dir.write("summary.json", &fairsched_report::files::json_bytes(&summary))?;
     let mut t = Table::new([
         "n_submit",
         "legacy unhappy",
@@ -232,7 +231,6 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
     for n in &notes {
         t.note(n.clone());
     }
-    out_dir.write("diet.csv", t.to_csv().as_bytes())?;
     let xs: Vec<f64> = legacy.iter().map(|p| p.n_submit.unwrap_or(0) as f64).collect();
     let pair = |f: &dyn Fn(&Point) -> f64| {
         vec![
@@ -266,12 +264,18 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
         ],
     )
     .map_err(anyhow::Error::msg)?;
-    out_dir.write("diet.svg", svg.as_bytes())?;
+    // Together (the summary renamed last): never one without the others.
+    let written = out_dir.write_set(&[
+        ("summary.json", &crate::term::summary_json(&summary)),
+        ("diet.csv", t.to_csv().as_bytes()),
+        ("diet.svg", svg.as_bytes()),
+    ])?;
     out_dir.finish()?;
     sayln!("{}", t.to_text());
     sayln!(
-        "wrote {} (summary.json, diet.csv, diet.svg) in {:.1} s",
+        "wrote {} ({}) in {:.1} s",
         out.display(),
+        written.join(", "),
         started.elapsed().as_secs_f64()
     );
     Ok(())

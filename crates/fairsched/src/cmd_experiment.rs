@@ -39,7 +39,7 @@ pub enum ExperimentCommand {
     ///   fairsched experiment pffp --test 4 --out results/t4
     ///   fairsched experiment pffp --test 3 --instances 4
     ///   fairsched experiment pffp --test 5 --instances 3
-    ///   fairsched experiment pffp --test 2 --logs ../shared/data/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz
+    ///   fairsched experiment pffp --test 2 --instances 20 --logs ../shared/data/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz
     #[command(verbatim_doc_comment)]
     Pffp(crate::cmd_pffp::PffpArgs),
     /// Diet-ethic (mandatory and optional requests with deadlines): the
@@ -277,12 +277,17 @@ pub struct ForceArg {
 
 /// Opens an `--out` folder before any work (creating it if missing and
 /// checking that it takes files): a folder of other files without `--force`
-/// is the command line's mistake (exit 2). Nothing is deleted yet (see
-/// [`begin_out`]); from here on, an interrupt (Ctrl-C, SIGTERM) removes
-/// the run's `*.partial` files before the process ends.
+/// is the command line's mistake (exit 2); a folder another run is writing
+/// into (it holds the folder's lock) is refused at once (exit 1). Nothing
+/// is deleted yet (see [`begin_out`]); from here on, an interrupt (Ctrl-C,
+/// SIGTERM) removes the run's `*.partial` files before the process ends.
 pub(crate) fn open_out(dir: &Path, force: ForceArg) -> anyhow::Result<OutDir> {
     // Its refusals exit 2 (`term::finish` knows them), here or later.
-    let out = OutDir::open(dir, force.force)?;
+    let mut out = OutDir::open(dir, force.force)?;
+    if let Some(w) = out.lock_warning() {
+        crate::term::note(format_args!("warning: {w}"));
+    }
+    out.set_commit(env!("FAIRSCHED_GIT_COMMIT"));
     crate::term::clean_up_on_interrupt(out.cleaner());
     Ok(out)
 }
@@ -417,6 +422,13 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
             format!("results/shapley-table{}", a.table)
         })
     });
+    if !figure && base.orgs() == 1 {
+        crate::term::note(format_args!(
+            "warning: one organization: every algorithm gives it the whole platform, so its \
+             utility equals its Shapley value and every unfairness in the table is 0 \
+             (give --orgs 2 or more, or a --platform with several organizations)"
+        ));
+    }
     let mut out_dir = open_out(&out, a.force)?;
     let traces = load_traces(&a, figure)?;
     let org_counts: Vec<u32> = if figure {
@@ -513,10 +525,13 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         wall_time_s: started.elapsed().as_secs_f64(),
     };
     begin_out(&mut out_dir, &["summary.json", "shapley.csv", "shapley.svg"])?;
-    out_dir.write("summary.json", &fairsched_report::files::json_bytes(&summary))?;
-    out_dir.write("shapley.csv", csv(&rows).as_bytes())?;
     let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
-    out_dir.write("shapley.svg", svg.as_bytes())?;
+    // Together (the summary renamed last): never one without the others.
+    let written = out_dir.write_set(&[
+        ("summary.json", &crate::term::summary_json(&summary)),
+        ("shapley.csv", csv(&rows).as_bytes()),
+        ("shapley.svg", svg.as_bytes()),
+    ])?;
     out_dir.finish()?;
     // The table on standard output.
     let title = if figure {
@@ -579,8 +594,9 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
 
     sayln!("{}", table.to_text());
     sayln!(
-        "wrote {} (summary.json, shapley.csv, shapley.svg) in {:.1} s",
+        "wrote {} ({}) in {:.1} s",
         out.display(),
+        written.join(", "),
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -30,7 +30,8 @@ pub struct PffpArgs {
     #[arg(long)]
     grid: bool,
     /// Weeks to run (the first N of the workload; default all: A 18,
-    /// B 30, C 30).
+    /// B 30, C 30). A larger N, or logs with too few weeks, runs fewer:
+    /// a warning and summary.json's notes say how many.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     instances: Option<u32>,
     /// SWF logs to draw the weeks from, instead of the paper's seven
@@ -235,6 +236,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
     pb.finish_and_clear();
 
     let mut notes = test.notes.clone();
+    let pool_len = exp::pool(&logs, a.seed).len();
     let jobs: u64 = insts.iter().map(|i| i.jobs).sum();
     let tasks: u64 = insts.iter().map(|i| i.tasks).sum();
     let missing: u64 = insts.iter().map(|i| i.missing_estimates).sum();
@@ -250,7 +252,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         test.workload.name(),
         insts.len(),
         a.seed,
-        exp::pool(&logs, a.seed).len(),
+        pool_len,
         per_log
             .iter()
             .map(|(l, n)| format!("{l} {n}"))
@@ -279,14 +281,11 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
             u * 100.0
         ));
     }
-    if let Some(n) = a.instances
-        && (n as usize) > insts.len()
-    {
-        notes.push(format!(
-            "--instances {n}: Workload {} has {} weeks here; all of them ran.",
-            test.workload.name(),
-            insts.len()
-        ));
+    // Fewer weeks than asked for (--instances beyond the workload's size,
+    // or a pool too short for it): said now, and among the notes.
+    if let Some(n) = exp::shortfall(pool_len, test.workload, a.instances) {
+        crate::term::note(format_args!("warning: {n}"));
+        notes.push(format!("{n}."));
     }
     for l in &logs {
         if l.jobs.is_empty() || l.weeks.is_empty() {
@@ -400,7 +399,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         notes: &notes,
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    out_dir.write("summary.json", &fairsched_report::files::json_bytes(&summary))?;
+    out_dir.write("summary.json", &crate::term::summary_json(&summary))?;
     out_dir.finish()?;
 
     if let Some(d) = &deg {

@@ -6,7 +6,8 @@ use crate::term::{self, say, sayln};
 use anyhow::Context;
 use fairsched_core::{Fanout, Kind, Observer, PolicySpec};
 use fairsched_report::aggregates::OrgUtility;
-use fairsched_report::{BatsimJobs, RunDir, Table, fixed};
+use fairsched_report::files::{FOLDER_FILES, FileError, LOCK, MANIFEST, partial};
+use fairsched_report::{BatsimJobs, Table, fixed};
 use fairsched_sim::{
     Ownership, PlatformFile, ProcsFrom, RunConfig, RuntimeLimit, SimError, Summary, Sweep, SweepRun,
     SwfOutHeader, SwfSchedule, TraceInput,
@@ -21,7 +22,7 @@ const DEMO_NAME: &str = "KTH-SP2-1996-2.1-cln.swf.gz (bundled)";
 const DEMO_LOG: &[u8] = include_bytes!("../../../data/KTH-SP2-1996-2.1-cln.swf.gz");
 
 /// Policies compared when none is given.
-const DEMO_POLICIES: &[&str] = &["fcfs", "easy", "fifo", "round-robin", "fair-share"];
+const DEMO_POLICIES: &[&str] = &["fcfs", "easy", "first-fit", "round-robin", "fair-share"];
 /// Organizations in the demo when `--orgs` is not given, so that the
 /// organization-level policies have something to share.
 const DEMO_ORGS: u32 = 5;
@@ -36,7 +37,7 @@ pub struct Args {
         Kind::Order,
         "Order policy (which waiting task starts)",
         "Repeat to compare several (they run in parallel). Default: a comparison of fcfs, easy, \
-         fifo, round-robin and fair-share with 5 organizations",
+         first-fit, round-robin and fair-share with 5 organizations",
     ))]
     policies: Vec<PolicySpec>,
     #[arg(long, value_name = "SPEC", help = policy_help(
@@ -102,7 +103,8 @@ pub struct Args {
     seed: u64,
     /// Output directory: comparison.csv and one folder per policy, or one run's
     /// files. A folder an earlier run wrote (it holds .fairsched-out) is
-    /// cleared of that run's files first; other files stay.
+    /// cleared of that run's files first; other files stay. A folder
+    /// another run is writing into (it holds .fairsched.lock) is refused.
     #[arg(long, default_value = "out")]
     out: PathBuf,
     #[command(flatten)]
@@ -138,10 +140,12 @@ pub struct Args {
     /// schedules). Each simulated job's record is kept as read from the
     /// log, in the log's order, but for field 2 (submit, re-based by
     /// --window), 3 (wait), 4 (run time), 5 (processors given) and 11
-    /// (status: 0 if killed at its requested time, 5 if it never started,
-    /// with wait and run time -1; else the log's). Jobs not simulated are
-    /// left out. With --split-parallel each task is one record of one
-    /// processor, numbered 1, 2, …, after a comment line naming its job.
+    /// (status: the log's for a job the simulation completed, which ran its
+    /// logged run time, failed 0 and cancelled 5 included; 0 if killed at
+    /// its requested time; 5 if it never started, with wait and run time
+    /// -1). Jobs not simulated are left out. With --split-parallel each
+    /// task is one record of one processor, numbered 1, 2, …, after a
+    /// comment line naming its job.
     /// The header says all this, with the command line.
     #[arg(long, value_name = "FILE")]
     swf_out: Option<PathBuf>,
@@ -152,9 +156,12 @@ pub struct Args {
     /// One row per task in submission order; job_id is the SWF job number
     /// (J_P for part P of a split job); allocated_resources are the
     /// processors the simulation gave it (0-based, machine after machine,
-    /// as Batsim interval sets: `0-3 5`); final_state COMPLETED_SUCCESSFULLY,
-    /// COMPLETED_WALLTIME_REACHED (killed at its requested time), or
-    /// REJECTED with empty times (never started).
+    /// as Batsim interval sets: `0-3 5`); final_state by the rule of
+    /// --swf-out's status: the log's for a completed job
+    /// (COMPLETED_SUCCESSFULLY, or COMPLETED_FAILED for status 0 and 4,
+    /// COMPLETED_KILLED for 5), COMPLETED_WALLTIME_REACHED when killed at
+    /// its requested time, REJECTED with empty times when never started;
+    /// success is 1 for COMPLETED_SUCCESSFULLY only.
     #[arg(long, value_name = "FILE")]
     batsim_jobs: Option<PathBuf>,
     /// With several organizations, also compute each one's Shapley value φ
@@ -380,6 +387,19 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         if demo {
             sayln!("demo: no --policy given, comparing {}", DEMO_POLICIES.join(", "));
         }
+        // Header lines the trace crate could not use (`; MaxProcs: abc`),
+        // with what the run uses instead.
+        for w in &scan.header_warnings {
+            let instead = if w.is_max_procs() {
+                format!(
+                    "; the run has {} processors ({})",
+                    platform.total, platform.source
+                )
+            } else {
+                String::new()
+            };
+            crate::term::note(format_args!("warning: {w}{instead}"));
+        }
         Ok(())
     };
     if scan.complete {
@@ -397,9 +417,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         }
         p
     } else {
-        let mut p: Vec<String> = ["summary.json", "tasks.csv", "orgs.csv", "users.csv"]
-            .map(String::from)
-            .to_vec();
+        let mut p: Vec<String> = FOLDER_FILES.iter().map(|f| f.to_string()).collect();
         p.extend(schedule_files.in_run_folder());
         p
     };
@@ -410,11 +428,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         Some((start, len)) => (start, len as u64),
         None => (scan.first_submit.unwrap_or(0), scan.span_seconds().max(0) as u64),
     };
-    let run_one = |r: &SweepRun, scan: &TraceScan| -> Result<(Summary, Option<TraceScan>), RunError> {
+    // A run's files appear together when it is done (its commit, summary
+    // last): a run stopped by an error or a signal leaves none of them.
+    let run_one = |r: &SweepRun, scan: &TraceScan| -> Result<RunDone, RunError> {
         let run_dir = if several {
             out.run_dir(&r.name)?
         } else {
-            RunDir::create(out.path())?
+            out.here()?
         };
         let mut csv = run_dir.tasks_csv()?;
         let mut bar = bars.bar(&r.name, from, span);
@@ -436,9 +456,9 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         run_dir.finish_tasks_csv(csv)?;
         // The whole header, read by now either way.
         let read = done.read.as_ref().unwrap_or(scan);
-        schedule_files.write(schedule, run_dir.path(), &r.config, &done.summary, read)?;
+        schedule_files.write(schedule, &run_dir, &r.config, &done.summary, read)?;
         let mut summary = done.summary;
-        summary.tool = Some(tool());
+        summary.tool = Some(term::tool());
         let utility: Option<Vec<OrgUtility>> = summary.fairness.as_ref().map(|f| {
             f.orgs
                 .iter()
@@ -449,13 +469,20 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
                 })
                 .collect()
         });
+        let names: Vec<String> = summary.org_shares.iter().map(|o| o.name.clone()).collect();
         run_dir.write_results(
             &done.metrics,
             &summary.platform.per_org,
+            &names,
             utility.as_deref(),
             &summary,
         )?;
-        Ok((summary, done.read))
+        let files = run_dir.commit()?;
+        Ok(RunDone {
+            summary,
+            read: done.read,
+            files,
+        })
     };
     let mut results = sweep.run(|r| run_one(r, &scan));
     if results.iter().any(|r| matches!(r, Err(RunError::Unsorted))) {
@@ -466,6 +493,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     }
     let mut summaries: Vec<Summary> = Vec::new();
     let mut read = None;
+    let mut run_files: Vec<PathBuf> = Vec::new();
     for r in results {
         if let Err(RunError::Log(_)) = &r
             && !scan.complete
@@ -481,9 +509,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
                 }
             }
         }
-        let (summary, scanned) = r.map_err(RunError::into_anyhow)?;
-        summaries.push(summary);
-        read = read.or(scanned);
+        let done = r.map_err(RunError::into_anyhow)?;
+        summaries.push(done.summary);
+        read = read.or(done.read);
+        if run_files.is_empty() {
+            // Every run writes the same names: the first one's say them.
+            run_files = done.files;
+        }
     }
     if !scan.complete {
         // Every run read the whole log: the first one's scan is the log's.
@@ -524,8 +556,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     if let Some(s) = summaries.first() {
         if s.too_wide > 0 {
             t.note(format!(
-                "{} job(s) dropped: wider than the largest machine",
-                s.too_wide
+                "{} job(s) dropped: wider than {}",
+                s.too_wide,
+                if a.split_parallel {
+                    "the platform (before --split-parallel)"
+                } else {
+                    "the largest machine"
+                }
             ));
         }
         if s.procs_differ > 0 {
@@ -570,13 +607,17 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         );
     }
     // Every result file is written before the table is printed.
-    if several {
-        out.write("comparison.csv", t.to_csv().as_bytes())?;
-        out.write(
-            "comparison.json",
-            &fairsched_report::files::json_bytes(&t.to_json()),
-        )?;
-    }
+    let top = if several {
+        out.write_set(&[
+            ("comparison.csv", t.to_csv().as_bytes()),
+            (
+                "comparison.json",
+                &fairsched_report::files::json_bytes(&t.to_json()),
+            ),
+        ])?
+    } else {
+        Vec::new()
+    };
     out.finish()?;
     sayln!();
     shown.notes = std::mem::take(&mut t.notes);
@@ -586,20 +627,46 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         if several { "comparison.csv" } else { "summary.json" }
     ));
     say!("{}", shown.to_text());
+    // What was written, from the lists of files put in place.
+    let out_path = a.out.as_path();
+    let base = if several {
+        run_files.first().and_then(|f| f.parent()).unwrap_or(out_path)
+    } else {
+        out_path
+    };
+    let mut each: Vec<String> = run_files.iter().map(|f| schedule_files.label(f, base)).collect();
+    // In the order the README lists them; schedule files last.
+    each.sort_by_key(|f| {
+        FOLDER_FILES
+            .iter()
+            .position(|n| n == f)
+            .unwrap_or(FOLDER_FILES.len())
+    });
+    let folders: Vec<&str> = sweep.runs.iter().map(|r| r.name.as_str()).collect();
     sayln!(
-        "\nwrote {}/{} ({:.2} s)",
+        "\nwrote {} in {:.2} s: {}",
         a.out.display(),
+        t0.elapsed().as_secs_f64(),
         if several {
-            "comparison.csv and one folder per policy"
+            format!(
+                "{}, and in each policy's folder ({}/): {}",
+                top.join(", "),
+                folders.join("/, "),
+                each.join(", ")
+            )
         } else {
-            "summary.json and tasks.csv"
-        },
-        t0.elapsed().as_secs_f64()
+            each.join(", ")
+        }
     );
-    for line in schedule_files.describe(&a.out, &sweep) {
-        sayln!("{line}");
-    }
     Ok(())
+}
+
+/// One run's result: its summary, the log's scan if it read the log, and
+/// the files it put in place.
+struct RunDone {
+    summary: Summary,
+    read: Option<TraceScan>,
+    files: Vec<PathBuf>,
 }
 
 /// Why one run of the sweep stopped.
@@ -716,16 +783,6 @@ fn printed_row(label: String, s: &Summary) -> [String; 8] {
     ]
 }
 
-/// This program, its build and its command line, for summary.json.
-fn tool() -> fairsched_sim::run::Tool {
-    fairsched_sim::run::Tool {
-        name: env!("CARGO_PKG_NAME").into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        commit: env!("FAIRSCHED_GIT_COMMIT").into(),
-        command: fairsched_report::files::command_line(),
-    }
-}
-
 fn print_trace_line(scan: &TraceScan, name: &str, drops: FilterOptions) -> anyhow::Result<()> {
     let info = TraceInfo::from_scan(scan);
     let c = &scan.counts;
@@ -779,18 +836,15 @@ impl Target {
     }
 }
 
-/// Names a run writes in its folder (or the out folder), which a schedule
-/// file may not take.
+/// Names a run writes in its folder (or the out folder), besides
+/// [`FOLDER_FILES`], which a schedule file may not take.
 const RUN_FILES: &[&str] = &[
-    "summary.json",
-    "tasks.csv",
-    "orgs.csv",
-    "users.csv",
     "comparison.csv",
     "comparison.json",
     "broker.swf",
     "broker-platform.toml",
-    ".fairsched-out",
+    MANIFEST,
+    LOCK,
 ];
 
 /// The observers that collect a run's schedule for its files.
@@ -820,7 +874,10 @@ impl ScheduleFiles {
                 _ => None,
             };
             if let Some(n) = plain {
-                if RUN_FILES.contains(&n.as_str()) || n.ends_with(".partial") {
+                if FOLDER_FILES.contains(&n.as_str())
+                    || RUN_FILES.contains(&n.as_str())
+                    || n.ends_with(".partial")
+                {
                     return Err(term::usage(format!(
                         "--{flag} {n}: the run writes a file of that name in its folder; choose another"
                     )));
@@ -881,44 +938,58 @@ impl ScheduleFiles {
         }
     }
 
-    /// Writes one run's schedule files (`run_dir`: its folder).
+    /// Stages one run's schedule files in `run_dir` (renamed into place
+    /// with the run's other files).
     fn write(
         &self,
         rec: ScheduleRecorders,
-        run_dir: &Path,
+        run_dir: &fairsched_report::RunDir,
         config: &RunConfig,
         summary: &Summary,
         scan: &TraceScan,
     ) -> anyhow::Result<()> {
         if let (Some(t), Some(s)) = (&self.swf, rec.swf) {
-            let path = t.resolve(run_dir);
-            let t = tool();
+            let path = t.resolve(run_dir.path());
+            let t = term::tool();
             let who = SwfOutHeader {
                 generator: format!("{} {} (commit {})", t.name, t.version, t.commit),
                 command: t.command,
             };
-            s.write(&path, config, &summary.platform, &scan.header, &who)
-                .with_context(|| format!("--swf-out {}", path.display()))?;
+            run_dir.stage_with(&path, |f| -> anyhow::Result<()> {
+                s.write_into(f, &path, config, &summary.platform, &scan.header, &who)
+                    .with_context(|| format!("--swf-out {}", path.display()))?;
+                Ok(())
+            })?;
         }
         if let (Some(t), Some(b)) = (&self.batsim, rec.batsim) {
-            b.write(&t.resolve(run_dir))?;
+            let path = t.resolve(run_dir.path());
+            run_dir.stage_with(&path, |f| {
+                b.write_to(std::io::BufWriter::with_capacity(256 * 1024, f))
+                    .map(drop)
+                    .map_err(|source| FileError {
+                        op: "writing",
+                        path: partial(&path),
+                        source,
+                    })
+            })?;
         }
         Ok(())
     }
 
-    /// Lines saying where the files went.
-    fn describe(&self, out: &Path, sweep: &Sweep) -> Vec<String> {
-        let several = sweep.runs.len() > 1;
-        [(&self.swf, "SWF"), (&self.batsim, "Batsim jobs.csv")]
-            .into_iter()
-            .filter_map(|(t, what)| {
-                let at = match t.as_ref()? {
-                    Target::Name(n) if several => format!("{}/<policy>/{n} for each policy", out.display()),
-                    Target::Name(n) => out.join(n).display().to_string(),
-                    Target::Path(p) => p.display().to_string(),
-                };
-                Some(format!("wrote the schedule as {what}: {at}"))
-            })
-            .collect()
+    /// A file a run wrote, as the `wrote` line names it: its name in
+    /// `folder`, else its path; a schedule file says its format.
+    fn label(&self, file: &Path, folder: &Path) -> String {
+        let shown = match file.strip_prefix(folder) {
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => file.display().to_string(),
+        };
+        let is = |t: &Option<Target>| t.as_ref().is_some_and(|t| t.resolve(folder) == file);
+        if is(&self.swf) {
+            format!("{shown} (the schedule as SWF)")
+        } else if is(&self.batsim) {
+            format!("{shown} (as Batsim's jobs.csv)")
+        } else {
+            shown
+        }
     }
 }

@@ -6,7 +6,6 @@ use crate::term::{say, sayln};
 use anyhow::Context;
 use fairsched_core::Time;
 use fairsched_report::OutDir;
-use fairsched_report::files::json_bytes;
 use fairsched_report::plot::{Series, lines, steps};
 use fairsched_sim::experiments::workflow::Protocol;
 use fairsched_sim::experiments::workflow::grid::Grid;
@@ -111,6 +110,9 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
             let s = scan(&file, lenient)?;
             let info = TraceInfo::from_scan(&s);
             if json {
+                // In `warnings`, and said on standard error (the text
+                // lists them among its lines).
+                warn_header(&info);
                 sayln!("{}", serde_json::to_string_pretty(&info)?);
             } else {
                 say!("{info}");
@@ -126,15 +128,29 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
         } => {
             let out_dir = out.as_deref().map(|d| open_out(d, force)).transpose()?;
             let report = stats_report(&file, lenient)?;
-            if let Some(dir) = out_dir {
-                write_outputs(dir, &report)?;
-            }
+            warn_header(&report.trace);
+            let written = match out_dir {
+                Some(dir) => write_outputs(dir, &report)?,
+                None => Vec::new(),
+            };
+            // Nothing to describe: said instead of a table of dashes (on
+            // standard error with --json, whose output stays JSON). Not an
+            // error, as `simulate` on a window without jobs: exit 0.
+            let nothing = no_jobs(&file, &report.trace);
             if json {
                 sayln!("{}", serde_json::to_string_pretty(&report)?);
+                if let Some(n) = &nothing {
+                    crate::term::note(format_args!("warning: {n}"));
+                }
             } else {
-                say!("{}", render(&file, &report.stats));
+                match &nothing {
+                    Some(n) => sayln!("{n}"),
+                    None => say!("{}", render(&file, &report.stats)),
+                }
                 if let Some(dir) = &out {
-                    sayln!("wrote {0}/summary.json, {0}/aggregation.svg", dir.display());
+                    let files: Vec<String> =
+                        written.iter().map(|f| format!("{}/{f}", dir.display())).collect();
+                    sayln!("wrote {}", files.join(", "));
                 }
             }
             Ok(())
@@ -162,9 +178,59 @@ fn stats_report(file: &Path, lenient: bool) -> anyhow::Result<StatsReport> {
     })
 }
 
-fn write_outputs(mut dir: OutDir, report: &StatsReport) -> anyhow::Result<()> {
+/// Header lines of the log that were not used (`; MaxProcs: abc`), on
+/// standard error.
+fn warn_header(info: &TraceInfo) {
+    for w in &info.warnings {
+        crate::term::note(format_args!("warning: {w}"));
+    }
+}
+
+/// Why there is nothing to describe, if no job was kept.
+fn no_jobs(file: &Path, info: &TraceInfo) -> Option<String> {
+    if info.kept_jobs > 0 {
+        return None;
+    }
+    let why = if info.raw_jobs == 0 {
+        "the log has no job line".to_string()
+    } else {
+        let dropped: Vec<String> = info
+            .filters
+            .rows()
+            .iter()
+            .filter(|(k, n, _)| {
+                *n > 0 && matches!(*k, "runtime_unknown" | "runtime_nonpositive" | "procs_unknown")
+            })
+            .map(|(k, n, _)| format!("{k} {n}"))
+            .collect();
+        format!(
+            "the cleaning filters dropped every job line: {} of {} ({})",
+            info.filters.dropped(),
+            info.raw_jobs,
+            dropped.join(", ")
+        )
+    };
+    let skipped = match info.filters.bad_lines_skipped {
+        0 => String::new(),
+        n => format!("; {n} malformed line(s) skipped (--lenient)"),
+    };
+    Some(format!(
+        "{}: no jobs: nothing to describe ({why}{skipped})",
+        file.display()
+    ))
+}
+
+/// Writes `summary.json` and, when there are jobs, `aggregation.svg`;
+/// returns the names written.
+fn write_outputs(mut dir: OutDir, report: &StatsReport) -> anyhow::Result<Vec<&'static str>> {
+    if report.stats.jobs == 0 {
+        begin_out(&mut dir, &["summary.json"])?;
+        dir.write("summary.json", &crate::term::summary_json(report))?;
+        dir.finish()?;
+        return Ok(vec!["summary.json"]);
+    }
     begin_out(&mut dir, &["summary.json", "aggregation.svg"])?;
-    dir.write("summary.json", &json_bytes(report))?;
+    dir.write("summary.json", &crate::term::summary_json(report))?;
     let levels = &report.stats.aggregation;
     let points = levels.iter().map(|l| l.values.len()).max().unwrap_or(0);
     let xs: Vec<f64> = (1..=points).map(|i| i as f64).collect();
@@ -185,7 +251,7 @@ fn write_outputs(mut dir: OutDir, report: &StatsReport) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
     dir.write("aggregation.svg", svg.as_bytes())?;
     dir.finish()?;
-    Ok(())
+    Ok(vec!["summary.json", "aggregation.svg"])
 }
 
 fn num(v: f64) -> String {
@@ -396,7 +462,7 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
     // Files first.
     if let Some(mut dir) = out_dir {
         begin_out(&mut dir, &["tau.json", "tau.svg"])?;
-        dir.write("tau.json", &json_bytes(&report))?;
+        dir.write("tau.json", &crate::term::summary_json(&report))?;
         let svg = tau_svg(&report)
             .map_err(anyhow::Error::msg)
             .context("plotting the histogram")?;

@@ -10,6 +10,8 @@
 //! - Exit status: 0 done; 1 the run failed (a file, the data, the
 //!   platform); 2 the command line is wrong: clap's own errors, and values
 //!   that parse but are refused before anything is read ([`usage`]).
+//! - Every result file says which program wrote it: [`tool`], put first
+//!   in each `summary.json` and `tau.json` by [`summary_json`].
 
 use std::fmt;
 use std::io::{self, Write};
@@ -58,9 +60,37 @@ pub fn note(args: fmt::Arguments) {
     let _ = writeln!(io::stderr().lock(), "{args}");
 }
 
-/// On SIGINT (Ctrl-C) or SIGTERM: removes the run's `*.partial` files (see
-/// `fairsched_report::OutDir`), says so, and ends the process with status
-/// 128 + the signal, as the signal itself would have. A run killed
+/// This program, its build and its command line: the `tool` block of every
+/// `summary.json` (and `tau.json`).
+pub fn tool() -> fairsched_sim::run::Tool {
+    fairsched_sim::run::Tool {
+        name: env!("CARGO_PKG_NAME").into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: env!("FAIRSCHED_GIT_COMMIT").into(),
+        command: fairsched_report::files::command_line(),
+    }
+}
+
+/// `value` as pretty JSON with [`tool`] first, as `"tool": {...}`:
+/// what every command writes as its `summary.json` (`value` must
+/// serialize as a map, and have no `tool` of its own).
+pub fn summary_json(value: &impl serde::Serialize) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct WithTool<'a, T: serde::Serialize> {
+        tool: fairsched_sim::run::Tool,
+        #[serde(flatten)]
+        rest: &'a T,
+    }
+    fairsched_report::files::json_bytes(&WithTool {
+        tool: tool(),
+        rest: value,
+    })
+}
+
+/// On SIGINT (Ctrl-C) or SIGTERM: waits for a commit of result files under
+/// way, then removes the run's `*.partial` files and its folder's lock
+/// (see `fairsched_report::OutDir`), says so, and ends the process with
+/// status 128 + the signal, as the signal itself would have. A run killed
 /// otherwise (SIGKILL, a crash) leaves them to the next run into its folder.
 pub fn clean_up_on_interrupt(cleaner: fairsched_report::PartialCleaner) {
     use signal_hook::consts::{SIGINT, SIGTERM};
@@ -69,7 +99,7 @@ pub fn clean_up_on_interrupt(cleaner: fairsched_report::PartialCleaner) {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            cleaner.clean();
+            cleaner.interrupt();
             note(format_args!(
                 "\ninterrupted ({}): the run stopped; its *.partial files are removed",
                 if sig == SIGINT { "SIGINT" } else { "SIGTERM" }
@@ -171,6 +201,33 @@ mod tests {
         // words keeps it.
         let e = anyhow::anyhow!("denied").context("denied by policy x");
         assert_eq!(one_line(&e), "denied by policy x: denied");
+    }
+
+    #[test]
+    fn a_summary_gets_the_tool_block_first() {
+        #[derive(serde::Serialize)]
+        struct S {
+            experiment: &'static str,
+            seed: u64,
+        }
+        let text = String::from_utf8(summary_json(&S {
+            experiment: "x",
+            seed: 3,
+        }))
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["tool"]["name"], "fairsched");
+        assert_eq!(v["tool"]["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(v["tool"]["commit"], env!("FAIRSCHED_GIT_COMMIT"));
+        assert!(v["tool"]["command"].is_string());
+        assert_eq!(
+            (v["experiment"].as_str(), v["seed"].as_u64()),
+            (Some("x"), Some(3))
+        );
+        assert!(
+            text.trim_start_matches(['{', '\n', ' ']).starts_with("\"tool\""),
+            "{text}"
+        );
     }
 
     #[test]

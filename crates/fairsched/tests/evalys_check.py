@@ -50,6 +50,17 @@ def main(jobs_csv, summary_json):
     for col in ["jobID", "proc_alloc"] + COLUMNS[1:]:
         check(col in df.columns, f"no column {col}")
 
+    # success is 1 for COMPLETED_SUCCESSFULLY only, as Batsim writes it;
+    # the log's failed jobs are COMPLETED_FAILED (summary.json counts them).
+    check(
+        ((df.success == 1) == (df.final_state == "COMPLETED_SUCCESSFULLY")).all(),
+        "success is 1 exactly for COMPLETED_SUCCESSFULLY",
+    )
+    check(
+        (df.final_state == "COMPLETED_FAILED").sum() == summary["log_status"]["failed"],
+        "COMPLETED_FAILED rows are the log's failed jobs",
+    )
+
     started = df[df.starting_time.notna()]
     check(
         len(started) == len(df) - summary["outcomes"].get("rejected", 0) - summary["stranded"],

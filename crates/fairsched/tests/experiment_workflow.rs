@@ -72,7 +72,19 @@ fn assert_numeric_csv(path: &Path, text_columns: &[&str]) {
 fn assert_numbers_are_numbers(v: &Value, key: &str) {
     match v {
         Value::String(s) => assert!(
-            ["experiment", "workflows", "inputs", "grid", "notes", "name"].contains(&key),
+            // The `tool` block's too: name, version, commit, command.
+            [
+                "experiment",
+                "workflows",
+                "inputs",
+                "grid",
+                "notes",
+                "name",
+                "version",
+                "commit",
+                "command"
+            ]
+            .contains(&key),
             "summary.json: {key} = {s:?} is text"
         ),
         Value::Array(a) => a.iter().for_each(|x| assert_numbers_are_numbers(x, key)),

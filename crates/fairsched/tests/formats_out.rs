@@ -319,10 +319,12 @@ fn batsim_jobs_hold_the_schedule_with_real_processor_ids() {
     let rows = check_batsim(&out.join("jobs.csv"), &tasks, 100);
     for (r, t) in rows.iter().zip(tasks_in_order(&tasks)) {
         assert_eq!(r["job_id"], t["job"]);
-        assert_eq!(
-            (r["success"].as_str(), r["final_state"].as_str()),
-            ("1", "COMPLETED_SUCCESSFULLY")
-        );
+        // Each ran its logged time, and ended as the log says.
+        let expected = match t["log_status"].as_str() {
+            "0" => ("0", "COMPLETED_FAILED"),
+            _ => ("1", "COMPLETED_SUCCESSFULLY"),
+        };
+        assert_eq!((r["success"].as_str(), r["final_state"].as_str()), expected);
         let run = num(r, "finish_time") - num(r, "starting_time");
         assert_eq!(num(r, "execution_time"), run);
         assert_eq!(r["profile"], r["execution_time"], "the logged run time");
@@ -396,8 +398,11 @@ fn a_kill_at_the_requested_time_is_in_run_time_status_and_final_state() {
     let rows = check_batsim(&out.join("j.csv"), &tasks, 100);
     for r in &rows {
         let was_killed = killed.contains(&r["job_id"].parse().unwrap());
+        // Not killed: it ran its logged time, and ended as the log says.
         let expected = if was_killed {
             ("0", "COMPLETED_WALLTIME_REACHED")
+        } else if records[&r["job_id"].parse::<i64>().unwrap()].status == 0 {
+            ("0", "COMPLETED_FAILED")
         } else {
             ("1", "COMPLETED_SUCCESSFULLY")
         };
@@ -409,6 +414,132 @@ fn a_kill_at_the_requested_time_is_in_run_time_status_and_final_state() {
         if was_killed {
             assert_eq!(r["execution_time"], r["requested_time"]);
         }
+    }
+}
+
+/// The Batsim `final_state` an SWF record of the same task implies (the
+/// rule both files follow, docs/semantics.md): never started (wait -1)
+/// `REJECTED`; status 0 `COMPLETED_WALLTIME_REACHED` if the simulation
+/// killed it at its requested time, else `COMPLETED_FAILED`; 4
+/// `COMPLETED_FAILED`; 5 `COMPLETED_KILLED`; else `COMPLETED_SUCCESSFULLY`.
+fn state_of_swf(j: &SwfJob, killed: bool) -> &'static str {
+    match j.status {
+        _ if j.wait_time == -1 => "REJECTED",
+        0 if killed => "COMPLETED_WALLTIME_REACHED",
+        0 | 4 => "COMPLETED_FAILED",
+        5 => "COMPLETED_KILLED",
+        _ => "COMPLETED_SUCCESSFULLY",
+    }
+}
+
+/// Runs `log` (in `window`) with `--swf-out` and `--batsim-jobs` and
+/// checks, job by job, that both carry the log's status for a job that ran
+/// its logged time and the simulation's for one it killed, by the same
+/// rule; returns the Batsim rows by final state.
+fn statuses_agree(log: &str, window: &str, kill: bool) -> BTreeMap<String, usize> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut args = vec![
+        "--trace",
+        log,
+        "--policy",
+        "easy",
+        "--window",
+        window,
+        "--swf-out",
+        "s.swf",
+        "--batsim-jobs",
+        "j.csv",
+    ];
+    if kill {
+        args.extend(["--runtime-limit", "kill"]);
+    }
+    simulate(&out, &args);
+    let summary = json(&out.join("summary.json"));
+    let tasks = csv(&out.join("tasks.csv"));
+    let outcome: HashMap<&str, &str> = tasks
+        .iter()
+        .map(|t| (t["job"].as_str(), t["outcome"].as_str()))
+        .collect();
+    let records = log_records(log);
+    let (_, jobs) = read_swf(&out.join("s.swf"));
+    let swf: HashMap<String, &SwfJob> = jobs.iter().map(|j| (j.job_number.to_string(), j)).collect();
+    let rows = csv(&out.join("j.csv"));
+    assert_eq!(rows.len(), jobs.len());
+    let mut states: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &rows {
+        let id = r["job_id"].as_str();
+        let j = swf[id];
+        let logged = records[&j.job_number].status;
+        let killed = outcome[id] == "killed";
+        // SWF: the log's status, or 0 for a kill at the requested time.
+        assert_eq!(j.status, if killed { 0 } else { logged }, "job {id}");
+        // Batsim: the same, in its words; success 1 only for a success.
+        let state = r["final_state"].as_str();
+        assert_eq!(
+            state,
+            state_of_swf(j, killed),
+            "job {id}: SWF status {}",
+            j.status
+        );
+        assert_eq!(
+            r["success"],
+            if state == "COMPLETED_SUCCESSFULLY" {
+                "1"
+            } else {
+                "0"
+            },
+            "job {id}"
+        );
+        *states.entry(state.to_string()).or_insert(0) += 1;
+    }
+    // As many failed and cancelled as summary.json counts from the log
+    // (less those killed first).
+    let killed_failed = rows
+        .iter()
+        .filter(|r| r["final_state"] == "COMPLETED_WALLTIME_REACHED")
+        .filter(|r| records[&r["job_id"].parse::<i64>().unwrap()].status == 0)
+        .count();
+    let n = |k: &str| states.get(k).copied().unwrap_or(0) as u64;
+    assert_eq!(
+        n("COMPLETED_FAILED") + killed_failed as u64,
+        summary["log_status"]["failed"].as_u64().unwrap()
+    );
+    if !kill {
+        assert_eq!(
+            n("COMPLETED_KILLED"),
+            summary["log_status"]["cancelled"].as_u64().unwrap()
+        );
+    }
+    states
+}
+
+#[test]
+fn swf_and_batsim_agree_on_failed_cancelled_and_killed_jobs() {
+    // KTH-SP2 (bundled): jobs the log marks failed (status 0).
+    let log = kth();
+    let states = statuses_agree(&log, KTH_WINDOW, false);
+    assert!(states["COMPLETED_FAILED"] > 100, "{states:?}");
+    assert!(states["COMPLETED_SUCCESSFULLY"] > 500, "{states:?}");
+    // With kills at the requested time: those are WALLTIME_REACHED and 0
+    // in both files, whatever the log said.
+    let states = statuses_agree(&log, KTH_WINDOW, true);
+    assert!(states["COMPLETED_WALLTIME_REACHED"] >= 5, "{states:?}");
+    // SDSC-SP2: cancelled jobs (status 5) that ran.
+    let sdsc = repo().join("../shared/data/traces/swf/SDSC-SP2-1998-4.2-cln.swf.gz");
+    if sdsc.is_file() {
+        let states = statuses_agree(sdsc.to_str().unwrap(), "0,2000000", false);
+        assert!(states["COMPLETED_KILLED"] > 100, "{states:?}");
+    } else {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "skipping part of {}: {} not found\n",
+                module_path!(),
+                sdsc.display()
+            )
+            .as_bytes(),
+        );
     }
 }
 
@@ -508,7 +639,11 @@ fn several_policies_write_one_schedule_per_folder_and_paths_are_refused() {
     let mut args = base.to_vec();
     args.extend(["--swf-out", "s.swf", "--batsim-jobs", "j.csv"]);
     let stdout = simulate(&out, &args);
-    assert!(stdout.contains("/<policy>/s.swf for each policy"), "{stdout}");
+    assert!(
+        stdout.contains("in each policy's folder (fcfs/, easy/): ")
+            && stdout.contains("s.swf (the schedule as SWF), j.csv (as Batsim's jobs.csv)"),
+        "{stdout}"
+    );
     let fcfs = fs::read(out.join("fcfs/s.swf")).unwrap();
     let easy = fs::read(out.join("easy/s.swf")).unwrap();
     assert_ne!(fcfs, easy);

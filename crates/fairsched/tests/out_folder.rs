@@ -531,3 +531,237 @@ fn a_rerun_keeps_the_users_files_inside_run_folders() {
     );
     assert!(!out.join("fifo/summary.json").exists() && !out.join("fifo/tasks.csv").exists());
 }
+
+/// Result files that a run writes in its folder: present together with
+/// its summary, or not at all.
+const RUN_FILES: [&str; 5] = ["summary.json", "tasks.csv", "orgs.csv", "users.csv", "s.swf"];
+
+/// Every folder under `out` that holds one of a run's files holds its
+/// `summary.json` (and every other of them): no result shows under its
+/// final name before the run's summary does. Returns the folders that do.
+fn complete_runs(out: &Path) -> Vec<String> {
+    let mut complete = Vec::new();
+    let mut stack = vec![out.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        let present: Vec<&str> = RUN_FILES
+            .iter()
+            .copied()
+            .filter(|f| d.join(f).is_file())
+            .collect();
+        if !present.is_empty() {
+            assert_eq!(
+                present,
+                RUN_FILES,
+                "{}: {present:?} without the rest of the run's files",
+                d.display()
+            );
+            complete.push(d.strip_prefix(out).unwrap().display().to_string());
+        }
+        for e in rd.flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    complete.sort();
+    complete
+}
+
+/// A policy that fails half-way (its schedule file cannot be written:
+/// a folder of that name is in the way) leaves no file under its final
+/// name; the policy that succeeded has all of its own, the comparison
+/// (of both) is not written.
+#[test]
+fn a_run_that_fails_midway_leaves_no_result_without_its_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&strs(&simulate(&out, &["fcfs", "easy"], &[])));
+    fs::create_dir(out.join("easy/s.swf.partial")).unwrap();
+    let o = run(&strs(&simulate(&out, &["fcfs", "easy"], &["--swf-out", "s.swf"])));
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("s.swf.partial"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // easy's tasks.csv was finished before its schedule failed: not shown.
+    assert_eq!(complete_runs(&out), ["fcfs"]);
+    assert!(!out.join("easy/tasks.csv").exists());
+    assert!(!out.join("comparison.csv").exists());
+    assert_eq!(partials(&out), Vec::<PathBuf>::new());
+    assert!(out.join("easy/s.swf.partial").is_dir(), "the user's folder stays");
+
+    // One policy, its schedule file elsewhere failing the same way.
+    let sched = dir.path().join("sched");
+    fs::create_dir_all(sched.join("s.swf.partial")).unwrap();
+    let one = dir.path().join("one");
+    let o = run(&strs(&simulate(
+        &one,
+        &["fcfs"],
+        &["--swf-out", sched.join("s.swf").to_str().unwrap()],
+    )));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).1);
+    assert_eq!(names(&one), [".fairsched-out"], "nothing but the manifest");
+}
+
+/// Whether a file of a run shows under its final name in a folder of `out`.
+fn any_result(out: &Path) -> bool {
+    let Ok(rd) = fs::read_dir(out) else { return false };
+    rd.flatten()
+        .any(|e| RUN_FILES.iter().any(|f| e.path().join(f).exists()))
+}
+
+/// Waits until `seen(out)`; false if the child ended first.
+fn wait_until(out: &Path, child: &mut std::process::Child, seen: fn(&Path) -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(120) {
+        if seen(out) {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    panic!("nothing seen after 120 s");
+}
+
+/// SIGTERM while a run of several policies writes (as its first partial
+/// file shows), and the moment a first result file shows under its final
+/// name: every policy folder then holds all of its files with its summary
+/// (the interrupt waits for a folder's files being renamed into place), or
+/// none. One thread: the policies run one after the other.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_shows_no_result_without_its_summary() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let first_partial: fn(&Path) -> bool =
+        |out| partials(out).iter().any(|p| p.ends_with("tasks.csv.partial"));
+    for (when, seen) in [("writing", first_partial), ("a first result shows", any_result)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut child = bin()
+            .env("RAYON_NUM_THREADS", "1")
+            .args([
+                "simulate",
+                "--no-progress",
+                "--split-parallel",
+                "--swf-out",
+                "s.swf",
+            ])
+            .args([
+                "--policy",
+                "fcfs",
+                "--policy",
+                "fair-share",
+                "--orgs",
+                "3",
+                "--out",
+            ])
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        if !wait_until(&out, &mut child, seen) {
+            eprintln!("{when}: the run ended first: nothing to check");
+            continue;
+        }
+        kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        // Checked whether the signal came in time or not.
+        let complete = complete_runs(&out);
+        if o.status.code() == Some(143) {
+            assert_eq!(partials(&out), Vec::<PathBuf>::new(), "{when}");
+            assert!(!out.join("comparison.csv").exists(), "{when}");
+            assert!(
+                !out.join(".fairsched.lock").exists(),
+                "{when}: the lock goes with the run"
+            );
+        }
+        eprintln!(
+            "{when}: exit {:?}, complete folders {complete:?}",
+            o.status.code()
+        );
+    }
+}
+
+/// A second run into a folder another one is writing into stops at once,
+/// naming the folder, and touches nothing; the lock is a file in the
+/// folder, held (here by the test) for the run.
+#[test]
+fn a_second_run_into_the_same_out_stops_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&strs(&simulate(&out, &["fcfs"], &[])));
+    assert!(!out.join(".fairsched.lock").exists(), "removed at the end");
+    let before = names(&out);
+    let lock = fs::File::options()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(out.join(".fairsched.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    for (args, what) in [
+        (simulate(&out, &["easy"], &[]), "simulate"),
+        (
+            [
+                "experiment",
+                "diet-ethic",
+                "--scenario",
+                "night-consecutive",
+                "--runs",
+                "1",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--n-submit", "100", "--no-progress", "--out"].map(String::from))
+            .chain([out.to_str().unwrap().to_string()])
+            .collect(),
+            "diet-ethic",
+        ),
+    ] {
+        let t0 = std::time::Instant::now();
+        let o = run(&strs(&args));
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--out {}: another fairsched run is writing into this folder (it holds .fairsched.lock there)",
+                out.display()
+            )),
+            "{what}: {stderr}"
+        );
+        assert!(stdout.is_empty(), "{what}: stopped before any work: {stdout}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "at once");
+        let mut now = names(&out);
+        now.retain(|n| n != ".fairsched.lock");
+        assert_eq!(now, before, "{what}: nothing touched");
+    }
+    drop(lock);
+    // Released: the next run goes, and removes the lock file.
+    ok(&strs(&simulate(&out, &["easy"], &[])));
+    assert!(!out.join(".fairsched.lock").exists());
+
+    // Two real runs at once: the second stops while the first goes on.
+    let mut first = bin()
+        .env("RAYON_NUM_THREADS", "1")
+        .args(["simulate", "--no-progress", "--split-parallel", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    if wait_for_partial(&out, &mut first) {
+        let o = run(&strs(&simulate(&out, &["fcfs"], &[])));
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o).1);
+        assert!(text(&o).1.contains("another fairsched run"), "{}", text(&o).1);
+    } else {
+        eprintln!("the first run ended before a partial file was seen: not run at once");
+    }
+    assert!(first.wait().unwrap().success(), "the first run is not disturbed");
+    assert!(out.join("comparison.csv").exists() && out.join("fair-share/summary.json").exists());
+}

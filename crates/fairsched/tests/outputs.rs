@@ -598,3 +598,302 @@ fn two_runs_write_the_same_bytes_but_for_the_wall_time() {
         "the value and its definition"
     );
 }
+
+/// The commit `fairsched --version` names.
+fn built_commit() -> String {
+    let o = bin().arg("--version").output().unwrap();
+    let v = String::from_utf8(o.stdout).unwrap();
+    let (_, rest) = v.trim().split_once("(commit ").expect("`fairsched X (commit C)`");
+    rest.trim_end_matches(')').to_string()
+}
+
+/// Every command that writes a `summary.json` (or `tau.json`) puts the
+/// same `tool` block first: name, version, commit and the full command
+/// line; the folder's manifest names the same commit.
+#[test]
+fn every_summary_says_its_tool_version_commit_and_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let kth = bundled();
+    let kth = kth.to_str().unwrap();
+    let out = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let kth_procs = format!("{kth}:100");
+    let runs: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            vec![
+                "simulate",
+                "--policy",
+                "fcfs",
+                "--policy",
+                "easy",
+                "--window",
+                "600000,50000",
+                "--no-progress",
+                "--out",
+                &out("sim"),
+            ],
+            vec!["fcfs/summary.json", "easy/summary.json"],
+        ),
+        (
+            vec![
+                "experiment",
+                "shapley",
+                "--trace",
+                &kth_procs,
+                "--orgs",
+                "3",
+                "--instances",
+                "2",
+                "--no-progress",
+                "--out",
+                &out("shapley"),
+            ],
+            vec!["summary.json"],
+        ),
+        (
+            vec![
+                "experiment",
+                "pffp",
+                "--test",
+                "2",
+                "--logs",
+                kth,
+                "--instances",
+                "1",
+                "--no-progress",
+                "--out",
+                &out("pffp"),
+            ],
+            vec!["summary.json"],
+        ),
+        (
+            vec![
+                "experiment",
+                "diet-ethic",
+                "--scenario",
+                "night-consecutive",
+                "--runs",
+                "1",
+                "--n-submit",
+                "100",
+                "--no-progress",
+                "--out",
+                &out("diet"),
+            ],
+            vec!["summary.json"],
+        ),
+        (
+            vec![
+                "experiment",
+                "workflow-fairness",
+                "--workflows",
+                "gate,simubloch",
+                "--repetitions",
+                "1",
+                "--no-progress",
+                "--out",
+                &out("workflow"),
+            ],
+            vec!["summary.json"],
+        ),
+        (
+            vec!["trace", "stats", kth, "--out", &out("stats")],
+            vec!["summary.json"],
+        ),
+        (
+            vec![
+                "trace",
+                "tau",
+                "gate,simubloch",
+                "--repetitions",
+                "1",
+                "--no-progress",
+                "--out",
+                &out("tau"),
+            ],
+            vec!["tau.json"],
+        ),
+    ]
+    .into_iter()
+    .map(|(args, files)| (args.into_iter().map(String::from).collect(), files))
+    .collect();
+    let commit = built_commit();
+    for (args, files) in &runs {
+        ok(bin().args(args).output().unwrap(), &args.join(" "));
+        let folder = Path::new(args.last().unwrap());
+        for f in files {
+            let path = folder.join(f);
+            let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let s: Value = serde_json::from_str(&text).unwrap();
+            let tool = &s["tool"];
+            assert_eq!(tool["name"], "fairsched", "{}", path.display());
+            assert_eq!(tool["version"], env!("CARGO_PKG_VERSION"), "{}", path.display());
+            assert_eq!(tool["commit"], commit.as_str(), "{}", path.display());
+            assert_eq!(
+                tool["command"],
+                format!("fairsched {}", args.join(" ")),
+                "{}",
+                path.display()
+            );
+            // The block comes first: a reader sees who wrote the file.
+            assert!(
+                text.trim_start_matches(['{', '\n', ' ']).starts_with("\"tool\""),
+                "{}",
+                path.display()
+            );
+        }
+        let manifest = fs::read_to_string(folder.join(".fairsched-out")).unwrap();
+        assert!(
+            manifest.contains(&format!("\ncommit {commit}\n")),
+            "{}: {manifest}",
+            folder.display()
+        );
+    }
+}
+
+/// `--platform` names the organizations: orgs.csv has a `name` column
+/// beside the index, and summary.json's per-organization entries carry the
+/// names too (`org<i>` for one the file does not name).
+#[test]
+fn organizations_are_named_as_the_platform_file_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hand.swf");
+    let platform = dir.path().join("named.toml");
+    fs::write(&log, HAND).unwrap();
+    // The second organization has no name: `org1`.
+    fs::write(
+        &platform,
+        "[[org]]\nname = \"physics\"\nprocs = 1\nusers = [1, 2]\n\
+         [[org]]\nprocs = 0\nusers = [3]\n",
+    )
+    .unwrap();
+    let (out, _) = simulate(&[
+        "--trace",
+        log.to_str().unwrap(),
+        "--platform",
+        platform.to_str().unwrap(),
+        "--policy",
+        "fair-share",
+    ]);
+    let out = out.path().join("out");
+    let orgs = csv(&out.join("orgs.csv"));
+    let header = fs::read_to_string(out.join("orgs.csv")).unwrap();
+    assert!(header.starts_with("org,name,tasks,"), "{header}");
+    let named: Vec<(&str, &str, &str)> = orgs
+        .iter()
+        .map(|o| (o["org"].as_str(), o["name"].as_str(), o["tasks"].as_str()))
+        .collect();
+    assert_eq!(named, [("0", "physics", "4"), ("1", "org1", "1")]);
+    let s = json(&out.join("summary.json"));
+    let names = |list: &Value| -> Vec<(u64, String)> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["org"].as_u64().unwrap(),
+                    o["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let want = vec![(0, "physics".to_string()), (1, "org1".to_string())];
+    assert_eq!(names(&s["org_shares"]), want);
+    assert_eq!(names(&s["fairness"]["orgs"]), want);
+    // Without a platform file: org0, org1, …
+    let (plain, _) = simulate(&["--policy", "fcfs", "--orgs", "3", "--window", "600000,50000"]);
+    let orgs = csv(&plain.path().join("out/orgs.csv"));
+    let names: Vec<&str> = orgs.iter().map(|o| o["name"].as_str()).collect();
+    assert_eq!(names, ["org0", "org1", "org2"]);
+}
+
+/// The one `wrote …` line of what a run printed.
+fn wrote_line(stdout: &str) -> String {
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("wrote ")).collect();
+    assert_eq!(lines.len(), 1, "one line: {stdout}");
+    lines[0].to_string()
+}
+
+/// The names in a list `a, b (what it is), /path/c (…)`.
+fn listed(list: &str) -> Vec<String> {
+    let mut v: Vec<String> = list
+        .split(", ")
+        .map(|f| f.split(" (").next().unwrap().trim().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The names in a folder, sorted, without the manifest.
+fn folder_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".fairsched-out")
+        .collect();
+    v.sort();
+    v
+}
+
+/// The line printed after `simulate` lists every file the run wrote: the
+/// same list that put them in place.
+#[test]
+fn the_wrote_line_lists_every_file_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("jobs.csv");
+    let (out, stdout) = simulate(&[
+        "--policy",
+        "easy",
+        "--window",
+        "600000,50000",
+        "--swf-out",
+        "schedule.swf",
+        "--batsim-jobs",
+        elsewhere.to_str().unwrap(),
+    ]);
+    let out = out.path().join("out");
+    let line = wrote_line(&stdout);
+    let prefix = format!("wrote {} in ", out.display());
+    assert!(line.starts_with(&prefix), "{line}");
+    let (_, files) = line.split_once(" s: ").expect("`wrote OUT in T s: FILES`");
+    let mut want = folder_names(&out);
+    want.push(elsewhere.display().to_string());
+    want.sort();
+    assert_eq!(listed(files), want, "{line}");
+    for f in [
+        "orgs.csv",
+        "users.csv",
+        "summary.json",
+        "tasks.csv",
+        "schedule.swf",
+    ] {
+        assert!(want.contains(&f.to_string()), "{f}: {want:?}");
+    }
+    assert!(line.contains("schedule.swf (the schedule as SWF)"), "{line}");
+
+    // Several policies: the top-level files, then each folder's.
+    let (out, stdout) = simulate(&[
+        "--policy",
+        "fcfs",
+        "--policy",
+        "easy",
+        "--window",
+        "600000,50000",
+        "--swf-out",
+        "s.swf",
+    ]);
+    let out = out.path().join("out");
+    let line = wrote_line(&stdout);
+    let (_, rest) = line.split_once(" s: ").unwrap();
+    let (top, each) = rest
+        .split_once(", and in each policy's folder (fcfs/, easy/): ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let mut top_want: Vec<String> = folder_names(&out)
+        .into_iter()
+        .filter(|n| !out.join(n).is_dir())
+        .collect();
+    top_want.sort();
+    assert_eq!(listed(top), top_want, "{line}");
+    for p in ["fcfs", "easy"] {
+        assert_eq!(listed(each), folder_names(&out.join(p)), "{p}: {line}");
+    }
+}

@@ -86,6 +86,10 @@ where
 
     /// Splits each q-processor job into q one-processor jobs with the same id, submit and
     /// runtime, and `part` = 0..q.
+    ///
+    /// Lazy, but q items for every job whatever q: drop the jobs wider than the platform
+    /// before (as `fairsched simulate --split-parallel` does), since a log may claim
+    /// 4 × 10⁹ processors for a job.
     fn split_parallel(self) -> SplitParallel<Self> {
         SplitParallel::new(self)
     }

@@ -82,12 +82,12 @@ pub fn ownership_zipf(total: u32, k: u32, s: f64) -> Result<Vec<u32>> {
 fn check(total: u32, k: u32) -> Result<()> {
     if k == 0 {
         return Err(TraceError::Config(
-            "ownership needs at least 1 organization".into(),
+            "--orgs 0: ownership needs at least 1 organization".into(),
         ));
     }
     if total < k {
         return Err(TraceError::Config(format!(
-            "cannot give each of {k} organizations a processor: only {total} processors"
+            "--orgs {k}: cannot give each of {k} organizations a processor: the platform has only {total} (lower --orgs, or raise --procs)"
         )));
     }
     Ok(())

@@ -478,6 +478,43 @@ pub fn workload_weeks(
     Ok(pool[r.start..end].to_vec())
 }
 
+/// What a run of `workload` leaves out of what was asked for, in words
+/// (`None` when every week asked for runs): `--instances N` takes at most
+/// the paper's size of the workload (its weeks of the shuffled pool, which
+/// the other workloads do not share), and a pool of `pool` weeks may end
+/// before the workload does. The CLI says it on standard error and in
+/// `summary.json`'s notes.
+pub fn shortfall(pool: usize, workload: Workload, requested: Option<u32>) -> Option<String> {
+    let r = workload.range();
+    let size = r.len();
+    let want = requested.map_or(size, |n| n as usize);
+    let capped = want.min(size);
+    let ran = (r.start + capped).min(pool).saturating_sub(r.start);
+    let w = workload.name();
+    let (first, last) = (r.start + 1, r.end);
+    let mut said = Vec::new();
+    if want > size {
+        said.push(format!(
+            "--instances {want}: Workload {w} is the paper's {size} weeks (weeks {first}–{last} of the \
+             seed's shuffled pool; Workloads A, B and C take disjoint weeks), so at most {size} run"
+        ));
+    }
+    if ran < capped {
+        let asked = if requested.is_some() {
+            "asked for"
+        } else {
+            "of the workload"
+        };
+        said.push(format!(
+            "the logs have {pool} weeks with jobs in all and Workload {w} takes weeks {first}–{last} \
+             of the shuffled pool: {ran} of the {capped} weeks {asked} ran (give more logs for all)"
+        ));
+    } else if want > size {
+        said.push(format!("{ran} ran"));
+    }
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
 /// Builds instance `index` from `week` of `log`.
 pub fn instance(log: &WeekLog, week: Week, index: u32, test: &Test, seed: u64) -> Instance {
     let jobs = log.jobs_in(&week);
@@ -761,4 +798,41 @@ pub fn cells(rows: &[Row], test: &Test) -> Vec<Cell> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asking for more weeks than a workload has, or having fewer weeks in
+    /// the pool than it takes, is said with the numbers; a run of all that
+    /// was asked for says nothing.
+    #[test]
+    fn shortfall_says_what_did_not_run() {
+        assert_eq!(shortfall(670, Workload::B, None), None);
+        assert_eq!(shortfall(670, Workload::B, Some(30)), None);
+        assert_eq!(shortfall(670, Workload::B, Some(5)), None);
+        assert_eq!(shortfall(20, Workload::A, Some(18)), None);
+        let capped = shortfall(670, Workload::B, Some(100)).unwrap();
+        assert!(
+            capped.starts_with("--instances 100: Workload B is the paper's 30 weeks (weeks 19–48"),
+            "{capped}"
+        );
+        assert!(capped.ends_with("so at most 30 run; 30 ran"), "{capped}");
+        let short = shortfall(25, Workload::B, None).unwrap();
+        assert_eq!(
+            short,
+            "the logs have 25 weeks with jobs in all and Workload B takes weeks 19–48 of the shuffled \
+             pool: 7 of the 30 weeks of the workload ran (give more logs for all)"
+        );
+        let both = shortfall(25, Workload::C, Some(40)).unwrap();
+        assert!(both.contains("at most 30 run; the logs have 25 weeks"), "{both}");
+        assert!(both.contains(": 0 of the 30 weeks"), "{both}");
+        assert!(shortfall(30, Workload::B, Some(10)).is_none());
+        assert!(
+            shortfall(25, Workload::B, Some(10))
+                .unwrap()
+                .contains(": 7 of the 10 weeks asked for ran")
+        );
+    }
 }
