@@ -294,21 +294,14 @@ fn a_killed_run_leaves_partial_files_the_next_run_removes() {
     );
 }
 
-/// Waits until a `*.partial` file shows under `out`; false if the child
-/// ended first.
+/// Waits until a run's `tasks.csv.partial` shows under `out` (not the
+/// manifest's own, an instant); false if the child ended first.
 fn wait_for_partial(out: &Path, child: &mut std::process::Child) -> bool {
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < std::time::Duration::from_secs(120) {
-        // A run's `tasks.csv.partial` (not the manifest's own, an instant).
-        if partials(out).iter().any(|p| p.ends_with("tasks.csv.partial")) {
-            return true;
-        }
-        if child.try_wait().unwrap().is_some() {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    panic!("no partial file after 120 s");
+    wait_until(out, child, first_partial)
+}
+
+fn first_partial(out: &Path) -> bool {
+    partials(out).iter().any(|p| p.ends_with("tasks.csv.partial"))
 }
 
 #[cfg(unix)]
@@ -635,8 +628,7 @@ fn wait_until(out: &Path, child: &mut std::process::Child, seen: fn(&Path) -> bo
 fn an_interrupted_run_shows_no_result_without_its_summary() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let first_partial: fn(&Path) -> bool =
-        |out| partials(out).iter().any(|p| p.ends_with("tasks.csv.partial"));
+    let first_partial: fn(&Path) -> bool = first_partial;
     for (when, seen) in [("writing", first_partial), ("a first result shows", any_result)] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
