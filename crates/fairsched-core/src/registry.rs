@@ -106,7 +106,9 @@ impl FromStr for PolicySpec {
             }
         }
         Ok(PolicySpec {
-            name: name.to_string(),
+            // A former name reads as the current one: outputs, folders and
+            // snapshots then name one policy one way.
+            name: canonical(name).to_string(),
             params,
         })
     }
@@ -434,7 +436,7 @@ mod tests {
 
     #[test]
     fn specs_round_trip() {
-        for s in ["fifo", "age-boost[after=600]", "x[a=1,b=2.5,c=zipf:1,d=-3]"] {
+        for s in ["first-fit", "age-boost[after=600]", "x[a=1,b=2.5,c=zipf:1,d=-3]"] {
             let p: PolicySpec = s.parse().unwrap();
             assert_eq!(p.to_string(), s);
             assert_eq!(p.to_string().parse::<PolicySpec>().unwrap(), p);
@@ -533,6 +535,8 @@ mod tests {
             );
         }
         assert_eq!(canonical("fifo"), "first-fit");
+        let p: PolicySpec = "fifo".parse().unwrap();
+        assert_eq!(p.to_string(), "first-fit");
         assert_eq!(canonical("fcfs"), "fcfs");
     }
 

@@ -35,9 +35,12 @@ pub struct Summary {
     /// The simulated tasks by their job's status in the log (SWF field 11).
     pub log_status: LogStatusCounts,
     pub makespan_s: f64,
-    pub mean_wait_s: f64,
-    pub mean_response_s: f64,
-    pub mean_bounded_slowdown: f64,
+    /// Over the started tasks; `None` (null) when none started.
+    pub mean_wait_s: Option<f64>,
+    /// Over the completed tasks; `None` (null) when none completed.
+    pub mean_response_s: Option<f64>,
+    /// Over the completed tasks (≥ 1 each); `None` (null) when none completed.
+    pub mean_bounded_slowdown: Option<f64>,
     /// p50, p90, p99 (nearest rank) and max of wait, response and bounded
     /// slowdown, over the tasks each mean is over.
     pub percentiles: Distributions,
@@ -220,9 +223,9 @@ impl RunConfig {
             outcomes: metrics.outcomes.clone(),
             log_status: metrics.log_status,
             makespan_s: metrics.makespan().as_secs_f64(),
-            mean_wait_s: metrics.all.mean_wait(),
-            mean_response_s: metrics.all.mean_response(),
-            mean_bounded_slowdown: metrics.all.mean_bsld(),
+            mean_wait_s: (metrics.all.started > 0).then(|| metrics.all.mean_wait()),
+            mean_response_s: (metrics.all.completed > 0).then(|| metrics.all.mean_response()),
+            mean_bounded_slowdown: (metrics.all.completed > 0).then(|| metrics.all.mean_bsld()),
             percentiles,
             utilization: metrics.utilization(),
             jain_users_bsld: metrics.jain_users_bsld(),
@@ -395,7 +398,7 @@ mod tests {
         assert_eq!(s.percentiles.wait_s, dist(100.0, 140.0, 140.0, 140.0));
         assert_eq!(s.percentiles.response_s, dist(145.0, 155.0, 155.0, 155.0));
         assert_eq!(s.percentiles.bounded_slowdown, dist(3.0, 14.5, 14.5, 14.5));
-        assert_eq!(s.mean_wait_s, 75.0);
+        assert_eq!(s.mean_wait_s, Some(75.0));
         assert_eq!(
             s.log_status,
             LogStatusCounts {

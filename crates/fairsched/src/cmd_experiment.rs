@@ -39,7 +39,7 @@ pub enum ExperimentCommand {
     ///   fairsched experiment pffp --test 4 --out results/t4
     ///   fairsched experiment pffp --test 3 --instances 4
     ///   fairsched experiment pffp --test 5 --instances 3
-    ///   fairsched experiment pffp --test 2 --instances 20 --logs ../shared/data/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz
+    ///   fairsched experiment pffp --test 2 --instances 20 --logs data/KTH-SP2-1996-2.1-cln.swf.gz
     #[command(verbatim_doc_comment)]
     Pffp(crate::cmd_pffp::PffpArgs),
     /// Diet-ethic (mandatory and optional requests with deadlines): the

@@ -736,12 +736,12 @@ fn comparison_row(label: String, s: &Summary) -> Vec<String> {
         s.jobs.to_string(),
         fixed(s.makespan_s, 0),
         fixed(s.utilization, 3),
-        fixed(s.mean_wait_s, 1),
+        f(s.mean_wait_s, 1),
     ];
     row.extend(dist(&p.wait_s, 0));
-    row.push(fixed(s.mean_response_s, 1));
+    row.push(f(s.mean_response_s, 1));
     row.extend(dist(&p.response_s, 0));
-    row.push(fixed(s.mean_bounded_slowdown, 2));
+    row.push(f(s.mean_bounded_slowdown, 2));
     row.extend(dist(&p.bounded_slowdown, 2));
     row.extend([
         f(s.jain_users_bsld.index, 3),
@@ -774,10 +774,10 @@ fn printed_row(label: String, s: &Summary) -> [String; 8] {
     [
         label,
         fixed(s.makespan_s, 0),
-        fixed(s.mean_wait_s, 0),
+        f(s.mean_wait_s, 0),
         f(p.wait_s.p90, 0),
         f(p.wait_s.p99, 0),
-        fixed(s.mean_bounded_slowdown, 2),
+        f(s.mean_bounded_slowdown, 2),
         f(p.bounded_slowdown.p99, 1),
         fixed(s.utilization, 3),
     ]

@@ -75,7 +75,7 @@ fn easy_and_misplaced_policies_are_refused_with_why() {
         ),
         (
             &["--control", "fifo"][..],
-            "`fifo` is an order policy (--policy): give it with --policy, not --control",
+            "`first-fit` is an order policy (--policy): give it with --policy, not --control",
         ),
     ] {
         let mut a = vec!["admin", "init", "--db", db.to_str().unwrap()];

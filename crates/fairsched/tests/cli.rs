@@ -286,10 +286,14 @@ fn the_same_policy_twice_gets_two_folders() {
             "{stdout}\n{}",
             String::from_utf8_lossy(&o.stderr)
         );
-        assert!(stdout.contains("fifo@2"), "{stdout}");
+        // `fifo` is first-fit's former name: the runs are named first-fit.
+        assert!(stdout.contains("first-fit@2"), "{stdout}");
         let tasks = |d: &str| fs::read(dir.path().join(d).join("tasks.csv")).unwrap();
-        assert_eq!(tasks("fifo"), tasks("fifo@2"));
-        assert_eq!(json(&dir.path().join("fifo@2/summary.json"))["policy"], "fifo");
+        assert_eq!(tasks("first-fit"), tasks("first-fit@2"));
+        assert_eq!(
+            json(&dir.path().join("first-fit@2/summary.json"))["policy"],
+            "first-fit"
+        );
         let csv = fs::read_to_string(dir.path().join("comparison.csv")).unwrap();
         assert_eq!(csv.lines().count(), 4, "{csv}");
     }

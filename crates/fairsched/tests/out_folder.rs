@@ -116,7 +116,7 @@ fn a_second_run_replaces_the_first_runs_folders_and_keeps_the_users_files() {
     fs::write(out.join("x.partial"), "").unwrap();
     fs::write(out.join("easy/tasks.csv.partial"), "").unwrap();
 
-    let stderr = ok(&strs(&simulate(&out, &["fifo", "fair-share"], &[])));
+    let stderr = ok(&strs(&simulate(&out, &["first-fit", "fair-share"], &[])));
     assert_eq!(
         names(&out),
         [
@@ -124,7 +124,7 @@ fn a_second_run_replaces_the_first_runs_folders_and_keeps_the_users_files() {
             "comparison.csv",
             "comparison.json",
             "fair-share",
-            "fifo",
+            "first-fit",
             "notes.txt"
         ],
         "no stale policy folder, no partial file"
@@ -137,7 +137,7 @@ fn a_second_run_replaces_the_first_runs_folders_and_keeps_the_users_files() {
     assert_eq!(stderr.matches("kept").count(), 1, "one line: {stderr}");
     let csv = fs::read_to_string(out.join("comparison.csv")).unwrap();
     assert!(
-        csv.contains("fifo") && csv.contains("fair-share") && !csv.contains("easy"),
+        csv.contains("first-fit") && csv.contains("fair-share") && !csv.contains("easy"),
         "{csv}"
     );
 
@@ -238,7 +238,7 @@ fn a_manifest_naming_a_file_outside_is_refused_and_nothing_is_deleted() {
     let line = text_m.lines().count();
     fs::write(&manifest, &text_m).unwrap();
     let before = names(&out);
-    let o = run(&strs(&simulate(&out, &["fifo"], &[])));
+    let o = run(&strs(&simulate(&out, &["first-fit"], &[])));
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -474,19 +474,19 @@ fn a_folder_of_the_users_with_a_policys_name_is_refused_unless_forced() {
     let out = dir.path().join("out");
     ok(&strs(&simulate(&out, &["fcfs", "easy"], &[])));
     // The user's own folder, named like a policy's.
-    fs::create_dir(out.join("fifo")).unwrap();
-    fs::write(out.join("fifo/notes.txt"), "mine").unwrap();
-    let o = run(&strs(&simulate(&out, &["fifo", "fcfs"], &[])));
+    fs::create_dir(out.join("first-fit")).unwrap();
+    fs::write(out.join("first-fit/notes.txt"), "mine").unwrap();
+    let o = run(&strs(&simulate(&out, &["first-fit", "fcfs"], &[])));
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("fifo/ is there and no fairsched run wrote it") && stderr.contains("--force"),
+        stderr.contains("first-fit/ is there and no fairsched run wrote it") && stderr.contains("--force"),
         "{stderr}"
     );
     // Refused before anything was deleted.
-    assert!(out.join("easy/summary.json").exists() && out.join("fifo/notes.txt").exists());
-    ok(&strs(&simulate(&out, &["fifo", "fcfs"], &["--force"])));
-    assert!(!out.join("fifo/notes.txt").exists() && out.join("fifo/summary.json").exists());
+    assert!(out.join("easy/summary.json").exists() && out.join("first-fit/notes.txt").exists());
+    ok(&strs(&simulate(&out, &["first-fit", "fcfs"], &["--force"])));
+    assert!(!out.join("first-fit/notes.txt").exists() && out.join("first-fit/summary.json").exists());
     assert!(!out.join("easy").exists());
 }
 
@@ -499,21 +499,21 @@ fn a_rerun_keeps_the_users_files_inside_run_folders() {
     let out = d.path().join("o");
     ok(&strs(&simulate(
         &out,
-        &["easy", "fifo"],
+        &["easy", "first-fit"],
         &["--swf-out", "schedule.swf"],
     )));
     assert!(out.join("easy/schedule.swf").is_file());
     fs::write(out.join("easy/analysis.ipynb"), "{}").unwrap();
-    fs::create_dir(out.join("fifo/plots")).unwrap();
-    fs::write(out.join("fifo/plots/fig.pdf"), "%PDF").unwrap();
+    fs::create_dir(out.join("first-fit/plots")).unwrap();
+    fs::write(out.join("first-fit/plots/fig.pdf"), "%PDF").unwrap();
     let stderr = ok(&strs(&simulate(&out, &["easy", "fcfs"], &[])));
     assert_eq!(fs::read_to_string(out.join("easy/analysis.ipynb")).unwrap(), "{}");
     assert_eq!(
-        fs::read_to_string(out.join("fifo/plots/fig.pdf")).unwrap(),
+        fs::read_to_string(out.join("first-fit/plots/fig.pdf")).unwrap(),
         "%PDF"
     );
     assert!(
-        stderr.contains("easy/analysis.ipynb") && stderr.contains("fifo/plots"),
+        stderr.contains("easy/analysis.ipynb") && stderr.contains("first-fit/plots"),
         "{stderr}"
     );
     // This run's files are there; the earlier run's are not.
@@ -522,7 +522,7 @@ fn a_rerun_keeps_the_users_files_inside_run_folders() {
         !out.join("easy/schedule.swf").exists(),
         "an earlier run's schedule file stayed"
     );
-    assert!(!out.join("fifo/summary.json").exists() && !out.join("fifo/tasks.csv").exists());
+    assert!(!out.join("first-fit/summary.json").exists() && !out.join("first-fit/tasks.csv").exists());
 }
 
 /// Result files that a run writes in its folder: present together with

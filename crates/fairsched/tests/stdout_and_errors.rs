@@ -19,7 +19,7 @@ fn bundled() -> String {
         .into_owned()
 }
 
-/// `fairsched simulate --policy fifo --policy fcfs` into `out`.
+/// `fairsched simulate --policy fifo --policy fcfs` into `out` (`fifo`: first-fit's former name, so its folder is `first-fit/`).
 fn two_policies(out: &Path) -> Command {
     let mut c = bin();
     c.args([
@@ -58,7 +58,7 @@ fn a_reader_gone_after_the_first_line_costs_no_result() {
     for f in [
         "comparison.csv",
         "comparison.json",
-        "fifo/summary.json",
+        "first-fit/summary.json",
         "fcfs/tasks.csv",
     ] {
         assert!(dir.path().join(f).exists(), "{f} was not written");
@@ -89,7 +89,7 @@ fn a_failing_stdout_costs_no_result_and_is_reported() {
     for f in [
         "comparison.csv",
         "comparison.json",
-        "fifo/summary.json",
+        "first-fit/summary.json",
         "fcfs/tasks.csv",
     ] {
         assert!(dir.path().join(f).exists(), "{f} was not written");

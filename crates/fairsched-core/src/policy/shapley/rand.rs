@@ -36,7 +36,7 @@ const MAX_ORGS: usize = 24;
 
 pub const ENTRY: Entry = Entry {
     name: NAME,
-    doc: "RAND: Monte Carlo Shapley-fair order (clairvoyant benchmark: n sampled orderings, FIFO sub-schedules)",
+    doc: "RAND: Monte Carlo Shapley-fair order (clairvoyant benchmark: n sampled orderings, first-fit sub-schedules by release time)",
     params: &[ParamDoc {
         name: "n",
         default: "15",

@@ -49,7 +49,7 @@ pub const ENTRY: Entry = Entry {
     params: &[ParamDoc {
         name: "sub",
         default: "fair",
-        doc: "how sub-coalitions schedule: fair (each itself REF) or fifo (greedy by release)",
+        doc: "how sub-coalitions schedule: fair (each itself REF) or first-fit (greedy by release; fifo is its former name)",
     }],
     parallel: true,
     orgs: true,
@@ -68,8 +68,8 @@ pub fn check_orgs(spec: &crate::registry::PolicySpec, orgs: usize) -> Result<(),
 }
 
 fn from_params(p: &Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError> {
-    let mode = match p.choice("sub", &["fair", "fifo"])? {
-        "fifo" => SubSchedule::Fifo,
+    let mode = match p.choice("sub", &["fair", "first-fit", "fifo"])? {
+        "first-fit" | "fifo" => SubSchedule::Fifo,
         _ => SubSchedule::Fair,
     };
     Ok(Box::new(Ref::new(mode)))
