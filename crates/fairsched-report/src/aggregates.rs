@@ -66,6 +66,10 @@ pub fn by_org(m: &Metrics, procs: &[u32], names: &[String], utility: Option<&[Or
     }
     let mut t = Table::new(cols);
     let none = Aggregate::default();
+    // By organization once (a `find` per row was quadratic: 10⁵
+    // organizations took seconds).
+    let utility: Option<std::collections::BTreeMap<u32, &OrgUtility>> =
+        utility.map(|us| us.iter().map(|u| (u.org, u)).collect());
     for s in m.org_shares(procs) {
         let a = m.by_org.get(&fairsched_core::OrgId(s.org)).unwrap_or(&none);
         let mut row: Vec<String> = [s.org.to_string(), org_name(names, s.org)]
@@ -73,8 +77,8 @@ pub fn by_org(m: &Metrics, procs: &[u32], names: &[String], utility: Option<&[Or
             .chain(cells(a))
             .collect();
         row.extend([s.procs.to_string(), opt(s.owned_share), opt(s.received_share)]);
-        if let Some(utility) = utility {
-            let u = utility.iter().find(|u| u.org == s.org);
+        if let Some(utility) = &utility {
+            let u = utility.get(&s.org).copied();
             row.extend([
                 opt(u.map(|u| u.psi)),
                 opt(u.and_then(|u| u.phi)),

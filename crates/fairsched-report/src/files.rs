@@ -387,6 +387,9 @@ struct Shared {
     /// The lock file, when the lock was taken: removed on an interrupt
     /// (the process ends without running destructors).
     lock_path: Option<PathBuf>,
+    /// This run created the folder: one that fails before its first
+    /// result (a missing log) leaves no empty folder behind.
+    created: bool,
     state: Mutex<State>,
 }
 
@@ -753,6 +756,7 @@ impl OutDir {
     /// `force`, and a manifest that is not one (an entry naming anything but
     /// a plain name in the folder): nothing is deleted here.
     pub fn open(dir: &Path, force: bool) -> Result<OutDir, OutError> {
+        let mut created = false;
         match fs::metadata(dir) {
             Ok(m) if !m.is_dir() => {
                 return Err(OutError::NotAFolder {
@@ -760,7 +764,10 @@ impl OutDir {
                 });
             }
             Ok(_) => {}
-            Err(_) => fs::create_dir_all(dir).map_err(ctx("creating", dir))?,
+            Err(_) => {
+                fs::create_dir_all(dir).map_err(ctx("creating", dir))?;
+                created = true;
+            }
         }
         let manifest = dir.join(MANIFEST);
         let ours = fs::symlink_metadata(&manifest).is_ok();
@@ -799,6 +806,7 @@ impl OutDir {
                 dir: dir.to_path_buf(),
                 force,
                 lock_path: lock.as_ref().map(|l| l.path.clone()),
+                created,
                 state: Mutex::new(State {
                     begun: false,
                     command: String::new(),
@@ -1019,6 +1027,14 @@ impl OutDir {
 impl Drop for OutDir {
     fn drop(&mut self) {
         self.shared.clean_partials();
+        // Created by this run, which ended before writing anything: gone
+        // again (only if empty but for the lock).
+        if self.shared.created && !self.shared.lock().begun {
+            if let Some(p) = &self.shared.lock_path {
+                let _ = fs::remove_file(p);
+            }
+            let _ = fs::remove_dir(&self.shared.dir);
+        }
     }
 }
 
@@ -1101,6 +1117,23 @@ mod tests {
             .lines()
             .filter_map(|l| l.strip_prefix("entry ").map(String::from))
             .collect()
+    }
+
+    #[test]
+    fn a_folder_created_for_a_run_that_wrote_nothing_goes_again() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("new");
+        drop(OutDir::open(&out, false).unwrap());
+        assert!(!out.exists(), "an empty folder was left behind");
+        // One that was there stays, and one this run began writing too.
+        fs::create_dir(&out).unwrap();
+        drop(OutDir::open(&out, false).unwrap());
+        assert!(out.is_dir());
+        let begun = d.path().join("begun");
+        let mut o = OutDir::open(&begun, false).unwrap();
+        o.begin(&["summary.json"]).unwrap();
+        drop(o);
+        assert!(begun.join(MANIFEST).exists());
     }
 
     #[test]
@@ -1348,13 +1381,13 @@ mod tests {
         // Nothing of the first run's was touched.
         assert_eq!(names(&out), [LOCK]);
         drop(first);
-        assert_eq!(
-            names(&out),
-            Vec::<String>::new(),
-            "the lock file goes with the run"
+        assert!(
+            !out.exists(),
+            "the lock file goes with the run, and the folder it created for nothing"
         );
         // A lock file a killed run left holds no lock: taken over, and a
         // folder holding only it is not someone else's.
+        fs::create_dir(&out).unwrap();
         fs::write(out.join(LOCK), "").unwrap();
         let mut o = OutDir::open(&out, false).unwrap();
         assert!(

@@ -367,8 +367,8 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             },
             orgs,
             match &a.platform {
-                Some(p) => format!(" owning {:?} (from {})", platform.per_org, p.display()),
-                None if orgs > 1 => format!(" owning {:?} ({})", platform.per_org, a.ownership),
+                Some(p) => format!(" owning {} (from {})", brief(&platform.per_org), p.display()),
+                None if orgs > 1 => format!(" owning {} ({})", brief(&platform.per_org), a.ownership),
                 None => String::new(),
             },
             a.seed
@@ -991,5 +991,36 @@ impl ScheduleFiles {
         } else {
             shown
         }
+    }
+}
+
+/// A list of numbers as `[a, b, …]`, the first 12 only when there are more
+/// (`orgs.csv` has them all): a line, not megabytes.
+fn brief(xs: &[u32]) -> String {
+    const SHOWN: usize = 12;
+    let mut s = format!("{:?}", &xs[..xs.len().min(SHOWN)]);
+    if xs.len() > SHOWN {
+        s.insert_str(
+            s.len() - 1,
+            &format!(", … {} more, see orgs.csv", xs.len() - SHOWN),
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::brief;
+
+    #[test]
+    fn a_long_list_of_shares_is_cut_on_the_platform_line() {
+        assert_eq!(brief(&[3, 1]), "[3, 1]");
+        let many: Vec<u32> = (0..100_000).collect();
+        let b = brief(&many);
+        assert!(
+            b.starts_with("[0, 1, 2,") && b.ends_with(", … 99988 more, see orgs.csv]"),
+            "{b}"
+        );
+        assert!(b.len() < 120, "{b}");
     }
 }

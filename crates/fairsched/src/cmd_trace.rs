@@ -48,6 +48,10 @@ pub enum TraceCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Accepted for scripts that pass it to every command: `trace
+        /// stats` shows no progress bar.
+        #[arg(long)]
+        no_progress: bool,
     },
     /// Derive the workflow-fairness threshold τ_u: replay the workflows
     /// together under No-Fairness (workflow-fcfs, no control), take η_u
@@ -125,6 +129,7 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
             force,
             lenient,
             json,
+            no_progress: _,
         } => {
             let out_dir = out.as_deref().map(|d| open_out(d, force)).transpose()?;
             let report = stats_report(&file, lenient)?;

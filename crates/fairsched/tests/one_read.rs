@@ -180,7 +180,9 @@ fn a_malformed_log_read_once_leaves_no_output() {
             "{err}"
         );
         assert!(!err.contains("policy") && !err.contains("panicked"), "{err}");
-        let left: Vec<_> = fs::read_dir(&out).unwrap().collect();
+        // Nothing left: no file, and the folder this run created is gone
+        // when the run ended before writing anything.
+        let left: Vec<_> = fs::read_dir(&out).map(|d| d.collect()).unwrap_or_default();
         assert!(left.is_empty(), "{left:?}");
     }
 }

@@ -260,7 +260,7 @@ fn a_bad_max_procs_header_is_a_warning_naming_its_line() {
 fn trace_stats_without_jobs_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let empty = log(dir.path(), "empty.swf", "; MaxProcs: 8\n; only comments\n");
-    let (stdout, _) = ok(&["trace", "stats", &empty]);
+    let (stdout, _) = ok(&["trace", "stats", &empty, "--no-progress"]);
     assert_eq!(
         stdout.trim_end(),
         format!("{empty}: no jobs: nothing to describe (the log has no job line)")
@@ -650,4 +650,45 @@ fn an_empty_window_has_null_means() {
         .position(|h| *h == "mean_wait_s")
         .expect("mean_wait_s column");
     assert_eq!(row[col], "", "{csv}");
+}
+
+/// A run that fails before its first result (a missing log) leaves no
+/// empty `--out` folder behind; one that was there stays.
+#[test]
+fn a_missing_log_leaves_no_new_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope.swf");
+    for (cmd, out) in [
+        (vec!["simulate", "--trace", missing.to_str().unwrap()], "s"),
+        (
+            vec![
+                "experiment",
+                "pffp",
+                "--test",
+                "2",
+                "--logs",
+                missing.to_str().unwrap(),
+            ],
+            "p",
+        ),
+    ] {
+        let out = out_in(tmp.path(), out);
+        let mut args = cmd.clone();
+        args.extend(["--no-progress", "--out", &out]);
+        let (code, err) = fails(&args);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("nope.swf"), "{err}");
+        assert!(!Path::new(&out).exists(), "{args:?} left {out}");
+    }
+    let kept = out_in(tmp.path(), "kept");
+    fs::create_dir(&kept).unwrap();
+    fails(&[
+        "simulate",
+        "--trace",
+        missing.to_str().unwrap(),
+        "--no-progress",
+        "--out",
+        &kept,
+    ]);
+    assert!(Path::new(&kept).is_dir());
 }

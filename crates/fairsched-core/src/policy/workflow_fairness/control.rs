@@ -24,7 +24,7 @@ pub const ENTRY: Entry = Entry {
         ParamDoc {
             name: "tau",
             default: "0.2",
-            doc: "threshold τ_u on η_u (a number ≥ 0)",
+            doc: "threshold τ_u on η_u, in [0, 1) (η_u lies in [0, 1]; τ ≥ 1 never acts)",
         },
         ParamDoc {
             name: "every",
