@@ -508,7 +508,7 @@ fn a_snapshot_does_not_go_into_a_scheduler_built_otherwise() {
         owned(),
     ));
     assert!(
-        e.contains("`fifo`") && e.contains("`priority`") && e.contains("order"),
+        e.contains("`first-fit`") && e.contains("`priority`") && e.contains("order"),
         "{e}"
     );
     // Another allocate, another control, no control.
