@@ -44,7 +44,8 @@ pub struct Summary {
     /// p50, p90, p99 (nearest rank) and max of wait, response and bounded
     /// slowdown, over the tasks each mean is over.
     pub percentiles: Distributions,
-    pub utilization: f64,
+    /// `None` (null) when no task ran: 0 / 0 processor-time.
+    pub utilization: Option<f64>,
     /// Jain's index over the users' mean bounded slowdowns (users with a
     /// completed task).
     pub jain_users_bsld: JainIndex,
@@ -227,7 +228,7 @@ impl RunConfig {
             mean_response_s: (metrics.all.completed > 0).then(|| metrics.all.mean_response()),
             mean_bounded_slowdown: (metrics.all.completed > 0).then(|| metrics.all.mean_bsld()),
             percentiles,
-            utilization: metrics.utilization(),
+            utilization: (metrics.all.tasks > 0).then(|| metrics.utilization()),
             jain_users_bsld: metrics.jain_users_bsld(),
             jain_orgs_bsld: metrics.jain_orgs_bsld(),
             org_shares: metrics

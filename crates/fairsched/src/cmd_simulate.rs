@@ -581,7 +581,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     if let (Some((start, len)), Some(s)) = (a.window, summaries.first())
         && s.jobs == 0
     {
-        t.note(format!(
+        crate::term::note(format_args!(
             "warning: no job in the window [{start}, {}) s; this log's submits span {} .. {} s",
             start + len,
             scan.first_submit.unwrap_or(0),
@@ -735,7 +735,7 @@ fn comparison_row(label: String, s: &Summary) -> Vec<String> {
         label,
         s.jobs.to_string(),
         fixed(s.makespan_s, 0),
-        fixed(s.utilization, 3),
+        f(s.utilization, 3),
         f(s.mean_wait_s, 1),
     ];
     row.extend(dist(&p.wait_s, 0));
@@ -779,7 +779,7 @@ fn printed_row(label: String, s: &Summary) -> [String; 8] {
         f(p.wait_s.p99, 0),
         f(s.mean_bounded_slowdown, 2),
         f(p.bounded_slowdown.p99, 1),
-        fixed(s.utilization, 3),
+        f(s.utilization, 3),
     ]
 }
 

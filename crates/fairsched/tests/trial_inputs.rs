@@ -615,15 +615,16 @@ fn workflows_that_never_wait_are_said() {
     assert!(!stdout.contains("μ = 0 in both runs"), "{stdout}");
 }
 
-/// A window with no job has no mean: `null` in summary.json (a bounded
-/// slowdown is at least 1, so 0 was a wrong number, not an empty one),
-/// empty cells in comparison.csv, and the run still succeeds.
+/// A window with no job has no mean and no utilization: `null` in
+/// summary.json (a bounded slowdown is at least 1, so 0 was a wrong
+/// number, not an empty one), empty cells in comparison.csv, a warning on
+/// stderr, and the run still succeeds.
 #[test]
 fn an_empty_window_has_null_means() {
     let tmp = tempfile::tempdir().unwrap();
     let b = bundled();
     let out = out_in(tmp.path(), "e");
-    ok(&[
+    let (stdout, stderr) = ok(&[
         "simulate",
         "--trace",
         b.to_str().unwrap(),
@@ -639,9 +640,17 @@ fn an_empty_window_has_null_means() {
     ]);
     let s = json(&Path::new(&out).join("easy/summary.json"));
     assert_eq!(s["jobs"], 0, "{s:#}");
-    for k in ["mean_wait_s", "mean_response_s", "mean_bounded_slowdown"] {
+    for k in [
+        "mean_wait_s",
+        "mean_response_s",
+        "mean_bounded_slowdown",
+        "utilization",
+    ] {
         assert!(s[k].is_null(), "{k}: {}", s[k]);
     }
+    // The warning is said on stderr, not in the middle of the table.
+    assert!(stderr.contains("warning: no job in the window"), "{stderr}");
+    assert!(!stdout.contains("warning"), "{stdout}");
     let csv = fs::read_to_string(Path::new(&out).join("comparison.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
