@@ -538,34 +538,26 @@ fn too_many_organizations_name_the_flag() {
 fn shapley_with_one_organization_warns() {
     let tmp = tempfile::tempdir().unwrap();
     let b = format!("{}:100", bundled().to_str().unwrap());
-    let (stdout, stderr) = ok(&[
-        "experiment",
-        "shapley",
-        "--trace",
-        &b,
-        "--orgs",
-        "1",
-        "--instances",
-        "2",
-        "--no-progress",
-        "--out",
-        &out_in(tmp.path(), "s"),
-    ]);
+    // Two windows with `orgs` organizations, into `out`: stdout, stderr.
+    let run = |orgs: &str, out: &str| {
+        ok(&[
+            "experiment",
+            "shapley",
+            "--trace",
+            &b,
+            "--orgs",
+            orgs,
+            "--instances",
+            "2",
+            "--no-progress",
+            "--out",
+            &out_in(tmp.path(), out),
+        ])
+    };
+    let (stdout, stderr) = run("1", "s");
     assert!(stderr.contains("warning: one organization"), "{stderr}");
     assert!(stdout.contains("1 organization"), "{stdout}");
-    let (_, stderr) = ok(&[
-        "experiment",
-        "shapley",
-        "--trace",
-        &b,
-        "--orgs",
-        "2",
-        "--instances",
-        "2",
-        "--no-progress",
-        "--out",
-        &out_in(tmp.path(), "s2"),
-    ]);
+    let (_, stderr) = run("2", "s2");
     assert!(!stderr.contains("warning"), "{stderr}");
 }
 
@@ -580,38 +572,31 @@ fn workflows_that_never_wait_are_said() {
         "[slots]\ninitial = 500\nmax = 500\njoin_per_hour = 0\nfailure = 0\n\
          [background]\nper_hour = 1\n",
     );
-    let (stdout, _) = ok(&[
-        "experiment",
-        "workflow-fairness",
-        "--workflows",
-        "simubloch,simubloch",
-        "--repetitions",
-        "2",
-        "--grid",
-        &grid,
-        "--no-progress",
-        "--out",
-        &out_in(tmp.path(), "w"),
-    ]);
+    // Two repetitions of `workflows` on `grid`, into `out`: stdout.
+    let run = |workflows: &str, grid: &str, out: &str| {
+        ok(&[
+            "experiment",
+            "workflow-fairness",
+            "--workflows",
+            workflows,
+            "--repetitions",
+            "2",
+            "--grid",
+            grid,
+            "--no-progress",
+            "--out",
+            &out_in(tmp.path(), out),
+        ])
+        .0
+    };
+    let stdout = run("simubloch,simubloch", &grid, "w");
     assert!(
         stdout.contains("μ = 0 in both runs of 2 of 2 repetitions"),
         "{stdout}"
     );
     // The bundled example grid is busy enough that they compete.
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grid.toml");
-    let (stdout, _) = ok(&[
-        "experiment",
-        "workflow-fairness",
-        "--workflows",
-        "gate,simubloch",
-        "--repetitions",
-        "2",
-        "--grid",
-        example.to_str().unwrap(),
-        "--no-progress",
-        "--out",
-        &out_in(tmp.path(), "w2"),
-    ]);
+    let stdout = run("gate,simubloch", example.to_str().unwrap(), "w2");
     assert!(!stdout.contains("μ = 0 in both runs"), "{stdout}");
 }
 
