@@ -7,7 +7,11 @@
 pub mod aggregates;
 pub mod batsim;
 pub mod files;
+pub mod html;
 pub mod plot;
+pub mod report;
+pub mod report_exp;
+pub mod report_sim;
 pub mod table;
 pub mod tasks_csv;
 

@@ -106,6 +106,39 @@ impl Table {
         out
     }
 
+    /// The table as printed, for `tables.json` (which `fairsched report`
+    /// renders): `{"title", "columns", "rows", "notes"}`, every cell the
+    /// string shown.
+    pub fn to_doc(&self) -> Value {
+        serde_json::json!({
+            "title": self.title,
+            "columns": self.columns.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(),
+            "rows": self.rows,
+            "notes": self.notes,
+        })
+    }
+
+    /// Reads back what [`Table::to_doc`] wrote; `None` if `v` is not such
+    /// a document.
+    pub fn from_doc(v: &Value) -> Option<Table> {
+        let strings = |v: &Value| -> Option<Vec<String>> {
+            v.as_array()?
+                .iter()
+                .map(|c| c.as_str().map(str::to_string))
+                .collect()
+        };
+        let mut t = Table::new(strings(v.get("columns")?)?);
+        t.title = v.get("title").and_then(Value::as_str).map(str::to_string);
+        for r in v.get("rows")?.as_array()? {
+            t.row(strings(r)?);
+        }
+        t.notes = match v.get("notes") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(n) => strings(n)?,
+        };
+        Some(t)
+    }
+
     /// An array of objects keyed by column name; numeric-looking cells
     /// become JSON numbers, empty cells `null`.
     pub fn to_json(&self) -> Value {
@@ -122,6 +155,15 @@ impl Table {
                 .collect(),
         )
     }
+}
+
+/// The file a run writes its printed tables to, for `fairsched report`.
+pub const TABLES_JSON: &str = "tables.json";
+
+/// The bytes of `tables.json`: `{"tables": [doc, ...]}` in printed order.
+pub fn tables_json<'a>(tables: impl IntoIterator<Item = &'a Table>) -> Vec<u8> {
+    let docs: Vec<Value> = tables.into_iter().map(Table::to_doc).collect();
+    crate::files::json_bytes(&serde_json::json!({ "tables": docs }))
 }
 
 fn cell_value(v: &str) -> Value {
@@ -166,6 +208,18 @@ pub fn fixed(x: f64, d: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_doc_reads_back_as_the_same_table() {
+        let mut t = Table::new(["policy", "mean wait (s)"]).title("Ours");
+        t.row(["easy", "12.5"]);
+        t.row(["fcfs", ""]);
+        t.note("a note");
+        let back = Table::from_doc(&t.to_doc()).expect("a table doc");
+        assert_eq!(back.to_text(), t.to_text());
+        assert_eq!(back.notes, t.notes);
+        assert!(Table::from_doc(&serde_json::json!({"columns": [1]})).is_none());
+    }
+
     use super::*;
 
     #[test]

@@ -8,6 +8,7 @@ mod cmd_live;
 mod cmd_optional;
 mod cmd_pffp;
 mod cmd_policies;
+mod cmd_report;
 mod cmd_simulate;
 mod cmd_trace;
 mod cmd_workflow;
@@ -69,6 +70,9 @@ enum Command {
     Optional(cmd_optional::OptionalArgs),
     /// Write a broker's history as an SWF log (and its organizations as a platform file).
     Export(cmd_live::ExportArgs),
+    /// One self-contained HTML page (inline SVG and CSS) of the tables and plots of
+    /// `simulate`, `experiment` and `trace` output folders.
+    Report(cmd_report::Args),
 }
 
 /// Parses the command line. Every option that takes a value accepts one
@@ -119,6 +123,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd_live::explain_cmd(a),
         Command::Optional(a) => cmd_optional::optional_cmd(a),
         Command::Export(a) => cmd_live::export_cmd(a),
+        Command::Report(a) => cmd_report::run(a),
     };
     // Exit 0, 1 (the run failed) or 2 (the command line is wrong).
     term::finish(result)
