@@ -2,8 +2,13 @@
 //! [`Broker`], which one thread owns. Handlers send it writes (answered
 //! after their group commit) and reads; worker polls wait on a watch of
 //! the broker's generation (bumped when tasks start or runs are stopped).
+//! The dashboard ([`crate::dashboard`]) is served at `/`; its snapshot
+//! stream is fed by one task that rebuilds the snapshot after each commit
+//! (at most every [`DASHBOARD_MIN_GAP`], and every [`DASHBOARD_REFRESH`]
+//! anyway) while someone listens.
 
 use crate::api::*;
+use crate::dashboard;
 use crate::identity::{Principal, hash};
 use crate::service::{ApiError, Broker, LATENCY_BUCKETS_MS, Settings, Write, Written};
 use axum::Router;
@@ -11,6 +16,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use fairsched_worker::wire::{PollRequest, RegisterRequest, ReportRequest};
@@ -28,6 +34,10 @@ use tokio::sync::{oneshot, watch};
 pub const BODY_LIMIT: usize = 4 << 20;
 /// The longest a poll waits.
 pub const MAX_WAIT_MS: u64 = 30_000;
+/// The dashboard's stream sends a snapshot at most this often…
+pub const DASHBOARD_MIN_GAP: Duration = Duration::from_millis(250);
+/// …and at least this often (waits and satisfactions move with time).
+pub const DASHBOARD_REFRESH: Duration = Duration::from_secs(2);
 
 /// What `fairsched serve` takes.
 #[derive(Clone, Debug)]
@@ -53,6 +63,12 @@ struct App {
     /// Becomes true on SIGTERM: long polls return at once.
     stopping: watch::Receiver<bool>,
     principals: Arc<Mutex<HashMap<[u8; 32], Principal>>>,
+    /// The broker's clock when this process started (the dashboard's
+    /// uptime).
+    started_ms: i64,
+    /// The latest dashboard snapshot (JSON), for the event streams; each
+    /// stream subscribes.
+    frames: Arc<watch::Sender<Option<Arc<str>>>>,
 }
 
 impl App {
@@ -346,6 +362,123 @@ async fn metrics(State(app): State<App>) -> R {
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
+/// A file of the dashboard: bundled, same-origin only.
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CONTENT_SECURITY_POLICY, dashboard::CSP),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn dashboard_page() -> Response {
+    asset("text/html; charset=utf-8", dashboard::PAGE)
+}
+
+async fn dashboard_script() -> Response {
+    asset("text/javascript; charset=utf-8", dashboard::SCRIPT)
+}
+
+async fn dashboard_style() -> Response {
+    asset("text/css; charset=utf-8", dashboard::STYLE)
+}
+
+/// The dashboard's snapshot (no token: aggregate, read-only data, as
+/// `/metrics`).
+async fn dashboard_snapshot(State(app): State<App>) -> R {
+    let started = app.started_ms;
+    let d = app.read(move |b| dashboard::snapshot(b, started)).await??;
+    Ok(([(header::CACHE_CONTROL, "no-store")], axum::Json(d)).into_response())
+}
+
+/// The dashboard's snapshot now, then again whenever it changes, as
+/// server-sent events (`event: snapshot`), until the broker stops.
+async fn dashboard_events(State(app): State<App>) -> R {
+    let started = app.started_ms;
+    let first = app.read(move |b| dashboard::snapshot(b, started)).await??;
+    let first = serde_json::to_string(&first).map_err(|e| ApiError::new(503, e.to_string()))?;
+    // Subscribed after the first snapshot was taken: a change since then
+    // is sent next.
+    let frames = app.frames.subscribe();
+    let stopping = app.stopping.clone();
+    let stream = futures_util::stream::unfold(
+        (Some(first), frames, stopping),
+        |(first, mut frames, mut stopping)| async move {
+            if let Some(json) = first {
+                // `retry`: a browser reconnects after 1 s (a restarted broker).
+                let e = SseEvent::default()
+                    .event("snapshot")
+                    .retry(Duration::from_secs(1))
+                    .data(json);
+                return Some((Ok::<_, std::convert::Infallible>(e), (None, frames, stopping)));
+            }
+            loop {
+                if *stopping.borrow_and_update() {
+                    return None;
+                }
+                tokio::select! {
+                    changed = frames.changed() => {
+                        // The publisher is gone: the broker is stopping.
+                        changed.ok()?;
+                    }
+                    _ = stopping.changed() => continue,
+                }
+                let json = frames.borrow_and_update().clone();
+                if let Some(json) = json {
+                    let e = SseEvent::default().event("snapshot").data(&*json);
+                    return Some((Ok(e), (None, frames, stopping)));
+                }
+            }
+        },
+    );
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// Rebuilds the dashboard snapshot for the event streams after each
+/// commit (`changes`) and every [`DASHBOARD_REFRESH`], while at least one
+/// stream listens.
+async fn publish_dashboard(app: App, mut changes: watch::Receiver<u64>) {
+    let mut stopping = app.stopping.clone();
+    loop {
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(DASHBOARD_REFRESH) => {}
+            _ = stopping.changed() => {}
+        }
+        if *stopping.borrow_and_update() {
+            return;
+        }
+        if app.frames.receiver_count() == 0 {
+            continue;
+        }
+        let started = app.started_ms;
+        match app.read(move |b| dashboard::snapshot(b, started)).await {
+            Ok(Ok(d)) => match serde_json::to_string(&d) {
+                Ok(json) => {
+                    app.frames.send_replace(Some(json.into()));
+                }
+                Err(e) => tracing::warn!("dashboard: {e}"),
+            },
+            Ok(Err(e)) => tracing::warn!("dashboard: {}", e.message),
+            // The actor is gone.
+            Err(_) => return,
+        }
+        tokio::time::sleep(DASHBOARD_MIN_GAP).await;
+    }
+}
+
 async fn openapi() -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
@@ -491,7 +624,12 @@ fn label(v: &str) -> String {
 
 /// The actor: owns the broker, batches writes into group commits, runs
 /// reads between them, expires leases and fires timers.
-fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>) {
+fn actor(
+    mut b: Broker,
+    rx: mpsc::Receiver<Msg>,
+    generation: watch::Sender<u64>,
+    changes: watch::Sender<u64>,
+) {
     const MAX_BATCH: usize = 4096;
     let tick = Duration::from_millis(100);
     let mut last_check = Instant::now();
@@ -551,6 +689,9 @@ fn actor(mut b: Broker, rx: mpsc::Receiver<Msg>, generation: watch::Sender<u64>)
         }
         if *generation.borrow() != b.generation {
             let _ = generation.send(b.generation);
+        }
+        if *changes.borrow() != b.counters.commits {
+            changes.send_replace(b.counters.commits);
         }
         if stop {
             b.snapshot_now();
@@ -618,9 +759,11 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
     };
     let (tx, rx) = mpsc::channel();
     let (gen_tx, gen_rx) = watch::channel(0u64);
+    let (changes_tx, changes_rx) = watch::channel(broker.counters.commits);
+    let started_ms = broker.clock().millis();
     let actor = match std::thread::Builder::new()
         .name("broker".into())
-        .spawn(move || actor(broker, rx, gen_tx))
+        .spawn(move || actor(broker, rx, gen_tx, changes_tx))
     {
         Ok(a) => a,
         Err(e) => {
@@ -634,7 +777,10 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         generation: gen_rx,
         stopping: stop_rx,
         principals: Arc::default(),
+        started_ms,
+        frames: Arc::new(watch::channel(None).0),
     };
+    let publisher = app.clone();
     let stopper = app.tx.clone();
     let router = Router::new()
         .route("/v1/admin/orgs", post(add_org))
@@ -650,6 +796,11 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/workers/{id}/report", post(report))
         .route("/v1/workers/{id}/leave", post(leave))
         .route("/metrics", get(metrics))
+        .route("/", get(dashboard_page))
+        .route("/dashboard.js", get(dashboard_script))
+        .route("/dashboard.css", get(dashboard_style))
+        .route("/v1/dashboard", get(dashboard_snapshot))
+        .route("/v1/dashboard/events", get(dashboard_events))
         .route("/openapi.json", get(openapi))
         .route("/healthz", get(|| async { "ok" }))
         // After every route: it applies to the routes defined before it.
@@ -665,6 +816,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         listening.set(true);
+        tokio::spawn(publish_dashboard(publisher, changes_rx));
         ready(addr);
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown(stop_tx))

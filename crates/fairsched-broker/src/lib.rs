@@ -8,8 +8,10 @@
 //! - [`live`]: the driver — apply, log, commit, then act; refuse a
 //!   clairvoyant policy at configuration and a reused task id at
 //!   submission.
+//! - [`dashboard`]: the live page at `/` and the snapshot it shows.
 
 pub mod api;
+pub mod dashboard;
 pub mod http;
 pub mod identity;
 pub mod live;

@@ -36,6 +36,7 @@
 //! stay as strict as before and the translation is the service's alone.
 
 use crate::api::*;
+use crate::dashboard::{Recent, What};
 use crate::identity::{IdentityError, Principal};
 use crate::live::{Live, LiveError};
 use crate::store::unix_ms;
@@ -581,6 +582,8 @@ pub struct Broker {
     /// Bumped whenever tasks start or handed runs are stopped (long polls
     /// wait on it).
     pub generation: u64,
+    /// What happened lately, for the dashboard.
+    pub recent: Recent,
 }
 
 /// What was refused when opening.
@@ -647,6 +650,7 @@ impl Broker {
                 ..Counters::default()
             },
             generation: 0,
+            recent: Recent::default(),
         };
         b.load().map_err(store_err)?;
         b.settle();
@@ -1191,6 +1195,20 @@ impl Broker {
             .users
             .keys()
             .filter_map(|&u| self.sat.value(u, now).map(|s| (u, s)))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    }
+
+    /// Every user's satisfaction terms now: (user id, allocated, deserved),
+    /// slot-milliseconds, by user id (to sum them by organization).
+    pub fn satisfaction_parts(&self) -> Vec<(i64, f64, f64)> {
+        let now = self.clock().millis();
+        let mut v: Vec<(i64, f64, f64)> = self
+            .sat
+            .users
+            .keys()
+            .filter_map(|&u| self.sat.parts(u, now).map(|(a, d)| (u, a, d)))
             .collect();
         v.sort_by_key(|x| x.0);
         v
@@ -1858,6 +1876,7 @@ impl Broker {
                 parents,
                 workflow,
             } => {
+                let held_before = self.held.len() as u64;
                 for ((t, &id), ps) in tasks.into_iter().zip(&ids).zip(parents) {
                     if ps.is_empty() {
                         self.tasks.insert(
@@ -1900,6 +1919,19 @@ impl Broker {
                     );
                     self.counts.add(user, St::Held, 1);
                 }
+                if let Some(&first) = ids.first() {
+                    let held = self.held.len() as u64 - held_before;
+                    self.recent.note(
+                        now.millis(),
+                        What::Submitted {
+                            user,
+                            org,
+                            first,
+                            count: ids.len() as u64,
+                            held,
+                        },
+                    );
+                }
                 Written::Submitted {
                     ids,
                     workflow: workflow.map(|w| w.0),
@@ -1914,6 +1946,13 @@ impl Broker {
                     self.core_of.insert(public, core);
                     self.public_of.insert(core, public);
                     self.counts.shift(h.user, St::Held, St::Waiting);
+                    self.recent.note(
+                        now.millis(),
+                        What::Released {
+                            task: public,
+                            user: h.user,
+                        },
+                    );
                     self.tasks.insert(
                         core,
                         Live_ {
@@ -1932,6 +1971,14 @@ impl Broker {
             PlanKind::Withdraw { cancel, asked } => {
                 for (id, _) in &cancel {
                     if let Some(h) = self.held.remove(id) {
+                        self.recent.note(
+                            now.millis(),
+                            What::Ended {
+                                task: *id,
+                                user: h.user,
+                                outcome: "cancelled",
+                            },
+                        );
                         self.counts.shift(h.user, St::Held, St::Cancelled);
                         *self.counters.ended.entry("cancelled").or_default() += 1;
                     }
@@ -1964,6 +2011,14 @@ impl Broker {
                 slots,
                 ..
             } => {
+                self.recent.note(
+                    now.millis(),
+                    What::WorkerJoined {
+                        worker: id,
+                        org,
+                        slots,
+                    },
+                );
                 let slots: Vec<SlotId> = (first..first + slots).map(SlotId).collect();
                 for &s in &slots {
                     self.slot_worker.insert(s, id);
@@ -1987,6 +2042,8 @@ impl Broker {
             PlanKind::Report { kill, .. } => Written::Reported(ReportReply { kill }),
             PlanKind::Leave { worker, .. } => {
                 if let Some(w) = self.workers.get_mut(&worker) {
+                    self.recent
+                        .note(now.millis(), What::WorkerLeft { worker, org: w.org });
                     w.lost = true;
                     for s in &w.slots {
                         self.slot_worker.remove(s);
@@ -2023,6 +2080,14 @@ impl Broker {
                     }
                     self.generation += 1;
                     if let Some(d) = self.tasks.get(task) {
+                        self.recent.note(
+                            now.millis(),
+                            What::Started {
+                                task: d.public,
+                                user: d.user,
+                                worker: self.runs_on.get(task).copied(),
+                            },
+                        );
                         if self.run_start.insert(*task, (d.user, now.millis())).is_none() {
                             self.counts.shift(d.user, St::Waiting, St::Running);
                         }
@@ -2043,14 +2108,28 @@ impl Broker {
                         self.counters.dispatch_count += 1;
                     }
                 }
-                Action::Stop { task, .. } => {
+                Action::Stop { task, requeued, .. } => {
                     self.stop_handed(*task);
                     self.unrun(*task);
                     if let Some((user, _)) = self.run_start.remove(task) {
                         self.counts.shift(user, St::Running, St::Waiting);
+                        if *requeued {
+                            let task = self.public_id(*task);
+                            self.recent.note(now.millis(), What::Requeued { task, user });
+                        }
                     }
                 }
-                Action::Ended(r) => self.ended(r),
+                Action::Ended(r) => {
+                    self.recent.note(
+                        now.millis(),
+                        What::Ended {
+                            task: self.public_id(r.spec.id),
+                            user: r.spec.user.0,
+                            outcome: r.outcome.name(),
+                        },
+                    );
+                    self.ended(r)
+                }
                 Action::Timer { at, token } => self.timers.push((*at, *token)),
                 Action::Priority { .. } => {}
             }

@@ -250,6 +250,16 @@ impl Control for WorkflowFairness {
             "Priorities the controller raised so far.",
             self.changes as f64,
         ));
+        // `scratch` holds the last evaluation's terms (empty after a restore
+        // until the next evaluation).
+        for wf in &self.scratch.workflows {
+            out.push(crate::point::Gauge {
+                name: "workflow_w",
+                help: "W_i of each workflow with an active activity, at the last evaluation (η_u = W_max − W_min).",
+                key: Some(("workflow", i64::from(wf.workflow.0))),
+                value: wf.w,
+            });
+        }
     }
     fn notify(&mut self, view: &View, n: &Notice) {
         let now = view.now();
