@@ -626,10 +626,18 @@ struct Earlier {
     inside: Vec<String>,
 }
 
-/// The files a run writes in each of its folders, always cleared with
+/// The files a run writes in each of its folders (`fairness.csv` with
+/// several organizations only), always cleared with
 /// the folder's entry (with the manifest's `inside` names and `*.partial`
 /// files); anything else found there is the user's and stays.
-pub const FOLDER_FILES: &[&str] = &["summary.json", "tasks.csv", "orgs.csv", "users.csv"];
+pub const FOLDER_FILES: &[&str] = &[
+    "summary.json",
+    "tasks.csv",
+    "runs.csv",
+    "orgs.csv",
+    "users.csv",
+    "fairness.csv",
+];
 
 /// An output folder (`--out`), in two steps. [`OutDir::open`], before any
 /// work, decides whether the folder may be used: a missing or empty folder,

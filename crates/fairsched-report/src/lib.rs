@@ -9,11 +9,14 @@ pub mod batsim;
 pub mod files;
 pub mod html;
 pub mod plot;
+pub mod plot_sim;
 pub mod report;
 pub mod report_exp;
 pub mod report_sim;
+pub mod sim_files;
 pub mod table;
 pub mod tasks_csv;
+pub mod timeline;
 
 pub use batsim::{BATSIM_COLUMNS, BatsimJobs};
 pub use files::{FileError, OutDir, OutError, PartialCleaner, RunDir, write_atomic};

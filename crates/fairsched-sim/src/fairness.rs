@@ -22,6 +22,20 @@
 //!   with more than [`MAX_SIMULATE_ORGS`] organizations or with a single
 //!   one get ψ only, and say why.
 //!
+//! - Over time ([`OrgFairness::over_time`], `simulate`'s `fairness.csv`):
+//!   ψ (and φ when asked) at the first submit, then at about
+//!   [`OVER_TIME_POINTS`] evenly spaced instants, and at the end instant
+//!   (the summary's). The span is known only when the run is over (the
+//!   first submit and the last end), and keeping every run would cost 24
+//!   bytes a run, so ψ over time is kept on a grid of round instants
+//!   ([`PsiGrid`]): each run adds the coefficients of its exact quadratic
+//!   piece where it starts and ends (difference arrays over at most
+//!   [`GRID_KEYS`] grid points, the grid's step growing by whole
+//!   multiples as the span does: O(organizations) memory, O(1) per run). The instants are then grid points; ψ is 0 at the first
+//!   submit (no run started before it) and the aggregators above give it
+//!   at the end. φ reads the coalition schedules it replays anyway at
+//!   each instant on the way to the last.
+//!
 //! The observer reads true runtimes (this is a metric, computed after the
 //! fact, never shown to a policy).
 
@@ -32,6 +46,22 @@ use serde::Serialize;
 /// Most organizations φ is computed for at the end of a run (2^k − 2
 /// coalition schedules of the whole log).
 pub const MAX_SIMULATE_ORGS: usize = 8;
+
+/// Instants of [`OrgFairness::over_time`] between the first submit and
+/// the end instant, at most (grid points evenly spaced: from about half
+/// as many when the grid is coarse).
+pub const OVER_TIME_POINTS: usize = 50;
+
+/// One organization's utilities at one instant (a line of `fairness.csv`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FairnessPoint {
+    pub at: Time,
+    pub org: u32,
+    /// ψsp at `at`, s².
+    pub psi: f64,
+    /// Shapley value at `at`, s² (`None` when not computed).
+    pub phi: Option<f64>,
+}
 
 /// One organization's line of `orgs.csv`.
 #[derive(Clone, Debug, Serialize)]
@@ -62,6 +92,13 @@ pub struct OrgFairness {
     pub phi_gap_per_work_s: Option<f64>,
     /// Why φ is missing, when it is.
     pub note: Option<String>,
+    /// ψ (and φ) of every organization at the first submit, at up to
+    /// [`OVER_TIME_POINTS`] evenly spaced instants after it and at `at_s`,
+    /// instant by instant, organizations in index order; the last instant's
+    /// lines are `orgs`' figures. Not in `summary.json`: `simulate` writes
+    /// it as `fairness.csv`.
+    #[serde(skip)]
+    pub over_time: Vec<FairnessPoint>,
 }
 
 /// A task as the coalition schedules need it.
@@ -74,8 +111,204 @@ struct TaskJob {
     slots: u32,
 }
 
+/// Grid points kept (for each organization), at most: the grid's step
+/// grows when the runs span more.
+pub const GRID_KEYS: usize = 1024;
+
+/// ψ of every organization at grid instants `j · step` (ms), as
+/// differences of the coefficients of `T², T, 1`: a run `(s, e)` of `n`
+/// processors is worth `n·(T−s)(T−s+1 s)` at `s ≤ T < e` and
+/// `n·(2p·T − 2p·s − p(p − 1 s))` (`p = e − s`) at `T ≥ e`
+/// ([`fairsched_core::shapley::Psi`]'s pieces), so it adds the first
+/// piece's coefficients at the first grid point ≥ s and takes them back
+/// at the first ≥ e, where it adds the second's. Exact in integers at
+/// every grid point. The points kept, `base .. base + len`, span every
+/// run seen; when they would be more than `max_keys`, the step becomes a
+/// whole multiple `r` of itself and each point `j` moves to `⌈j / r⌉`
+/// (the first new point ≥ a time is the first new point ≥ the first old
+/// point ≥ it).
+#[derive(Clone, Debug)]
+struct PsiGrid {
+    step: i64,
+    max_keys: usize,
+    base: i64,
+    len: usize,
+    /// Per organization, `len` points from `base`.
+    diffs: Vec<Vec<[i128; 3]>>,
+}
+
+/// `⌈a / b⌉` for `b > 0`.
+fn ceil_div(a: i64, b: i64) -> i64 {
+    -((-a).div_euclid(b))
+}
+
+/// The grid step after `step` (ms): 1, 2, 10, 20, 100, 200 ms, 1, 2, 10,
+/// 20 s, 1, 2, 10, 20 min, 1, 2, 6, 12 h, 1, 2, 10, 20 d, … each a whole
+/// multiple of the one before.
+fn next_step(step: i64) -> i64 {
+    const STEPS: [i64; 32] = [
+        1,
+        2,
+        10,
+        20,
+        100,
+        200,
+        1_000,
+        2_000,
+        10_000,
+        20_000,
+        60_000,
+        120_000,
+        600_000,
+        1_200_000,
+        3_600_000,
+        7_200_000,
+        21_600_000,
+        43_200_000,
+        86_400_000,
+        172_800_000,
+        864_000_000,
+        1_728_000_000,
+        8_640_000_000,
+        17_280_000_000,
+        86_400_000_000,
+        172_800_000_000,
+        864_000_000_000,
+        1_728_000_000_000,
+        8_640_000_000_000,
+        17_280_000_000_000,
+        86_400_000_000_000,
+        172_800_000_000_000,
+    ];
+    match STEPS.iter().find(|&&x| x > step) {
+        Some(&x) => x,
+        None => step.saturating_mul(2),
+    }
+}
+
+impl PsiGrid {
+    fn new(max_keys: usize) -> PsiGrid {
+        PsiGrid {
+            step: 1,
+            max_keys: max_keys.max(4),
+            base: 0,
+            len: 0,
+            diffs: Vec::new(),
+        }
+    }
+
+    /// Points `j` of the grid covering `s ..= e` (ms), coarser if needed.
+    fn cover(&mut self, s: i64, e: i64) -> (i64, i64) {
+        loop {
+            let (j0, j1) = (ceil_div(s, self.step), ceil_div(e, self.step));
+            let (lo, hi) = if self.len == 0 {
+                (j0, j1)
+            } else {
+                (j0.min(self.base), j1.max(self.base + self.len as i64 - 1))
+            };
+            let span = (hi - lo + 1) as usize;
+            if span > self.max_keys {
+                self.coarsen();
+                continue;
+            }
+            if self.len == 0 {
+                self.base = lo;
+            }
+            if lo < self.base {
+                // Room below, with some slack (starts earlier than all seen
+                // come as long tasks end).
+                let more = ((self.base - lo) as usize)
+                    .max(self.len / 2)
+                    .min(self.max_keys - self.len);
+                for d in &mut self.diffs {
+                    d.splice(0..0, std::iter::repeat_n([0; 3], more));
+                }
+                self.base -= more as i64;
+                self.len += more;
+            }
+            let top = (hi - self.base + 1) as usize;
+            if top > self.len {
+                for d in &mut self.diffs {
+                    d.resize(top, [0; 3]);
+                }
+                self.len = top;
+            }
+            return (j0, j1);
+        }
+    }
+
+    /// The next step: points `j` move to `⌈j / r⌉`.
+    fn coarsen(&mut self) {
+        let next = next_step(self.step);
+        let r = next / self.step;
+        if self.len > 0 {
+            let new_base = ceil_div(self.base, r);
+            let new_len = (ceil_div(self.base + self.len as i64 - 1, r) - new_base + 1) as usize;
+            for d in &mut self.diffs {
+                let mut merged = vec![[0i128; 3]; new_len];
+                for (i, c) in d.iter().enumerate() {
+                    let m = &mut merged[(ceil_div(self.base + i as i64, r) - new_base) as usize];
+                    for (x, y) in m.iter_mut().zip(c) {
+                        *x += y;
+                    }
+                }
+                *d = merged;
+            }
+            self.base = new_base;
+            self.len = new_len;
+        }
+        self.step = next;
+    }
+
+    fn add_at(&mut self, org: usize, j: i64, c: [i128; 3]) {
+        let cell = &mut self.diffs[org][(j - self.base) as usize];
+        for (x, y) in cell.iter_mut().zip(c) {
+            *x += y;
+        }
+    }
+
+    /// A run from `s` to `e` (ms) of `n` processors of `org`.
+    fn add(&mut self, org: usize, s: i64, e: i64, n: u32) {
+        const SEC: i128 = 1000;
+        let e = e.max(s);
+        if org >= self.diffs.len() {
+            let len = self.len;
+            self.diffs.resize_with(org + 1, || vec![[0; 3]; len]);
+        }
+        let (j0, j1) = self.cover(s, e);
+        let (si, p, n) = (i128::from(s), i128::from(e) - i128::from(s), i128::from(n));
+        if j0 < j1 {
+            let run = [n, n * (SEC - 2 * si), n * (si * si - SEC * si)];
+            self.add_at(org, j0, run);
+            self.add_at(org, j1, run.map(|x| -x));
+        }
+        self.add_at(org, j1, [0, 2 * p * n, n * (-2 * p * si - p * (p - SEC))]);
+    }
+
+    /// ψ of organizations `0..k` at grid points `js` (increasing):
+    /// `[point][org]`.
+    fn at(&self, js: &[i64], k: usize) -> Vec<Vec<Units>> {
+        let mut out = vec![vec![0; k]; js.len()];
+        for (u, d) in self.diffs.iter().enumerate().take(k) {
+            let mut c = [0i128; 3];
+            let mut next = 0usize;
+            for (i, &j) in js.iter().enumerate() {
+                while next < d.len() && self.base + next as i64 <= j {
+                    for (x, y) in c.iter_mut().zip(d[next]) {
+                        *x += y;
+                    }
+                    next += 1;
+                }
+                let t = i128::from(j) * i128::from(self.step);
+                out[i][u] = c[0] * t * t + c[1] * t + c[2];
+            }
+        }
+        out
+    }
+}
+
 /// Collects a run's utilities (and, for φ, its tasks) for [`OrgFairness`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FairnessObserver {
     /// The instant ψ is seen at, when known before the run (a window's
     /// end); `None`: the run's last end.
@@ -88,6 +321,10 @@ pub struct FairnessObserver {
     last: Time,
     /// With φ: every submitted task, in the order tasks ended.
     jobs: Option<Vec<TaskJob>>,
+    /// ψ over time.
+    grid: PsiGrid,
+    /// The earliest submit.
+    first: Option<Time>,
 }
 
 impl Observer for FairnessObserver {
@@ -107,7 +344,11 @@ impl Observer for FairnessObserver {
                 slots: rec.spec.slots.max(1),
             });
         }
+        self.first = Some(self.first.map_or(rec.submit, |f| f.min(rec.submit)));
         for a in rec.runs() {
+            if self.at.is_none_or(|at| a.start <= at) {
+                self.grid.add(o, a.start.millis(), a.stop.millis(), a.slots);
+            }
             match self.at {
                 Some(at) => {
                     if a.start <= at {
@@ -137,8 +378,13 @@ impl FairnessObserver {
     pub fn new(at: Option<Time>, phi: bool) -> FairnessObserver {
         FairnessObserver {
             at,
+            psi: Vec::new(),
+            work_ms: 0,
+            tasks: Vec::new(),
+            last: Time::ZERO,
             jobs: phi.then(Vec::new),
-            ..FairnessObserver::default()
+            grid: PsiGrid::new(GRID_KEYS),
+            first: None,
         }
     }
 
@@ -169,7 +415,30 @@ impl FairnessObserver {
         } else {
             None
         };
-        let phi: Option<Vec<Units>> = match (&note, self.jobs) {
+        // The instants of `over_time`: the first submit (where ψ is 0),
+        // grid points evenly spaced after it, and `at` (the summary's).
+        let step = self.grid.step;
+        let (instants, psi_over) = match self.first {
+            Some(f) if f < at => {
+                let span = at.millis() - f.millis();
+                let stride = ceil_div(span, OVER_TIME_POINTS as i64 * step).max(1);
+                let first_j = ceil_div(f.millis() + 1, step * stride) * stride;
+                let js: Vec<i64> = (0..)
+                    .map(|i| first_j + i * stride)
+                    .take_while(|j| j.saturating_mul(step) < at.millis())
+                    .collect();
+                let mut instants = vec![f];
+                instants.extend(js.iter().map(|j| Time::from_millis(j * step)));
+                instants.push(at);
+                let mut psi_over = vec![vec![0; k]];
+                psi_over.extend(self.grid.at(&js, k));
+                psi_over.push(psi.clone());
+                (instants, psi_over)
+            }
+            _ => (vec![at], vec![psi.clone()]),
+        };
+        // φ · k! at every instant (the last one `at`'s).
+        let phi_over: Option<Vec<Vec<Units>>> = match (&note, self.jobs) {
             (None, Some(mut jobs)) => {
                 // By submit; tasks submitted together in the order they
                 // ended (a stable sort).
@@ -178,20 +447,30 @@ impl FairnessObserver {
                 for j in jobs {
                     game.push_n(j.org as usize, j.submit, j.runtime, j.slots);
                 }
-                game.advance(at);
-                let mut v = game.values(at).to_vec();
                 let full = full_mask(k);
-                v[full as usize] = psi.iter().sum();
-                Some((0..k).map(|u| shapley_scaled(full, u, &v)).collect())
+                // Advanced instant by instant: decisions at an instant are
+                // taken when time moves past it, so the schedules (and the
+                // values at `at`) are those of one advance to `at`.
+                let out = instants
+                    .iter()
+                    .zip(&psi_over)
+                    .map(|(&t, psi_t)| {
+                        game.advance(t);
+                        let mut v = game.values(t).to_vec();
+                        v[full as usize] = psi_t.iter().sum();
+                        (0..k).map(|u| shapley_scaled(full, u, &v)).collect()
+                    })
+                    .collect();
+                Some(out)
             }
             _ => None,
         };
         let n = fairsched_core::shapley::game::factorial(k.min(MAX_SIMULATE_ORGS)) as f64;
+        let phi_s2 = |scaled: Units| scaled as f64 / n / fairsched_core::shapley::psi::UNITS_PER_S2;
+        let phi = phi_over.as_ref().and_then(|p| p.last());
         let orgs = (0..k)
             .map(|u| {
-                let ph = phi
-                    .as_ref()
-                    .map(|p| p[u] as f64 / n / fairsched_core::shapley::psi::UNITS_PER_S2);
+                let ph = phi.map(|p| phi_s2(p[u]));
                 OrgLine {
                     org: u as u32,
                     name: format!("org{u}"),
@@ -203,7 +482,21 @@ impl FairnessObserver {
                 }
             })
             .collect::<Vec<_>>();
-        let phi_gap_per_work_s = phi.as_ref().and_then(|_| {
+        let over_time = instants
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &t)| {
+                let phi_i = phi_over.as_ref().map(|p| &p[i]);
+                let psi_i = &psi_over[i];
+                (0..k).map(move |u| FairnessPoint {
+                    at: t,
+                    org: u as u32,
+                    psi: seconds(psi_i[u]),
+                    phi: phi_i.map(|p| phi_s2(p[u])),
+                })
+            })
+            .collect();
+        let phi_gap_per_work_s = phi.and_then(|_| {
             let d: f64 = orgs.iter().filter_map(|o| o.phi_minus_psi).map(f64::abs).sum();
             (work > 0.0).then(|| d / work)
         });
@@ -212,6 +505,7 @@ impl FairnessObserver {
             orgs,
             phi_gap_per_work_s,
             note,
+            over_time,
         }
     }
 }
@@ -342,6 +636,116 @@ mod tests {
             let got: Vec<f64> = f.orgs.iter().map(|o| o.psi).collect();
             assert_eq!(got, want, "window {window:?}");
             assert!(got.iter().all(|&p| p > 0.0));
+            // Over time: ψ at an instant on the way, read after the fact.
+            let mid = &f.over_time[f.over_time.len() / 2 / 3 * 3..][..3];
+            let mut meter = PsiMeter::new(3, mid[0].at);
+            c.execute(&scan, &mut meter).unwrap();
+            let got: Vec<f64> = mid.iter().map(|p| p.psi).collect();
+            assert_eq!(got, meter.psi(), "window {window:?}, at {:?}", mid[0].at);
+            assert!(got.iter().all(|&p| p > 0.0) && got[0] < f.orgs[0].psi);
+        }
+    }
+
+    /// ψ on the grid equals ψ by its definition at every grid point,
+    /// runs added in any order (finished, running and not yet started at
+    /// each point, several processors, two organizations), whether the
+    /// step stays fine or grows (a few points allowed).
+    #[test]
+    fn psi_on_the_grid_is_psi_at_each_point() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        let runs: Vec<(i64, i64, usize, u32)> = (0..300)
+            .map(|_| {
+                let s = next(10_000) as i64;
+                (s, s + next(3000) as i64, next(2) as usize, 1 + next(4) as u32)
+            })
+            .collect();
+        for max_keys in [GRID_KEYS, 16] {
+            let mut g = PsiGrid::new(max_keys);
+            for &(s, e, u, n) in &runs {
+                g.add(u, s * 1000, e * 1000, n);
+            }
+            assert!(g.len <= max_keys && g.diffs.iter().all(|d| d.len() == g.len));
+            if max_keys == 16 {
+                assert!(g.step >= 600_000, "coarsened: {}", g.step);
+            } else {
+                // 13,000 s in at most 1024 points.
+                assert_eq!(g.step, 20_000, "{}", g.step);
+            }
+            let js: Vec<i64> = (0..=40).map(|i| i * 14_000_000 / 40 / g.step).collect();
+            let got = g.at(&js, 2);
+            for (j, got) in js.iter().zip(&got) {
+                let t = j * g.step;
+                for (u, got) in got.iter().enumerate() {
+                    let mut jobs = Vec::new();
+                    for &(s, e, org, n) in &runs {
+                        if org == u {
+                            jobs.extend((0..n).map(|_| (s, e - s)));
+                        }
+                    }
+                    assert_eq!(
+                        *got,
+                        brute_force(&jobs, t.div_euclid(1000)),
+                        "t = {t} ms, org {u}"
+                    );
+                }
+            }
+        }
+        // Steps grow by whole multiples; ceilings of negative times.
+        let mut s = 1;
+        for _ in 0..40 {
+            let n = next_step(s);
+            assert!(n > s && n % s == 0, "{s} → {n}");
+            s = n;
+        }
+        assert_eq!((ceil_div(-5, 2), ceil_div(5, 2), ceil_div(4, 2)), (-2, 3, 2));
+    }
+
+    /// `over_time` runs from the first submit to the summary's instant,
+    /// ψ never decreases, and its last instant's lines are the summary's
+    /// ψ and φ to the bit: with and without --phi, with and without a
+    /// window.
+    #[test]
+    fn fairness_over_time_ends_at_the_summary() {
+        for (phi, window) in [(true, None), (false, None), (true, Some((0, 30)))] {
+            let c = config(phi, window);
+            let scan = c.trace.scan(false).unwrap();
+            let done = c.execute(&scan, &mut fairsched_core::Fanout(vec![])).unwrap();
+            let f = done.summary.fairness.unwrap();
+            let k = f.orgs.len();
+            assert_eq!(k, 2);
+            let pts = &f.over_time;
+            assert_eq!(pts.len() % k, 0);
+            let n = pts.len() / k;
+            assert!(
+                (25..=OVER_TIME_POINTS + 2).contains(&n),
+                "{n} instants, {phi} {window:?}"
+            );
+            assert_eq!(pts[0].at, Time::ZERO, "the first submit");
+            assert_eq!(pts[pts.len() - 1].at.as_secs_f64(), f.at_s);
+            for w in pts.windows(k + 1) {
+                assert!(w[k].at > w[0].at && w[k].org == w[0].org);
+                assert!(w[k].psi >= w[0].psi, "ψ never decreases: {w:?}");
+            }
+            for (p, o) in pts[pts.len() - k..].iter().zip(&f.orgs) {
+                assert_eq!((p.org, p.psi, p.phi), (o.org, o.psi, o.phi));
+                assert_eq!(p.phi.is_some(), phi);
+            }
+            if phi {
+                // Σ φ = Σ ψ at every instant (the grand coalition's value).
+                for ps in pts.chunks(k) {
+                    let (a, b): (f64, f64) = (
+                        ps.iter().map(|p| p.psi).sum(),
+                        ps.iter().map(|p| p.phi.unwrap()).sum(),
+                    );
+                    assert!((a - b).abs() <= 1e-9 * a.max(1.0), "{ps:?}");
+                }
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ use anyhow::Context;
 use fairsched_core::{Fanout, Kind, Observer, PolicySpec};
 use fairsched_report::aggregates::OrgUtility;
 use fairsched_report::files::{FOLDER_FILES, FileError, LOCK, MANIFEST, partial};
+use fairsched_report::sim_files::{FairnessRow, RunsCsv, fairness_csv};
 use fairsched_report::{BatsimJobs, Table, fixed};
 use fairsched_sim::{
     Ownership, PlatformFile, ProcsFrom, RunConfig, RuntimeLimit, SimError, Summary, Sweep, SweepRun,
@@ -437,10 +438,11 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             out.here()?
         };
         let mut csv = run_dir.tasks_csv()?;
+        let mut runs_csv = RunsCsv::default();
         let mut bar = bars.bar(&r.name, from, span);
         let mut schedule = schedule_files.recorders(r.config.split_parallel);
         let done = {
-            let mut observers: Vec<&mut dyn Observer> = vec![&mut csv, &mut bar];
+            let mut observers: Vec<&mut dyn Observer> = vec![&mut csv, &mut runs_csv, &mut bar];
             schedule.add_to(&mut observers);
             r.config.execute(scan, &mut Fanout(observers))
         };
@@ -454,6 +456,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             d => d.with_context(|| format!("policy {}", r.config.order))?,
         };
         run_dir.finish_tasks_csv(csv)?;
+        run_dir.stage(&run_dir.path().join("runs.csv"), &runs_csv.into_bytes())?;
         // The whole header, read by now either way.
         let read = done.read.as_ref().unwrap_or(scan);
         schedule_files.write(schedule, &run_dir, &r.config, &done.summary, read)?;
@@ -470,6 +473,18 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
                 .collect()
         });
         let names: Vec<String> = summary.org_shares.iter().map(|o| o.name.clone()).collect();
+        // With several organizations, ψ (and φ) over time.
+        if let Some(fair) = &summary.fairness {
+            let name = |o: u32| fair.orgs.get(o as usize).map_or("", |l| l.name.as_str());
+            let text = fairness_csv(fair.over_time.iter().map(|p| FairnessRow {
+                at: p.at,
+                org: p.org,
+                name: name(p.org),
+                psi: p.psi,
+                phi: p.phi,
+            }));
+            run_dir.stage(&run_dir.path().join("fairness.csv"), text.as_bytes())?;
+        }
         run_dir.write_results(
             &done.metrics,
             &summary.platform.per_org,
