@@ -543,3 +543,200 @@ mod tests {
         assert!(!l.contains(">\n2.0\n<"), "whole-number ticks: {l}");
     }
 }
+
+/// A bar chart for [`bar_chart`]: one group of bars per `groups` entry,
+/// one bar per series in each group.
+pub struct BarChart<'a> {
+    pub title: &'a str,
+    /// What the groups are (the x axis' label).
+    pub x_label: &'a str,
+    /// What the bars measure, with its unit.
+    pub y_label: &'a str,
+    pub groups: &'a [String],
+    pub series: &'a [Series],
+    /// A log y axis (values ≤ 0 then have no bar); else linear from 0.
+    pub log_y: bool,
+    /// Series come in pairs (ours, the paper's): both of a pair share a
+    /// colour, the second pale with an outline.
+    pub paired: bool,
+}
+
+/// Grouped bars with both axes labelled and a legend. On a log axis the
+/// bars stand on the lowest tick; a value that is not finite (or ≤ 0 on
+/// a log axis) has no bar.
+pub fn bar_chart(c: &BarChart) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let width = (200 + 30 * c.series.len().max(1) * c.groups.len().max(1)) as u32;
+        let root = SVGBackend::with_string(&mut svg, (width.clamp(640, 1100), 440)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let finite = || {
+            c.series
+                .iter()
+                .flat_map(|s| s.values.iter().copied())
+                .filter(|v| v.is_finite() && (!c.log_y || *v > 0.0))
+        };
+        // Log axes are drawn in decades (log10 of the value), labelled
+        // with the values; room above the data for the legend.
+        let (lo, hi) = if c.log_y {
+            let (a, b) = finite().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v.log10()), b.max(v.log10()))
+            });
+            if a.is_finite() {
+                // At least half a decade under the smallest bar's top.
+                let lo = (a - 0.5).floor().min(b.ceil() - 1.0);
+                (lo, b + (b - lo).max(1.0) * (0.15 + 0.07 * c.series.len() as f64))
+            } else {
+                (0.0, 2.0)
+            }
+        } else {
+            let top = finite().fold(0.0f64, f64::max);
+            let bottom = finite().fold(0.0f64, f64::min);
+            let span = (top - bottom).max(1e-9);
+            (bottom, top + span * (0.15 + 0.08 * c.series.len() as f64))
+        };
+        let n = c.groups.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(c.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..n, lo..hi)
+            .map_err(err)?;
+        let names = c.groups.to_vec();
+        let log_y = c.log_y;
+        let decades = (hi - lo).round().max(1.0) as usize;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(c.groups.len().max(1) * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - x.floor() - 0.5).abs() < 1e-9 {
+                    names.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_labels(if log_y { decades + 1 } else { 10 })
+            .x_desc(c.x_label)
+            .y_desc(c.y_label)
+            .y_label_formatter(&|y| {
+                if !log_y {
+                    number(*y)
+                } else if (y - y.round()).abs() < 1e-9 {
+                    number(10f64.powi(y.round() as i32))
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .map_err(err)?;
+        let k = c.series.len().max(1) as f64;
+        let w = 0.8 / k;
+        for (si, s) in c.series.iter().enumerate() {
+            let (base, pale) = if c.paired {
+                (COLORS[(si / 2) % COLORS.len()], si % 2 == 1)
+            } else {
+                (COLORS[si % COLORS.len()], false)
+            };
+            let fill = if pale {
+                base.mix(0.35).filled()
+            } else {
+                base.filled()
+            };
+            let y = |v: f64| if log_y { v.log10() } else { v };
+            let bars: Vec<_> = s
+                .values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite() && (!log_y || **v > 0.0))
+                .flat_map(|(g, &v)| {
+                    let x0 = g as f64 + 0.1 + si as f64 * w;
+                    let (y0, y1) = if log_y { (lo, y(v)) } else { (0.0, v) };
+                    let corners = [(x0, y0), (x0 + w * 0.9, y1)];
+                    let mut r = vec![Rectangle::new(corners, fill)];
+                    if pale {
+                        r.push(Rectangle::new(corners, base.stroke_width(1)));
+                    }
+                    r
+                })
+                .collect();
+            chart
+                .draw_series(bars)
+                .map_err(err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    EmptyElement::at((x, y))
+                        + Rectangle::new([(0, -5), (12, 5)], fill)
+                        + Rectangle::new([(0, -5), (12, 5)], base.stroke_width(1))
+                });
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod bar_chart_tests {
+    use super::*;
+
+    fn chart(log_y: bool, values: [Vec<f64>; 2]) -> String {
+        let [a, b] = values;
+        let series = [
+            Series {
+                name: "ρ ours".into(),
+                values: a,
+            },
+            Series {
+                name: "ρ paper".into(),
+                values: b,
+            },
+        ];
+        bar_chart(&BarChart {
+            title: "Test 2: degradation",
+            x_label: "strategy",
+            y_label: "degradation (%)",
+            groups: &["MST".into(), "PFFP1".into(), "Rand".into()],
+            series: &series,
+            log_y,
+            paired: true,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn bars_have_both_axis_labels_the_groups_and_a_legend() {
+        for log_y in [false, true] {
+            let svg = chart(log_y, [vec![0.0, 12.5, 3.0], vec![0.0, 1.52, f64::NAN]]);
+            for label in [
+                "Test 2: degradation",
+                "strategy",
+                "degradation (%)",
+                "MST",
+                "PFFP1",
+                "Rand",
+                "ρ ours",
+                "ρ paper",
+            ] {
+                assert!(svg.contains(label), "{label} (log {log_y})");
+            }
+        }
+    }
+
+    #[test]
+    fn a_log_axis_is_labelled_in_decades_and_leaves_out_zeros() {
+        let svg = chart(true, [vec![0.0, 100.0, 0.5], vec![0.0, 2.0, 0.0]]);
+        for tick in [">\n0.1\n<", ">\n1\n<", ">\n10\n<", ">\n100\n<"] {
+            assert!(svg.contains(tick), "{tick}");
+        }
+        // 3 positive values: 3 bars, each pale one (the paper's) outlined
+        // too; plus the legend's 2 swatches of 2 rectangles and the
+        // background.
+        let rects = svg.matches("<rect").count();
+        let zero = chart(true, [vec![0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0]]);
+        let none = zero.matches("<rect").count();
+        assert_eq!(rects - none, 4, "{svg}");
+    }
+}

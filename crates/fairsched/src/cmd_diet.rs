@@ -4,6 +4,7 @@
 use crate::cmd_experiment::{ForceArg, bar, begin_out, open_out};
 use crate::term::sayln;
 use fairsched_report::plot::{Panel, Series, panels};
+use fairsched_report::table::{TABLES_JSON, tables_json};
 use fairsched_report::{Table, fixed};
 use fairsched_sim::experiments::diet::{self as exp, N_SUBMIT, Point, SCENARIOS};
 use serde::Serialize;
@@ -196,7 +197,10 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
         notes: &notes,
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    begin_out(&mut out_dir, &["summary.json", "diet.csv", "diet.svg"])?;
+    begin_out(
+        &mut out_dir,
+        &["summary.json", "diet.csv", "diet.svg", TABLES_JSON],
+    )?;
     let mut t = Table::new([
         "n_submit",
         "legacy unhappy",
@@ -269,6 +273,7 @@ pub fn diet(a: DietArgs) -> anyhow::Result<()> {
         ("summary.json", &crate::term::summary_json(&summary)),
         ("diet.csv", t.to_csv().as_bytes()),
         ("diet.svg", svg.as_bytes()),
+        (TABLES_JSON, &tables_json([&t])),
     ])?;
     out_dir.finish()?;
     sayln!("{}", t.to_text());

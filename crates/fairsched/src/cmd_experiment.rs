@@ -2,8 +2,8 @@
 //! the papers'.
 
 use crate::term::sayln;
-use fairsched_report::plot::{Series, grouped_bars, lines};
-use fairsched_report::table::push_csv_line;
+use fairsched_report::plot::{BarChart, Series, bar_chart, lines};
+use fairsched_report::table::{TABLES_JSON, push_csv_line, tables_json};
 use fairsched_report::{OutDir, Table, fixed};
 use fairsched_sim::experiments::shapley::{
     self as exp, ALGORITHMS, Config, LoadedTrace, Row, SHARED_LOGS, SharedLog, Stat, UNAVAILABLE, WINDOWS,
@@ -524,16 +524,7 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         notes: notes.clone(),
         wall_time_s: started.elapsed().as_secs_f64(),
     };
-    begin_out(&mut out_dir, &["summary.json", "shapley.csv", "shapley.svg"])?;
-    let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
-    // Together (the summary renamed last): never one without the others.
-    let written = out_dir.write_set(&[
-        ("summary.json", &crate::term::summary_json(&summary)),
-        ("shapley.csv", csv(&rows).as_bytes()),
-        ("shapley.svg", svg.as_bytes()),
-    ])?;
-    out_dir.finish()?;
-    // The table on standard output.
+    // The table printed on standard output (and kept in tables.json).
     let title = if figure {
         format!("Figure 1 — Δψ/p_tot vs organizations on LPC-EGEE, windows of {window} s")
     } else {
@@ -592,6 +583,19 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         table.note(n.clone());
     }
 
+    begin_out(
+        &mut out_dir,
+        &["summary.json", "shapley.csv", "shapley.svg", TABLES_JSON],
+    )?;
+    let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
+    // Together (the summary renamed last): never one without the others.
+    let written = out_dir.write_set(&[
+        ("summary.json", &crate::term::summary_json(&summary)),
+        ("shapley.csv", csv(&rows).as_bytes()),
+        ("shapley.svg", svg.as_bytes()),
+        (TABLES_JSON, &tables_json([&table])),
+    ])?;
+    out_dir.finish()?;
     sayln!("{}", table.to_text());
     sayln!(
         "wrote {} ({}) in {:.1} s",
@@ -652,11 +656,14 @@ fn chart(
                     .collect(),
             })
             .collect();
-        grouped_bars(
-            &format!("Table {table}: Δψ/p_tot by algorithm (log scale), windows of {window} s"),
-            "Δψ/p_tot (s)",
-            &groups,
-            &series,
-        )
+        bar_chart(&BarChart {
+            title: &format!("Table {table}: Δψ/p_tot by algorithm (log scale), windows of {window} s"),
+            x_label: "log",
+            y_label: "Δψ/p_tot (s), mean over windows",
+            groups: &groups,
+            series: &series,
+            log_y: true,
+            paired: false,
+        })
     }
 }

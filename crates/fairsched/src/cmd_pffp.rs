@@ -4,7 +4,7 @@
 use crate::cmd_experiment::{ForceArg, bar, begin_out, open_out};
 use crate::term::sayln;
 use fairsched_report::plot::{Series, heatmap, profiles};
-use fairsched_report::table::push_csv_line;
+use fairsched_report::table::{TABLES_JSON, push_csv_line, tables_json};
 use fairsched_report::{Table, fixed};
 use fairsched_sim::TraceInput;
 use fairsched_sim::experiments::pffp::analysis::{Degradation, gamma_matrix, profile, taus};
@@ -324,26 +324,30 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         Kind::Compare(_) => (Some(exp::degradations(&rows, &test)), None),
         Kind::Grid { .. } => (None, Some(exp::cells(&rows, &test))),
     };
+    // The tables printed (and kept in tables.json).
+    let printed: Vec<Table> = match (&deg, &cells) {
+        (Some(d), _) => {
+            let mut t = degradation_table(d, a.test, &head);
+            for n in &notes {
+                t.note(n.clone());
+            }
+            vec![t]
+        }
+        (None, Some(c)) => grid_tables(c, a.test, grid_h, &head, &notes),
+        (None, None) => Vec::new(),
+    };
     // Files first, then the tables; what an earlier run (of another test)
     // wrote in the same folder goes, so the folder describes this run only.
-    begin_out(&mut out_dir, &["summary.json", "pffp.csv"])?;
-    out_dir.write("pffp.csv", rows_csv(&rows).as_bytes())?;
-    let mut written = vec!["summary.json", "pffp.csv"];
-    if let Some(d) = &deg {
-        let mut t = degradation_table(d, a.test, &head);
-        for n in &notes {
-            t.note(n.clone());
-        }
-        out_dir.write("degradation.csv", t.to_csv().as_bytes())?;
-        written.push("degradation.csv");
+    begin_out(&mut out_dir, &["summary.json", "pffp.csv", TABLES_JSON])?;
+    let mut files: Vec<(String, Vec<u8>)> = vec![("pffp.csv".into(), rows_csv(&rows).into_bytes())];
+    if deg.is_some() {
+        files.push(("degradation.csv".into(), printed[0].to_csv().into_bytes()));
         for (f, svg) in profile_charts(&rows, &test)? {
-            out_dir.write(&f, svg.as_bytes())?;
+            files.push((f, svg.into_bytes()));
         }
-        written.push("profile-*.svg");
     }
     if let Some(c) = &cells {
-        out_dir.write("grid.csv", grid_csv(c).as_bytes())?;
-        written.push("grid.csv");
+        files.push(("grid.csv".into(), grid_csv(c).into_bytes()));
         let (rows_l, cols_l, vals) = layout(c, grid_h);
         if !vals.is_empty() {
             let svg = heatmap(
@@ -355,10 +359,10 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
                 &vals,
             )
             .map_err(anyhow::Error::msg)?;
-            out_dir.write("grid.svg", svg.as_bytes())?;
-            written.push("grid.svg");
+            files.push(("grid.svg".into(), svg.into_bytes()));
         }
     }
+    files.push((TABLES_JSON.into(), tables_json(&printed)));
     let summary = Summary {
         experiment: "pffp",
         test: a.test,
@@ -399,23 +403,33 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         notes: &notes,
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    out_dir.write("summary.json", &crate::term::summary_json(&summary))?;
+    files.push(("summary.json".into(), crate::term::summary_json(&summary)));
+    // Together (the summary renamed last): never one without the others.
+    let set: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    let written = out_dir.write_set(&set)?;
     out_dir.finish()?;
 
-    if let Some(d) = &deg {
-        let mut t = degradation_table(d, a.test, &head);
-        for n in &notes {
-            t.note(n.clone());
-        }
-        sayln!("{}", t.to_text());
+    match (&deg, &cells) {
+        (Some(_), _) => sayln!("{}", printed[0].to_text()),
+        (None, Some(_)) => sayln!("{}", grid_text(&printed, &notes)),
+        (None, None) => {}
     }
-    if let Some(c) = &cells {
-        sayln!("{}", grid_text(c, a.test, grid_h, &head, &notes));
+    // The summary first, as the other experiments say it; the profiles
+    // as one item: there are six.
+    let mut shown: Vec<String> = vec!["summary.json".to_string()];
+    shown.extend(
+        written
+            .iter()
+            .filter(|n| !n.starts_with("profile-") && n.as_str() != "summary.json")
+            .cloned(),
+    );
+    if written.iter().any(|n| n.starts_with("profile-")) {
+        shown.push("profile-*.svg".into());
     }
     sayln!(
         "wrote {} ({}) in {:.1} s",
         out.display(),
-        written.join(", "),
+        shown.join(", "),
         started.elapsed().as_secs_f64()
     );
     Ok(())
@@ -520,18 +534,19 @@ fn grid_csv(cells: &[Cell]) -> String {
     out
 }
 
-/// The φ×ψ grid as the paper lays it out (ours, then the paper's), the
-/// best cells, and for Test 1 the paper's Table 4.
-fn grid_text(cells: &[Cell], test: u8, h: f64, head: &str, notes: &[String]) -> String {
+/// The φ×ψ grid as the paper lays it out (ours, then the paper's, whose
+/// notes say where each has its best cell), and for Test 1 the paper's
+/// Table 4; the run's `notes` under the last table.
+fn grid_tables(cells: &[Cell], test: u8, h: f64, head: &str, notes: &[String]) -> Vec<Table> {
     let (rows_l, cols_l, vals) = layout(cells, h);
-    let mut s = String::new();
+    let mut out = Vec::new();
     let grid = |title: String, vals: &[Vec<f64>], d: usize| {
         let mut t =
             Table::new(std::iter::once("φ \\ ψ".to_string()).chain(cols_l.iter().cloned())).title(title);
         for (i, row) in vals.iter().enumerate() {
             t.row(std::iter::once(rows_l[i].clone()).chain(row.iter().map(|&x| fixed(x, d))));
         }
-        t.to_text()
+        t
     };
     let argmin = |vals: &[Vec<f64>]| {
         let mut best = (0, 0, f64::INFINITY);
@@ -551,11 +566,11 @@ fn grid_text(cells: &[Cell], test: u8, h: f64, head: &str, notes: &[String]) -> 
         _ => None,
     };
     if !vals.is_empty() {
-        s += &grid(
+        out.push(grid(
             format!("{head}: mean competitive factor ρ of PFFP, H = {h} (rows φ, columns ψ)"),
             &vals,
             3,
-        );
+        ));
         if let Some(p) = paper_table {
             let pv: Vec<Vec<f64>> = p.iter().map(|r| r.to_vec()).collect();
             let table_no = match test {
@@ -563,12 +578,11 @@ fn grid_text(cells: &[Cell], test: u8, h: f64, head: &str, notes: &[String]) -> 
                 3 => 7,
                 _ => 9,
             };
-            s += "\n";
-            s += &grid(format!("The paper's Table {table_no}"), &pv, 3);
+            let mut t = grid(format!("The paper's Table {table_no}"), &pv, 3);
             let (oi, oj, ov) = argmin(&vals);
             let (pi, pj, pv) = argmin(&pv);
-            s += &format!(
-                "\nbest: ours φ = {}, ψ = {} (ρ = {}); the paper's φ = {}, ψ = {} (ρ = {}); the paper's best cell has ρ = {} in ours\n",
+            t.note(format!(
+                "best: ours φ = {}, ψ = {} (ρ = {}); the paper's φ = {}, ψ = {} (ρ = {}); the paper's best cell has ρ = {} in ours",
                 rows_l[oi],
                 cols_l[oj],
                 fixed(ov, 3),
@@ -576,7 +590,8 @@ fn grid_text(cells: &[Cell], test: u8, h: f64, head: &str, notes: &[String]) -> 
                 cols_l[pj],
                 fixed(pv, 3),
                 fixed(vals[pi][pj], 3)
-            );
+            ));
+            out.push(t);
         }
     }
     if test == 1 {
@@ -596,8 +611,33 @@ fn grid_text(cells: &[Cell], test: u8, h: f64, head: &str, notes: &[String]) -> 
                 fixed(e.3, 2),
             ]);
         }
-        s += "\n";
-        s += &t.to_text();
+        out.push(t);
+    }
+    if let Some(last) = out.last_mut() {
+        last.notes.extend(notes.iter().cloned());
+    }
+    out
+}
+
+/// The grid's tables as printed: each table, a blank line between them;
+/// the paper's grid's note (the best cells) after a blank line, and the
+/// run's notes unwrapped at the end (as they were before the tables kept
+/// them).
+fn grid_text(tables: &[Table], notes: &[String]) -> String {
+    let mut s = String::new();
+    for (i, t) in tables.iter().enumerate() {
+        let mut shown = t.clone();
+        shown.notes.retain(|n| !notes.contains(n));
+        let best = std::mem::take(&mut shown.notes);
+        if i > 0 {
+            s += "\n";
+        }
+        s += &shown.to_text();
+        for b in best {
+            s += "\n";
+            s += &b;
+            s += "\n";
+        }
     }
     s += "\n";
     for n in notes {

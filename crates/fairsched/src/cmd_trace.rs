@@ -5,8 +5,9 @@ use crate::cmd_experiment::{ForceArg, begin_out, open_out};
 use crate::term::{say, sayln};
 use anyhow::Context;
 use fairsched_core::Time;
-use fairsched_report::OutDir;
 use fairsched_report::plot::{Series, lines, steps};
+use fairsched_report::table::{TABLES_JSON, tables_json};
+use fairsched_report::{OutDir, Table};
 use fairsched_sim::experiments::workflow::Protocol;
 use fairsched_sim::experiments::workflow::grid::Grid;
 use fairsched_sim::experiments::workflow::tau::{TauRepetition, tau};
@@ -35,7 +36,8 @@ pub enum TraceCommand {
     Stats {
         /// An SWF log, plain or gzip.
         file: PathBuf,
-        /// Write DIR/summary.json (everything) and DIR/aggregation.svg. A
+        /// Write DIR/summary.json (everything), DIR/aggregation.svg and
+        /// DIR/tables.json (the tables printed, for `fairsched report`). A
         /// folder an earlier run wrote (it holds .fairsched-out) is cleared of
         /// that run's files first; other files stay.
         #[arg(long, value_name = "DIR")]
@@ -85,7 +87,8 @@ pub struct TauArgs {
     /// Bin width of the histogram, from 0.001 to 1.
     #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     bin: f64,
-    /// Write DIR/tau.json and DIR/tau.svg. A folder an earlier run wrote (it
+    /// Write DIR/tau.json, DIR/tau.svg and DIR/tables.json (the histogram
+    /// printed, for `fairsched report`). A folder an earlier run wrote (it
     /// holds .fairsched-out) is cleared of that run's files first; other files
     /// stay.
     #[arg(long, value_name = "DIR")]
@@ -135,7 +138,7 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
             let report = stats_report(&file, lenient)?;
             warn_header(&report.trace);
             let written = match out_dir {
-                Some(dir) => write_outputs(dir, &report)?,
+                Some(dir) => write_outputs(dir, &file, &report)?,
                 None => Vec::new(),
             };
             // Nothing to describe: said instead of a table of dashes (on
@@ -225,38 +228,44 @@ fn no_jobs(file: &Path, info: &TraceInfo) -> Option<String> {
     ))
 }
 
-/// Writes `summary.json` and, when there are jobs, `aggregation.svg`;
-/// returns the names written.
-fn write_outputs(mut dir: OutDir, report: &StatsReport) -> anyhow::Result<Vec<&'static str>> {
-    if report.stats.jobs == 0 {
-        begin_out(&mut dir, &["summary.json"])?;
-        dir.write("summary.json", &crate::term::summary_json(report))?;
-        dir.finish()?;
-        return Ok(vec!["summary.json"]);
+/// Writes `summary.json`, `tables.json` (the tables printed: none
+/// without jobs) and, when there are jobs, `aggregation.svg`, together
+/// (`summary.json` renamed last); returns the names written.
+fn write_outputs(mut dir: OutDir, file: &Path, report: &StatsReport) -> anyhow::Result<Vec<String>> {
+    let printed = if report.stats.jobs == 0 {
+        Vec::new()
+    } else {
+        stats_tables(file, &report.stats)
+    };
+    let mut files: Vec<(&str, Vec<u8>)> = vec![("summary.json", crate::term::summary_json(report))];
+    if report.stats.jobs > 0 {
+        let levels = &report.stats.aggregation;
+        let points = levels.iter().map(|l| l.values.len()).max().unwrap_or(0);
+        let xs: Vec<f64> = (1..=points).map(|i| i as f64).collect();
+        let series: Vec<Series> = levels
+            .iter()
+            .map(|l| Series {
+                name: format!("mean of {}", l.factor),
+                values: l.values.clone(),
+            })
+            .collect();
+        let svg = lines(
+            &format!("Aggregation of run times (first {points} points per level)"),
+            "point (level k covers 10× the jobs of level k − 1)",
+            "run time (s)",
+            &xs,
+            &series,
+        )
+        .map_err(anyhow::Error::msg)?;
+        files.push(("aggregation.svg", svg.into_bytes()));
     }
-    begin_out(&mut dir, &["summary.json", "aggregation.svg"])?;
-    dir.write("summary.json", &crate::term::summary_json(report))?;
-    let levels = &report.stats.aggregation;
-    let points = levels.iter().map(|l| l.values.len()).max().unwrap_or(0);
-    let xs: Vec<f64> = (1..=points).map(|i| i as f64).collect();
-    let series: Vec<Series> = levels
-        .iter()
-        .map(|l| Series {
-            name: format!("mean of {}", l.factor),
-            values: l.values.clone(),
-        })
-        .collect();
-    let svg = lines(
-        &format!("Aggregation of run times (first {points} points per level)"),
-        "point (level k covers 10× the jobs of level k − 1)",
-        "run time (s)",
-        &xs,
-        &series,
-    )
-    .map_err(anyhow::Error::msg)?;
-    dir.write("aggregation.svg", svg.as_bytes())?;
+    files.push((TABLES_JSON, tables_json(&printed)));
+    let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+    begin_out(&mut dir, &names)?;
+    let set: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+    let written = dir.write_set(&set)?;
     dir.finish()?;
-    Ok(vec!["summary.json", "aggregation.svg"])
+    Ok(written)
 }
 
 fn num(v: f64) -> String {
@@ -273,14 +282,15 @@ fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |h| format!("{h:.2}"))
 }
 
-fn render(file: &Path, s: &WorkloadStats) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "{}: {} jobs", file.display(), s.jobs);
-    let _ = writeln!(
-        o,
-        "\n{:<22} {:>16} {:>16}",
-        "statistic", "run time (s)", "inter-arrival (s)"
-    );
+/// The tables `trace stats` prints: the descriptive statistics of run
+/// times and inter-arrival times (the Pareto fit under them), then the
+/// Hurst estimates (the aggregation levels under them).
+fn stats_tables(file: &Path, s: &WorkloadStats) -> Vec<Table> {
+    let mut desc = Table::new(["statistic", "run time (s)", "inter-arrival (s)"]).title(format!(
+        "{}: {} jobs",
+        file.display(),
+        s.jobs
+    ));
     type Get = fn(&Descriptive) -> f64;
     let rows: [(&str, Get); 13] = [
         ("mean", |d| d.mean),
@@ -299,53 +309,41 @@ fn render(file: &Path, s: &WorkloadStats) -> String {
     ];
     for (name, get) in rows {
         let cell = |d: &Option<Descriptive>| d.as_ref().map_or_else(|| "-".into(), |d| num(get(d)));
-        let _ = writeln!(
-            o,
-            "{:<22} {:>16} {:>16}",
-            name,
-            cell(&s.runtime),
-            cell(&s.interarrival)
-        );
+        desc.row([name.to_string(), cell(&s.runtime), cell(&s.interarrival)]);
     }
-    match &s.pareto {
-        Some(p) => {
-            let _ = writeln!(
-                o,
-                "\nPareto I fit: S_m = {}, β = {:.3}, KS D = {:.4}, tail {} of {} positive run times ({} candidate scales)",
-                num(p.scale),
-                p.shape,
-                p.ks,
-                p.tail,
-                p.n,
-                p.candidates
-            );
-        }
-        None => {
-            let _ = writeln!(o, "\nPareto I fit: too few positive run times");
-        }
-    }
-    let _ = writeln!(
-        o,
-        "\n{:<14} {:>6} {:>8} {:>8}",
-        "Hurst", "raw", "linear", "poly 10"
-    );
+    desc.note(match &s.pareto {
+        Some(p) => format!(
+            "Pareto I fit: S_m = {}, β = {:.3}, KS D = {:.4}, tail {} of {} positive run times ({} candidate scales)",
+            num(p.scale),
+            p.shape,
+            p.ks,
+            p.tail,
+            p.n,
+            p.candidates
+        ),
+        None => "Pareto I fit: too few positive run times".into(),
+    });
+    let mut hurst = Table::new(["Hurst", "raw", "linear", "poly 10"])
+        .title("Hurst exponent of the run times: raw, linearly detrended, order-10 detrended");
     for r in &s.hurst {
-        let _ = writeln!(
-            o,
-            "{:<14} {:>6} {:>8} {:>8}",
-            r.name,
-            opt(r.raw),
-            opt(r.linear),
-            opt(r.poly)
-        );
+        hurst.row([r.name.to_string(), opt(r.raw), opt(r.linear), opt(r.poly)]);
     }
     let levels: Vec<String> = s
         .aggregation
         .iter()
         .map(|l| format!("×{} ({} points)", l.factor, l.len))
         .collect();
-    let _ = writeln!(o, "\naggregation levels: {}", levels.join(", "));
-    o
+    hurst.note(format!("aggregation levels: {}", levels.join(", ")));
+    vec![desc, hurst]
+}
+
+/// What `trace stats` prints: its tables, a blank line between them.
+fn render(file: &Path, s: &WorkloadStats) -> String {
+    stats_tables(file, s)
+        .iter()
+        .map(Table::to_text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The paper's τ_u.
@@ -464,14 +462,18 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
         repetitions: t.repetitions.clone(),
     };
 
-    // Files first.
+    // Files first, together, tau.json last.
     if let Some(mut dir) = out_dir {
-        begin_out(&mut dir, &["tau.json", "tau.svg"])?;
-        dir.write("tau.json", &crate::term::summary_json(&report))?;
         let svg = tau_svg(&report)
             .map_err(anyhow::Error::msg)
             .context("plotting the histogram")?;
-        dir.write("tau.svg", svg.as_bytes())?;
+        let printed = tau_tables(&report);
+        begin_out(&mut dir, &["tau.json", "tau.svg", TABLES_JSON])?;
+        dir.write_set(&[
+            (TABLES_JSON, &tables_json(&printed)),
+            ("tau.svg", svg.as_bytes()),
+            ("tau.json", &crate::term::summary_json(&report)),
+        ])?;
         dir.finish()?;
     }
     if a.json {
@@ -479,7 +481,8 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
     } else {
         say!("{}", render_tau(&report));
         if let Some(dir) = &a.out {
-            sayln!("wrote {0}/tau.json, {0}/tau.svg", dir.display());
+            // As the experiments say it (the line stays within 80 columns).
+            sayln!("wrote {} (tau.json, tau.svg, {TABLES_JSON})", dir.display());
         }
     }
     Ok(())
@@ -564,6 +567,52 @@ fn render_tau(r: &TauReport) -> String {
         }
     }
     o
+}
+
+/// The table `trace tau` prints (for `tables.json`): the histogram's bins
+/// with their counts and marks (the modes, the threshold's bin), the lines
+/// around it as title and notes; none when no sample was non-zero (it
+/// prints no histogram then).
+fn tau_tables(r: &TauReport) -> Vec<Table> {
+    if r.nonzero == 0 {
+        return Vec::new();
+    }
+    let text = render_tau(r);
+    let mut lines = text.lines();
+    let title = lines.next().unwrap_or_default().to_string();
+    let mut t = Table::new(["η_u", "count", "mark"]).title(title);
+    let d = decimals(r.bin);
+    let valley = r.threshold.map(|t| (t / r.bin).floor() as usize);
+    for b in &r.histogram {
+        let close = if b.hi >= 1.0 { ']' } else { ')' };
+        let mark = if r.modes.iter().any(|m| m.bin == b.bin) {
+            "mode"
+        } else if valley == Some(b.bin) {
+            "τ_u"
+        } else {
+            ""
+        };
+        t.row([
+            format!("[{:.d$}, {:.d$}{close}", b.lo, b.hi),
+            b.count.to_string(),
+            mark.to_string(),
+        ]);
+    }
+    // The line under the title, and the proposal after the bars.
+    if let Some(l) = lines.next() {
+        t.note(l);
+    }
+    let after: Vec<&str> = text
+        .rsplit("\n\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    for l in after {
+        t.note(l);
+    }
+    vec![t]
 }
 
 /// The histogram as a step outline, with the proposed and the paper's τ_u.

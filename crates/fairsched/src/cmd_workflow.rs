@@ -7,6 +7,7 @@ use crate::term::sayln;
 use anyhow::Context;
 use fairsched_core::Time;
 use fairsched_report::plot::steps;
+use fairsched_report::table::{TABLES_JSON, tables_json};
 use fairsched_report::{Table, fixed};
 use fairsched_sim::experiments::workflow::{self as exp, Pair, grid::Grid};
 use fairsched_trace::workflow::{LoadOptions, WorkflowSource};
@@ -80,6 +81,8 @@ struct Summary<'a> {
     seed: u64,
     repetitions: &'a [Pair],
     paper: Option<PaperOut>,
+    /// `--exp 2`: the paper's Table 3 (SimuBloch, its runs 1–4).
+    paper_table3: Option<Vec<PaperRun>>,
     notes: &'a [String],
     wall_time_s: f64,
 }
@@ -89,6 +92,19 @@ struct PaperOut {
     sigma_s_up_to: f64,
     mu_about: f64,
     sigma_m_up_to: Option<f64>,
+}
+
+/// One run of the paper's Table 3: SimuBloch's makespan, mean wait and
+/// slowdown under No-Fairness and Fairness.
+#[derive(Serialize)]
+struct PaperRun {
+    run: usize,
+    makespan_nf_s: f64,
+    mean_wait_nf_s: f64,
+    slowdown_nf: f64,
+    makespan_f_s: f64,
+    mean_wait_f_s: f64,
+    slowdown_f: f64,
 }
 
 /// The workflows `names` stand for: a built-in profile (gate, simubloch,
@@ -422,6 +438,21 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         seed: a.seed,
         repetitions: &pairs,
         paper,
+        paper_table3: (a.exp == Some(2)).then(|| {
+            PAPER_TABLE3
+                .iter()
+                .enumerate()
+                .map(|(i, r)| PaperRun {
+                    run: i + 1,
+                    makespan_nf_s: r[0],
+                    mean_wait_nf_s: r[1],
+                    slowdown_nf: r[2],
+                    makespan_f_s: r[3],
+                    mean_wait_f_s: r[4],
+                    slowdown_f: r[5],
+                })
+                .collect()
+        }),
         notes: &notes,
         wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
@@ -429,7 +460,7 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
         .iter()
         .map(|p| format!("eta-rep{}.svg", p.repetition))
         .collect();
-    let mut planned = vec!["summary.json", "sets.csv", "workflows.csv"];
+    let mut planned = vec!["summary.json", "sets.csv", "workflows.csv", TABLES_JSON];
     if table3.is_some() {
         planned.push("table3.csv");
     }
@@ -444,6 +475,12 @@ pub fn workflow(a: WorkflowArgs) -> anyhow::Result<()> {
     if let Some((_, t3_csv)) = &table3 {
         files.push(("table3.csv", t3_csv.to_csv().into_bytes()));
     }
+    // The tables printed, in their order.
+    let mut printed = vec![&t, &w];
+    if let Some((t3, _)) = &table3 {
+        printed.push(t3);
+    }
+    files.push((TABLES_JSON, tables_json(printed)));
     for (p, name) in pairs.iter().zip(&plots) {
         let svg = steps(
             &format!("η_u over time — {tag}, repetition {}", p.repetition),

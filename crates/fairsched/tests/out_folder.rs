@@ -149,6 +149,7 @@ fn a_second_run_replaces_the_first_runs_folders_and_keeps_the_users_files() {
             ".fairsched-out",
             "notes.txt",
             "orgs.csv",
+            "runs.csv",
             "summary.json",
             "tasks.csv",
             "users.csv"
@@ -287,6 +288,7 @@ fn a_killed_run_leaves_partial_files_the_next_run_removes() {
             ".fairsched-out",
             "notes.txt",
             "orgs.csv",
+            "runs.csv",
             "summary.json",
             "tasks.csv",
             "users.csv"
@@ -367,6 +369,7 @@ fn an_experiment_runs_twice_into_the_same_out() {
             "notes.txt",
             "sets.csv",
             "summary.json",
+            "tables.json",
             "workflows.csv"
         ]
     );
@@ -389,7 +392,13 @@ fn an_experiment_runs_twice_into_the_same_out() {
     ok(&diet);
     assert_eq!(
         names(&out),
-        [".fairsched-out", "diet.csv", "diet.svg", "summary.json"]
+        [
+            ".fairsched-out",
+            "diet.csv",
+            "diet.svg",
+            "summary.json",
+            "tables.json"
+        ]
     );
 }
 
@@ -407,7 +416,10 @@ fn trace_stats_and_tau_run_twice_into_the_same_out() {
     ];
     ok(&stats);
     ok(&stats);
-    assert_eq!(names(&out), [".fairsched-out", "aggregation.svg", "summary.json"]);
+    assert_eq!(
+        names(&out),
+        [".fairsched-out", "aggregation.svg", "summary.json", "tables.json"]
+    );
     // A folder of other files: refused, then forced.
     let mine = dir.path().join("mine");
     fs::create_dir(&mine).unwrap();
@@ -424,7 +436,13 @@ fn trace_stats_and_tau_run_twice_into_the_same_out() {
     ok(&args);
     assert_eq!(
         names(&mine),
-        [".fairsched-out", "a.txt", "aggregation.svg", "summary.json"]
+        [
+            ".fairsched-out",
+            "a.txt",
+            "aggregation.svg",
+            "summary.json",
+            "tables.json"
+        ]
     );
 
     let out = dir.path().join("tau");
@@ -440,7 +458,10 @@ fn trace_stats_and_tau_run_twice_into_the_same_out() {
     ];
     ok(&tau);
     ok(&tau);
-    assert_eq!(names(&out), [".fairsched-out", "tau.json", "tau.svg"]);
+    assert_eq!(
+        names(&out),
+        [".fairsched-out", "tables.json", "tau.json", "tau.svg"]
+    );
 }
 
 #[test]
@@ -527,7 +548,14 @@ fn a_rerun_keeps_the_users_files_inside_run_folders() {
 
 /// Result files that a run writes in its folder: present together with
 /// its summary, or not at all.
-const RUN_FILES: [&str; 5] = ["summary.json", "tasks.csv", "orgs.csv", "users.csv", "s.swf"];
+const RUN_FILES: [&str; 6] = [
+    "summary.json",
+    "tasks.csv",
+    "runs.csv",
+    "orgs.csv",
+    "users.csv",
+    "s.swf",
+];
 
 /// Every folder under `out` that holds one of a run's files holds its
 /// `summary.json` (and every other of them): no result shows under its
