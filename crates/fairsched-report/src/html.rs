@@ -57,6 +57,9 @@ pub enum Block {
     Facts(Vec<(String, String)>),
     /// Lines in small type (sources, caveats, "why ours differs").
     Notes(Vec<String>),
+    /// Blocks side by side where the page is wide enough (a set of
+    /// figures of one kind, such as performance profiles).
+    Gallery(Vec<Block>),
 }
 
 /// A table whose cells may carry their source.
@@ -337,6 +340,13 @@ impl Block {
                 }
             },
             Block::Table(t) => t.render_into(h),
+            Block::Gallery(blocks) => {
+                h.push_str("<div class=\"gallery\">\n");
+                for b in blocks {
+                    b.render_into(h);
+                }
+                h.push_str("</div>\n");
+            }
         }
     }
 }

@@ -16,7 +16,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE", default_value = "report.html")]
     out: PathBuf,
     /// The Gantt charts' window: START,LEN in seconds of the run's clock (durations such as
-    /// `2h` are accepted). Default: the busiest stretch of each run, at most 200 tasks wide.
+    /// `2h` are accepted). Default: around the first instant of each run's longest queue,
+    /// as wide as shows at most 200 runs.
     #[arg(long, value_name = "START,LEN")]
     gantt_window: Option<String>,
     /// What colours the Gantt charts' tasks.

@@ -53,6 +53,7 @@ const SYNOPSES: &[&str] = &[
     "fairsched trace info LOG.swf[.gz] [--json] [--lenient]",
     "fairsched trace stats LOG.swf[.gz] [--out DIR] [--json]",
     "fairsched trace tau WORKFLOW... [--grid FILE.toml] [--repetitions N] [--out DIR] [--json]",
+    "fairsched report DIR... [--out report.html] [--gantt-window START,LEN] [--color-by user|org]",
     "fairsched policies [--json]",
     // README.md, "The live service".
     "fairsched status [--tasks] [--json]    fairsched cancel ID    fairsched explain ID [--json]",
