@@ -409,124 +409,25 @@ pub struct Bars<'a> {
 }
 
 /// Grouped bars on a linear y axis through 0 (negative values go down),
-/// or on a log axis in decades.
+/// or on a log axis in decades: [`crate::plot::bar_chart`]'s.
 pub fn bars(c: &Bars) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let n = c.groups.len().max(1);
-        let k = c.series.len().max(1);
-        let width = (160 + 24 * n * k + 40 * n) as u32;
-        let root = SVGBackend::with_string(&mut svg, (width.clamp(640, 1100), 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let log_y = c.log_y;
-        // On a log axis bars are drawn in decades (log10 of the value).
-        let at = |v: f64| if log_y { v.log10() } else { v };
-        let vals = || {
-            c.series
-                .iter()
-                .flat_map(|s| s.1.iter().copied())
-                .filter(|v| v.is_finite() && (!log_y || *v > 0.0))
-                .map(at)
-        };
-        let legend_room = if c.series.len() > 1 {
-            0.1 * c.series.len() as f64
-        } else {
-            0.0
-        };
-        let (bottom, top) = if log_y {
-            let lo = vals().fold(f64::INFINITY, f64::min);
-            let hi = vals().fold(f64::NEG_INFINITY, f64::max);
-            if lo.is_finite() {
-                let (lo, hi) = (lo.floor().min(hi.ceil() - 1.0), hi.ceil());
-                (lo, hi + (hi - lo) * (0.08 + legend_room))
-            } else {
-                (0.0, 1.0)
-            }
-        } else {
-            let hi = vals().fold(0.0f64, f64::max);
-            let lo = vals().fold(0.0f64, f64::min);
-            let span = (hi - lo).max(1e-9);
-            let top = hi + span * (0.08 + legend_room);
-            (if lo < 0.0 { lo - span * 0.05 } else { 0.0 }, top)
-        };
-        let base = if log_y { bottom } else { 0.0 };
-        let mut chart = ChartBuilder::on(&root)
-            .caption(c.title, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(30)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..n as f64, bottom..top)
-            .map_err(err)?;
-        let names = c.groups.to_vec();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 1e-9 {
-                    names.get(i).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc(c.x_label)
-            .y_desc(c.y_label)
-            .y_labels(if log_y {
-                (top - bottom).ceil() as usize + 1
-            } else {
-                10
-            })
-            .y_label_formatter(&|y| {
-                if !log_y {
-                    tick(*y)
-                } else if (y - y.round()).abs() < 1e-6 {
-                    tick(10f64.powi(y.round() as i32))
-                } else {
-                    String::new()
-                }
-            })
-            .draw()
-            .map_err(err)?;
-        let w = 0.8 / k as f64;
-        for (si, (name, values)) in c.series.iter().enumerate() {
-            let color = rgb(PALETTE[si % PALETTE.len()]);
-            let rects = values
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_finite() && (!log_y || **v > 0.0))
-                .map(|(g, &v)| {
-                    let x0 = g as f64 + 0.1 + si as f64 * w;
-                    Rectangle::new([(x0, base), (x0 + w * 0.9, at(v))], color.filled())
-                });
-            let drawn = chart.draw_series(rects).map_err(err)?;
-            if c.series.len() > 1 {
-                drawn
-                    .label(name.clone())
-                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-            }
-        }
-        if !log_y && bottom < 0.0 {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(0.0, 0.0), (n as f64, 0.0)],
-                    BLACK.stroke_width(1),
-                )))
-                .map_err(err)?;
-        }
-        if c.series.len() > 1 {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(err)?;
-        }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+    let series: Vec<crate::plot::Series> = c
+        .series
+        .iter()
+        .map(|(name, values)| crate::plot::Series {
+            name: name.clone(),
+            values: values.clone(),
+        })
+        .collect();
+    crate::plot::bar_chart(&crate::plot::BarChart {
+        title: c.title,
+        x_label: c.x_label,
+        y_label: c.y_label,
+        groups: c.groups,
+        series: &series,
+        log_y: c.log_y,
+        paired: false,
+    })
 }
 
 #[cfg(test)]

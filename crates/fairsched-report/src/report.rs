@@ -124,52 +124,39 @@ impl RunFolder {
         }
     }
 
-    /// A number at `path` (`a.b.c`, array indices as numbers) of the
-    /// document read from `file`; `null` is `None` without a problem, a
-    /// missing field or another type is `None` with one.
-    pub fn num(&mut self, doc: &Value, file: &str, path: &str) -> Option<f64> {
-        match lookup(doc, path) {
-            Some(Value::Number(n)) => n.as_f64(),
-            Some(Value::Null) => None,
-            Some(other) => {
-                let shown = self.name(file);
-                self.problem(format!(
-                    "{shown}: field `{path}`: expected a number, found {}",
-                    type_name(other)
-                ));
-                None
-            }
-            None => {
-                let shown = self.name(file);
-                self.problem(format!(
-                    "{shown}: field `{path}` is missing (a run of an older fairsched?)"
-                ));
-                None
-            }
-        }
+    /// The field at `path` (`a.b.c`, array indices as numbers) of the
+    /// document read from `file`, as `pick` reads it; `null` is `None`
+    /// without a problem, a missing field or one `pick` refuses is `None`
+    /// with a problem saying it `expected` something else.
+    pub fn typed<'v, T>(
+        &mut self,
+        doc: &'v Value,
+        file: &str,
+        path: &str,
+        expected: &str,
+        pick: impl FnOnce(&'v Value) -> Option<T>,
+    ) -> Option<T> {
+        let found = match lookup(doc, path) {
+            Some(Value::Null) => return None,
+            Some(v) => match pick(v) {
+                Some(t) => return Some(t),
+                None => format!("field `{path}`: expected {expected}, found {}", type_name(v)),
+            },
+            None => format!("field `{path}` is missing (a run of an older fairsched?)"),
+        };
+        let shown = self.name(file);
+        self.problem(format!("{shown}: {found}"));
+        None
     }
 
-    /// A string at `path`, with the same rules as [`RunFolder::num`].
+    /// A number at `path`, with the rules of [`RunFolder::typed`].
+    pub fn num(&mut self, doc: &Value, file: &str, path: &str) -> Option<f64> {
+        self.typed(doc, file, path, "a number", Value::as_f64)
+    }
+
+    /// A string at `path`, with the rules of [`RunFolder::typed`].
     pub fn str(&mut self, doc: &Value, file: &str, path: &str) -> Option<String> {
-        match lookup(doc, path) {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Null) => None,
-            Some(other) => {
-                let shown = self.name(file);
-                self.problem(format!(
-                    "{shown}: field `{path}`: expected a string, found {}",
-                    type_name(other)
-                ));
-                None
-            }
-            None => {
-                let shown = self.name(file);
-                self.problem(format!(
-                    "{shown}: field `{path}` is missing (a run of an older fairsched?)"
-                ));
-                None
-            }
-        }
+        self.typed(doc, file, path, "a string", |v| v.as_str().map(str::to_string))
     }
 
     /// The tables the run printed, from `tables.json`, as blocks; with no

@@ -17,7 +17,7 @@
 
 use crate::html::{Block, Cell, HtmlTable};
 use crate::plot::{BarChart, Series, bar_chart, heatmap};
-use crate::report::{Options, RunFolder, lookup, tool_facts, type_name};
+use crate::report::{Options, RunFolder, lookup, tool_facts};
 use crate::table::fixed;
 use serde_json::Value;
 
@@ -212,25 +212,7 @@ fn show(x: f64) -> String {
 /// The array at `path`; `null` is `None` without a problem, a missing
 /// field or another type is `None` with one.
 fn array<'v>(f: &mut RunFolder, doc: &'v Value, file: &str, path: &str) -> Option<&'v Vec<Value>> {
-    match lookup(doc, path) {
-        Some(Value::Array(a)) => Some(a),
-        Some(Value::Null) => None,
-        Some(other) => {
-            let shown = f.name(file);
-            f.problem(format!(
-                "{shown}: field `{path}`: expected an array, found {}",
-                type_name(other)
-            ));
-            None
-        }
-        None => {
-            let shown = f.name(file);
-            f.problem(format!(
-                "{shown}: field `{path}` is missing (a run of an older fairsched?)"
-            ));
-            None
-        }
-    }
+    f.typed(doc, file, path, "an array", Value::as_array)
 }
 
 /// The strings of the array at `path` (each element that is not one is a
@@ -244,25 +226,7 @@ fn strings(f: &mut RunFolder, doc: &Value, file: &str, path: &str) -> Vec<String
 
 /// A boolean at `path`, with the rules of [`array`].
 fn boolean(f: &mut RunFolder, doc: &Value, file: &str, path: &str) -> Option<bool> {
-    match lookup(doc, path) {
-        Some(Value::Bool(b)) => Some(*b),
-        Some(Value::Null) => None,
-        Some(other) => {
-            let shown = f.name(file);
-            f.problem(format!(
-                "{shown}: field `{path}`: expected true or false, found {}",
-                type_name(other)
-            ));
-            None
-        }
-        None => {
-            let shown = f.name(file);
-            f.problem(format!(
-                "{shown}: field `{path}` is missing (a run of an older fairsched?)"
-            ));
-            None
-        }
-    }
+    f.typed(doc, file, path, "true or false", Value::as_bool)
 }
 
 fn num_fact(

@@ -30,6 +30,16 @@ fn references(html: &str) -> Vec<String> {
     out
 }
 
+/// A broker (first-fit) with one organization, `physics`: the broker,
+/// alice's token and a worker token.
+fn physics(dir: &std::path::Path) -> (Broker, String, String) {
+    let broker = Broker::start(dir, "first-fit", "30s");
+    broker.add_org("physics");
+    let alice = broker.add_user("alice", "physics");
+    let wtoken = broker.worker_token("physics");
+    (broker, alice, wtoken)
+}
+
 #[test]
 fn the_page_and_its_files_come_from_the_broker_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -133,10 +143,7 @@ fn open_gate(gate: &Path, name: &str) {
 #[test]
 fn counts_follow_the_tasks_a_worker_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("physics");
-    let alice = broker.add_user("alice", "physics");
-    let wtoken = broker.worker_token("physics");
+    let (broker, alice, wtoken) = physics(dir.path());
     let api = broker.api();
     let gate = dir.path().join("gate");
     std::fs::create_dir(&gate).unwrap();
@@ -279,10 +286,7 @@ fn next_where(
 #[test]
 fn the_event_stream_pushes_a_snapshot_when_a_task_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("physics");
-    let alice = broker.add_user("alice", "physics");
-    let wtoken = broker.worker_token("physics");
+    let (broker, alice, wtoken) = physics(dir.path());
     let api = broker.api();
     let gate = dir.path().join("gate");
     std::fs::create_dir(&gate).unwrap();
@@ -364,10 +368,7 @@ fn the_stream_ends_when_the_broker_stops() {
 #[test]
 fn no_token_is_needed_and_none_is_shown() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("physics");
-    let alice = broker.add_user("alice", "physics");
-    let wtoken = broker.worker_token("physics");
+    let (broker, alice, wtoken) = physics(dir.path());
     let api = broker.api();
     api.post_ok(
         "/v1/tasks",
