@@ -38,8 +38,9 @@ use std::io::BufReader;
 
 /// Points of a chart over time (intervals of the run's span).
 const TIME_POINTS: usize = 500;
-/// Points per policy on the comparison's charts.
-const COMPARISON_POINTS: usize = 500;
+/// Points per policy on the comparison's charts: fewer than one run's, so
+/// that five overlaid policies stay apart (500 made a tangle).
+const COMPARISON_POINTS: usize = 80;
 /// Runs the default Gantt window shows at most.
 const WINDOW_RUNS: usize = 200;
 /// Runs a Gantt chart draws at most (a window given by hand may hold more).
