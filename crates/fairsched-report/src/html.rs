@@ -380,8 +380,9 @@ impl HtmlTable {
         if self.cut > 0 {
             let _ = write!(
                 h,
-                "<p class=\"cut\">… and {} more rows (all of them are in the run's CSV).</p>",
-                self.cut
+                "<p class=\"cut\">… and {} more row{} (all of them are in the run's CSV).</p>",
+                self.cut,
+                if self.cut == 1 { "" } else { "s" }
             );
         }
         if !self.notes.is_empty() {

@@ -166,8 +166,9 @@ impl RunFolder {
         if !self.has(TABLES_JSON) {
             let shown = self.name(TABLES_JSON);
             self.problem(format!(
-                "{shown}: missing (the run was written by a fairsched from before `fairsched report`), \
-                 so the tables it printed are not shown; running its command again adds them"
+                "{shown}: missing (removed, or the run was written by a fairsched from before \
+                 `fairsched report`), so the tables it printed are not shown; running its command \
+                 again adds them"
             ));
             return Vec::new();
         }

@@ -981,18 +981,27 @@ fn slowdowns(f: &mut RunFolder, s: &Value, reps: usize, figures: &mut Vec<Block>
         "Slowdown per workflow, mean of {reps} repetition{}",
         if reps == 1 { "" } else { "s" }
     );
+    // A log axis only when the slowdowns span more than a factor 20: most
+    // lie between 1 and 2, which a log axis flattens.
+    let (lo, hi) = series
+        .iter()
+        .flat_map(|s| s.values.iter().copied())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+    let log_y = hi / lo > 20.0;
     let svg = bar_chart(&BarChart {
         title: &title,
         x_label: "workflow (in submission order)",
         y_label: "slowdown (makespan / M_own)",
         groups: &groups,
         series: &series,
-        log_y: true,
+        log_y,
         paired: with_paper,
     });
     let caption = format!(
         "Slowdown of each workflow (its makespan over M_own, the critical path of its measured task times; \
-         log scale), mean over the {reps} repetition{}: No-Fairness (FCFS) and Fairness (the η_u controller){}",
+         {} scale), mean over the {reps} repetition{}: No-Fairness (FCFS) and Fairness (the η_u controller){}",
+        if log_y { "log" } else { "linear" },
         if reps == 1 { "" } else { "s" },
         if with_paper {
             "; pale: the paper's Table 3 (SimuBloch, mean of its 4 runs on the production grid)"

@@ -318,7 +318,7 @@ pub fn comparison(f: &mut RunFolder, comparison: &Value, opts: &Options) -> Vec<
             "comparison queue",
             plot_sim::time_steps(&TimeChart {
                 title: "Tasks waiting, every policy",
-                x_label: "time (s, the log's clock)",
+                x_label: "time (s, the run's clock)",
                 y_label: "tasks waiting (mean over each interval)",
                 y_top: None,
                 series: &queue,
@@ -348,7 +348,7 @@ pub fn comparison(f: &mut RunFolder, comparison: &Value, opts: &Options) -> Vec<
                 "comparison utilization",
                 plot_sim::time_steps(&TimeChart {
                     title: "Utilization, every policy",
-                    x_label: "time (s, the log's clock)",
+                    x_label: "time (s, the run's clock)",
                     y_label: "fraction of processors busy",
                     y_top: Some(1.05),
                     series: &util,
@@ -737,7 +737,44 @@ fn run_part(
     let total = lookup(s, "platform.total")
         .and_then(Value::as_f64)
         .filter(|t| *t > 0.0);
-    let tasks = read_file(f, "tasks.csv", timeline::read_tasks);
+    let mut tasks = read_file(f, "tasks.csv", timeline::read_tasks);
+    // A run's first processor and its count must fit its machine (a slot
+    // past it would stretch the Gantt chart over processors that do not
+    // exist). tasks.csv gives only the first processor, not always the
+    // lowest: the others may lie below it.
+    if let (Some(ts), Some(m)) = (&mut tasks, &machines) {
+        let mut bad = Vec::new();
+        ts.retain(|t| {
+            let (Some(mi), Some(slot)) = (t.machine, t.slot) else {
+                return true;
+            };
+            let why = match m.get(mi as usize) {
+                Some(&size) if slot < size && t.slots <= size => return true,
+                Some(&size) => format!(
+                    "task {}: slot {slot} and {} slots on machine {mi}, which has {size} (summary.json's \
+                     platform.machines): left out",
+                    t.task, t.slots
+                ),
+                None => format!(
+                    "task {}: machine {mi} is not in summary.json's platform.machines: left out",
+                    t.task
+                ),
+            };
+            bad.push(why);
+            false
+        });
+        let shown = f.name("tasks.csv");
+        let n = bad.len();
+        for b in bad.into_iter().take(timeline::MAX_LINE_PROBLEMS) {
+            f.problem(format!("{shown}: {b}"));
+        }
+        if n > timeline::MAX_LINE_PROBLEMS {
+            f.problem(format!(
+                "{shown}: … and {} more such tasks left out",
+                n - timeline::MAX_LINE_PROBLEMS
+            ));
+        }
+    }
     let runs = if tasks.is_some() {
         if f.has("runs.csv") {
             read_file(f, "runs.csv", timeline::read_runs).unwrap_or_default()
@@ -850,6 +887,18 @@ fn gantt_block(
         MAX_GANTT_RUNS,
     );
     let (a, b) = (w.start, w.start + w.len);
+    if l.runs_in_window == 0 && opts.gantt_window.is_some() {
+        let span = tl.span().map_or("no run at all".to_string(), |(x, y)| {
+            format!("runs in [{}, {}] s", secs(x), secs(y))
+        });
+        f.problem(format!(
+            "{}: --gantt-window [{}, {}) s holds no run of this run ({span}, on the run's clock: \
+             from the window's start for `simulate --window`)",
+            f.shown,
+            secs(a),
+            secs(b)
+        ));
+    }
     let title = format!("Gantt chart, {} from t = {} s", human(w.len), secs(a));
     let machine_note = if l.machines.len() > 1 {
         " Machines are stacked from the bottom, split by black lines."
@@ -858,7 +907,7 @@ fn gantt_block(
     };
     let svg = plot_sim::gantt(&Gantt {
         title: &title,
-        x_label: "time (s, the log's clock)",
+        x_label: "time (s, the run's clock)",
         y_label: if l.exact_rows {
             "processor (slot number)"
         } else {
@@ -953,7 +1002,7 @@ fn over_time_blocks(f: &mut RunFolder, out: &mut Vec<Block>, tl: &Timeline, s: &
         "utilization",
         plot_sim::time_steps(&TimeChart {
             title: "Utilization",
-            x_label: "time (s, the log's clock)",
+            x_label: "time (s, the run's clock)",
             y_label: "fraction of processors busy",
             y_top: Some(1.05),
             series: &util,
@@ -991,7 +1040,7 @@ fn over_time_blocks(f: &mut RunFolder, out: &mut Vec<Block>, tl: &Timeline, s: &
         "queue length",
         plot_sim::time_steps(&TimeChart {
             title: "Queue length",
-            x_label: "time (s, the log's clock)",
+            x_label: "time (s, the run's clock)",
             y_label: "tasks waiting",
             y_top: None,
             series: &queue,
@@ -1069,12 +1118,12 @@ fn fairness_blocks(f: &mut RunFolder, out: &mut Vec<Block>, s: &Value, expected:
             .fold(0.0f64, |m, v| m.max(v.abs()));
         let (div, unit) = scale(max);
         let mut series = Vec::new();
-        for (i, (org, name, _)) in orgs.iter().enumerate() {
+        for (org, name, _) in orgs.iter() {
             let mine = || rows.iter().filter(move |r| r.org == *org);
             series.push(TimeSeries {
                 name: format!("ψ {name}"),
                 points: mine().map(|r| (r.at as f64 / 1000.0, r.psi / div)).collect(),
-                color: i,
+                color: *org as usize,
                 stroke: Stroke::Solid,
             });
             if with_phi {
@@ -1083,7 +1132,7 @@ fn fairness_blocks(f: &mut RunFolder, out: &mut Vec<Block>, s: &Value, expected:
                     points: mine()
                         .filter_map(|r| Some((r.at as f64 / 1000.0, r.phi? / div)))
                         .collect(),
-                    color: i,
+                    color: *org as usize,
                     stroke: Stroke::Dashed,
                 });
             }
@@ -1098,7 +1147,7 @@ fn fairness_blocks(f: &mut RunFolder, out: &mut Vec<Block>, s: &Value, expected:
                 } else {
                     "Utility ψ per organization"
                 },
-                x_label: "time (s, the log's clock)",
+                x_label: "time (s, the run's clock)",
                 y_label: &format!("{}({unit}s²)", if with_phi { "ψ, φ " } else { "ψ " }),
                 y_top: None,
                 series: &series,

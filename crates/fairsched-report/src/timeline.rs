@@ -315,7 +315,17 @@ pub fn read_tasks<R: BufRead>(r: R, p: &mut LineProblems) -> Vec<TaskRow> {
             end: time(f[8], "end")?,
             completed: f[9] == "completed",
         };
+        const OUTCOMES: [&str; 5] = ["completed", "killed", "failed", "cancelled", "rejected"];
+        if !OUTCOMES.contains(&f[9]) {
+            return Err((
+                "outcome",
+                format!("`{}` is none of {}", f[9], OUTCOMES.join(", ")),
+            ));
+        }
         if let Some(s) = t.start {
+            if t.slots == 0 {
+                return Err(("slots", "0 for a task that started".to_string()));
+            }
             if s < t.submit || s > t.end {
                 return Err(("start", format!("{} is not between submit and end", f[7])));
             }
@@ -797,11 +807,21 @@ pub fn gantt_layout(
     }
     let mut ranked: Vec<(i64, i128)> = held.into_iter().collect();
     ranked.sort_by_key(|&(k, h)| (std::cmp::Reverse(h), k));
-    let named: Vec<i64> = ranked.iter().take(GANTT_GROUPS).map(|g| g.0).collect();
+    let mut named: Vec<i64> = ranked.iter().take(GANTT_GROUPS).map(|g| g.0).collect();
+    // Organizations keep their index's colour (as on the page's ψ and φ
+    // charts) when every one shown has a colour of its own.
+    let by_index = group_by == GroupBy::Org
+        && named
+            .iter()
+            .all(|&k| usize::try_from(k).is_ok_and(|k| k < crate::plot_sim::PALETTE.len()));
+    if by_index {
+        named.sort_unstable();
+    }
     let mut legend: Vec<(String, (u8, u8, u8))> = named
         .iter()
         .enumerate()
         .map(|(i, &k)| {
+            let i = if by_index { k as usize } else { i };
             let name = match group_by {
                 GroupBy::User => format!("user {k}"),
                 GroupBy::Org => org_names
@@ -1179,6 +1199,21 @@ mod tests {
         assert_eq!(m.len(), 2, "{m:?}");
         assert!(m[0].starts_with("run/tasks.csv:3: field `start`: `x`"), "{m:?}");
         assert!(m[1].starts_with("run/tasks.csv:5: field `org`: missing"), "{m:?}");
+        // An outcome of no known kind, a started task on no processor.
+        let csv = "task,job,user,org,machine,slot,slots,submit,start,end,wait,response,bsld,outcome,attempts,log_status\n\
+                   1,1,5,0,0,0,2,0,1,10,1,10,1.0,maybe,1,1\n\
+                   2,1,5,0,0,0,0,0,1,10,1,10,1.0,completed,1,1\n";
+        let mut p = LineProblems::new("t.csv");
+        assert!(read_tasks(csv.as_bytes(), &mut p).is_empty());
+        let m = p.into_messages();
+        assert!(
+            m[0].starts_with("t.csv:2: field `outcome`: `maybe` is none of completed"),
+            "{m:?}"
+        );
+        assert!(
+            m[1].starts_with("t.csv:3: field `slots`: 0 for a task that started"),
+            "{m:?}"
+        );
         // More than the cap: counted.
         let mut bad = String::from("task,attempt,machine,slot,slots,start,stop\n");
         for _ in 0..9 {

@@ -15,8 +15,9 @@ pub struct Args {
     /// The HTML file to write (replaced if it exists).
     #[arg(long, value_name = "FILE", default_value = "report.html")]
     out: PathBuf,
-    /// The Gantt charts' window: START,LEN in seconds of the run's clock (durations such as
-    /// `2h` are accepted). Default: around the first instant of each run's longest queue,
+    /// The Gantt charts' window: START,LEN in seconds of the run's clock (the log's, or from the
+    /// window's start for `simulate --window`; durations such as `2h` are accepted; write
+    /// `--gantt-window=-5,10` for a value starting with `-`). Default: around the first instant of each run's longest queue,
     /// as wide as shows at most 200 runs.
     #[arg(long, value_name = "START,LEN")]
     gantt_window: Option<String>,
@@ -77,6 +78,23 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         None => None,
         Some(w) => Some(parse_window(w).map_err(|e| usage(format!("--gantt-window {e}")))?),
     };
+    if a.out.is_dir() {
+        return Err(usage(format!(
+            "--out {}: a folder; give the HTML file to write",
+            a.out.display()
+        )));
+    }
+    let parent = a.out.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(p) = parent.filter(|p| !p.is_dir()) {
+        return Err(usage(format!(
+            "--out {}: no folder {}",
+            a.out.display(),
+            p.display()
+        )));
+    }
+    if a.title.trim().is_empty() {
+        return Err(usage("--title must not be empty"));
+    }
     if a.max_rows == 0 {
         return Err(usage("--max-rows must be at least 1"));
     }

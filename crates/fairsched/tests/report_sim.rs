@@ -229,7 +229,7 @@ fn simulate_folders_become_sections_whose_cells_are_the_files() {
         }
         for svg_text in [
             "Gantt chart",
-            "time (s, the log",
+            "time (s, the run",
             "Utilization",
             "Queue length",
             "Utility ψ",
