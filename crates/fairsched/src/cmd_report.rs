@@ -38,28 +38,17 @@ enum Color {
     Org,
 }
 
-/// Seconds: a number or a duration (`90`, `10m`, `2h`, `1d`).
+/// Seconds: a number or a duration (`90`, `10m`, `2h`, `250ms`), as
+/// policy parameters are written.
 fn seconds(s: &str) -> Result<f64, String> {
-    let s = s.trim();
-    let (num, unit) = match s
-        .char_indices()
-        .rev()
-        .find(|(_, c)| c.is_ascii_digit() || *c == '.')
-    {
-        Some((i, _)) => s.split_at(i + 1),
-        None => return Err(format!("`{s}` is not a number of seconds")),
-    };
-    let scale = match unit {
-        "" | "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        "d" => 86400.0,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (s, m, h or d)")),
-    };
-    match num.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x * scale),
-        _ => Err(format!("`{s}` is not a number of seconds ≥ 0")),
-    }
+    fairsched_core::registry::parse_duration(s.trim())
+        .map(|t| t.as_secs_f64())
+        .ok_or_else(|| {
+            format!(
+                "`{}` is neither a number of seconds ≥ 0 nor a duration (90, 10m, 2h, 250ms)",
+                s.trim()
+            )
+        })
 }
 
 fn parse_window(s: &str) -> Result<(f64, f64), String> {
@@ -159,6 +148,6 @@ mod tests {
         assert!(parse_window("10").unwrap_err().contains("START,LEN"));
         assert!(parse_window("10,0").unwrap_err().contains("> 0"));
         assert!(parse_window("-5,10").is_err());
-        assert!(parse_window("5,10y").unwrap_err().contains("unknown unit"));
+        assert!(parse_window("5,10y").unwrap_err().contains("`10y` is neither"));
     }
 }

@@ -128,8 +128,7 @@ impl Session {
             .await
             .unwrap_or_else(|e| {
                 panic!(
-                    "no WebDriver session from {} at {url}: {e}; its log:\n{}",
-                    driver_name(),
+                    "no WebDriver session from chromedriver at {url}: {e}; its log:\n{}",
                     std::fs::read_to_string(log).unwrap_or_default()
                 )
             });
@@ -166,10 +165,6 @@ impl Session {
     async fn close(self) {
         let _ = self.client.close().await;
     }
-}
-
-fn driver_name() -> &'static str {
-    "chromedriver"
 }
 
 /// Runs `fairsched ARGS` to its end; panics with its stderr on failure.
