@@ -19,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use fairsched_worker::wire::{PollRequest, RegisterRequest, ReportRequest};
+use fairsched_worker::wire::{DrainReply, PollRequest, RegisterRequest, ReportRequest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -355,6 +355,15 @@ async fn leave(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> 
     let worker = worker_id(&id)?;
     app.write(Write::Leave { worker, org }).await?;
     json(StatusCode::OK, &serde_json::json!({}))
+}
+
+async fn drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let org = worker_org(&app.who(&h).await?)?;
+    let worker = worker_id(&id)?;
+    match app.write(Write::Drain { worker, org }).await? {
+        Written::Draining { slots } => json(StatusCode::OK, &DrainReply { slots }),
+        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+    }
 }
 
 async fn metrics(State(app): State<App>) -> R {
@@ -795,6 +804,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/workers/{id}/poll", post(poll))
         .route("/v1/workers/{id}/report", post(report))
         .route("/v1/workers/{id}/leave", post(leave))
+        .route("/v1/workers/{id}/drain", post(drain))
         .route("/metrics", get(metrics))
         .route("/", get(dashboard_page))
         .route("/dashboard.js", get(dashboard_script))

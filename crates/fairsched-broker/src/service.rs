@@ -216,6 +216,12 @@ pub enum Write {
         worker: u64,
         org: u32,
     },
+    /// The worker takes no new task: its free slots leave now, the others
+    /// as their runs end (a pilot job near the end of its wall time).
+    Drain {
+        worker: u64,
+        org: u32,
+    },
 }
 
 /// What a write answers.
@@ -229,6 +235,10 @@ pub enum Written {
     Registered(RegisterReply),
     Reported(ReportReply),
     Left,
+    /// The worker drains: the slots it still has.
+    Draining {
+        slots: u32,
+    },
     /// Held tasks released or cancelled (internal: no client waits).
     Settled,
 }
@@ -274,6 +284,8 @@ struct Worker {
     slots: Vec<SlotId>,
     last_seen: Instant,
     lost: bool,
+    /// Takes no new task ([`Write::Drain`]).
+    draining: bool,
 }
 
 /// Counters and histograms for `/metrics`, since this process started.
@@ -412,6 +424,9 @@ struct Share {
 #[derive(Clone, Debug, Default, PartialEq)]
 struct ShareDelta {
     slots: i64,
+    /// Slots may have left inside the steps (a draining worker's): `G`
+    /// is brought to now before the count changes.
+    slots_moved: bool,
     users: BTreeMap<i64, UserDelta>,
 }
 
@@ -425,7 +440,7 @@ struct UserDelta {
 
 impl ShareDelta {
     fn is_empty(&self) -> bool {
-        self.slots == 0 && self.users.is_empty()
+        self.slots == 0 && !self.slots_moved && self.users.is_empty()
     }
     fn user(&mut self, u: i64) -> &mut UserDelta {
         self.users.entry(u).or_default()
@@ -681,7 +696,8 @@ impl Broker {
                 let slots: Vec<SlotId> = (first..first + n).map(|s| SlotId(s as u32)).collect();
                 self.next_slot = self.next_slot.max((first + n) as u32);
                 self.next_worker = self.next_worker.max(id as u64 + 1);
-                let lost = state != "active";
+                let lost = !matches!(state.as_str(), "active" | "draining");
+                let draining = state == "draining";
                 if !lost {
                     for &s in &slots {
                         self.slot_worker.insert(s, id as u64);
@@ -696,6 +712,7 @@ impl Broker {
                         slots,
                         last_seen: now,
                         lost,
+                        draining,
                     },
                 );
             }
@@ -1563,6 +1580,9 @@ impl Broker {
             public_of: &self.public_of,
         };
         let sat = &self.sat;
+        // While a worker drains, any step may end a run on one of its
+        // slots, and the slot leaves with it.
+        let draining = self.workers.values().any(|w| w.draining && !w.lost);
         let results = if steps.is_empty() {
             Vec::new()
         } else {
@@ -1570,6 +1590,9 @@ impl Broker {
                 ran = true;
                 let mut delta = ShareDelta::default();
                 let mut batch = Batch::default();
+                if draining {
+                    delta.slots_moved = true;
+                }
                 for (plan, actions) in stepped.iter().zip(outcomes) {
                     if let Some(actions) = actions {
                         persist(tx, plan, now_ms)?;
@@ -1596,6 +1619,7 @@ impl Broker {
         let logged = results.iter().any(|r| r.is_ok());
         if logged && let Some(st) = staged {
             self.sat.install(st);
+            self.sat.slots = self.live.core().view().total_slots() as i64;
         }
         // Plans without events: written with the steps, or on their own.
         let tables: Reply<()> = if tables_only.is_empty() {
@@ -1862,6 +1886,20 @@ impl Broker {
                     kind: PlanKind::Leave { worker, failed },
                 })
             }
+            Write::Drain { worker, org } => {
+                self.check_worker(worker, org)?;
+                let view = self.live.core().view();
+                let events = self.workers[&worker]
+                    .slots
+                    .iter()
+                    .filter(|&&s| view.slot_present(s))
+                    .map(|&slot| Event::SlotDrain { slot })
+                    .collect();
+                Ok(Plan {
+                    events,
+                    kind: PlanKind::Drain { worker },
+                })
+            }
         }
     }
 
@@ -2031,6 +2069,7 @@ impl Broker {
                         slots,
                         last_seen: Instant::now(),
                         lost: false,
+                        draining: false,
                     },
                 );
                 Written::Registered(RegisterReply {
@@ -2062,6 +2101,15 @@ impl Broker {
                 // It kills everything on its 410.
                 self.kills.remove(&worker);
                 Written::Left
+            }
+            PlanKind::Drain { worker } => {
+                let view = self.live.core().view();
+                let w = self.workers.get_mut(&worker);
+                let slots = w.map_or(0, |w| {
+                    w.draining = true;
+                    w.slots.iter().filter(|&&s| view.slot_present(s)).count() as u32
+                });
+                Written::Draining { slots }
             }
         };
         self.after(actions, now);
@@ -2248,9 +2296,15 @@ impl Known<'_> {
                 }
             }
             PlanKind::Register { slots, .. } => d.slots += *slots as i64,
-            PlanKind::Leave { worker: w, .. } => {
-                d.slots -= self.workers.get(w).map_or(0, |w| w.slots.len() as i64)
-            }
+            PlanKind::Leave { worker: w, .. } => match self.workers.get(w) {
+                Some(w) if w.draining => d.slots_moved = true,
+                Some(w) => d.slots -= w.slots.len() as i64,
+                None => {}
+            },
+            // Slots leave inside the core's steps while a worker drains:
+            // the shares' clock is brought to now, and the slot count read
+            // back from the core after the commit.
+            PlanKind::Drain { .. } => d.slots_moved = true,
             PlanKind::Cancel(_) | PlanKind::Withdraw { .. } | PlanKind::Report { .. } => {}
         }
     }
@@ -2384,6 +2438,10 @@ enum PlanKind {
         worker: u64,
         failed: Vec<(u64, String)>,
     },
+    /// A worker that drains.
+    Drain {
+        worker: u64,
+    },
 }
 
 /// The service's rows for an accepted write.
@@ -2482,6 +2540,12 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             for (task, why) in failed {
                 up.execute(params![*task as i64, why])?;
             }
+        }
+        PlanKind::Drain { worker } => {
+            tx.execute(
+                "UPDATE workers SET state = 'draining' WHERE id = ?1 AND state = 'active'",
+                params![*worker as i64],
+            )?;
         }
         PlanKind::Cancel(_) => {}
     }

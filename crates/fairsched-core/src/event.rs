@@ -38,6 +38,11 @@ pub enum Event {
     SlotJoin { machine: MachineId, owner: OrgId },
     /// A slot leaves; a task running on it is stopped ([`Outcome::Killed`]).
     SlotLeave { slot: SlotId },
+    /// A slot is about to leave (a pilot job near the end of its wall
+    /// time): it takes no new task; free, it leaves now, busy, it leaves
+    /// when its task's run ends, however it ends. The task is not
+    /// disturbed. Policies see [`Notice::SlotLeft`] when it leaves.
+    SlotDrain { slot: SlotId },
     /// A timer requested by [`Action::Timer`] fires.
     Timer { token: u64 },
 }

@@ -545,6 +545,16 @@ impl Scheduler {
                 }
             }
             Event::SlotLeave { slot } => self.slot_leave(slot, out),
+            Event::SlotDrain { slot } => match self.state.slots.get_mut(slot.index()) {
+                Some(s) if s.present && !s.draining => {
+                    if s.task.is_some() {
+                        s.draining = true;
+                    } else {
+                        self.slot_leave(slot, out);
+                    }
+                }
+                _ => self.stats.ignored_events += 1,
+            },
             Event::Timer { token } => {
                 // Timers are requested by the Control; without one, a
                 // stray timer has no reader.
@@ -675,9 +685,13 @@ impl Scheduler {
         };
         let Run { start, slots } = *run;
         let machine = t.machine;
+        let mut drained = false;
         for &s in slots.iter().rev() {
-            slot_state[s.index()].task = None;
-            if slot_state[s.index()].present {
+            let st = &mut slot_state[s.index()];
+            st.task = None;
+            if st.draining {
+                drained = true;
+            } else if st.present {
                 push_free(slot_state, machines, s);
             }
         }
@@ -691,6 +705,13 @@ impl Scheduler {
             stop: *now,
             end: how,
         };
+        if drained {
+            for &s in slots.iter() {
+                if self.state.slots[s.index()].draining {
+                    self.drop_slot(s);
+                }
+            }
+        }
         self.mark(machine);
         Some(run)
     }
@@ -800,7 +821,6 @@ impl Scheduler {
             return;
         }
         let machine = s.machine;
-        let owner = s.owner;
         if let Some(task) = s.task {
             out.push(Action::Stop {
                 task,
@@ -809,9 +829,19 @@ impl Scheduler {
             });
             self.end(task, Outcome::Killed, out);
         }
+        // A draining slot has left with its task.
+        if self.state.slots[slot.index()].present {
+            self.drop_slot(slot);
+        }
+    }
+
+    /// A present slot that holds no task leaves the platform.
+    fn drop_slot(&mut self, slot: SlotId) {
         self.state.take_free(slot);
         let s = &mut self.state.slots[slot.index()];
+        let (machine, owner) = (s.machine, s.owner);
         s.present = false;
+        s.draining = false;
         self.state.machines[machine.index()].capacity -= 1;
         self.state.org_slots[owner.index()] -= 1;
         let (state, mut p) = self.policies();
@@ -1009,6 +1039,7 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::OrgId;
     use crate::model::Phase;
     use crate::registry::{build_allocate, build_order};
     use std::sync::{Arc, Mutex};
@@ -1345,6 +1376,129 @@ mod tests {
             runs,
             [(0, 3, AttemptEnd::Requeued), (3, 9, AttemptEnd::Completed)]
         );
+    }
+
+    /// The slot `task` runs on.
+    fn slot_of(core: &Scheduler, task: u64) -> SlotId {
+        let view = core.view();
+        (0..view.total_slots() + 8)
+            .map(SlotId)
+            .find(|&s| view.slot_task(s) == Some(TaskId(task)))
+            .expect("a running task")
+    }
+
+    /// A snapshot restores only a consistent state: checks the slot books.
+    fn assert_consistent(core: &Scheduler) {
+        let mut copy = fifo_core(0);
+        copy.restore(&core.snapshot().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_draining_slot_takes_no_new_task_and_leaves_with_its_run() {
+        // Two slots, three tasks: 1 and 2 run, 3 waits. Task 1's slot
+        // drains at 1: task 1 goes on undisturbed; when it completes at 2
+        // the slot leaves instead of taking task 3, which starts only when
+        // task 2's slot frees at 3.
+        let mut core = fifo_core(2);
+        let mut out = Vec::new();
+        let at = Time::from_secs;
+        core.step(at(0), (1..=3).map(|i| Event::Submit(task(i))), None, &mut out)
+            .unwrap();
+        let s1 = slot_of(&core, 1);
+        out.clear();
+        core.step(at(1), [Event::SlotDrain { slot: s1 }], None, &mut out)
+            .unwrap();
+        assert!(out.is_empty(), "draining disturbs nothing: {out:?}");
+        assert_eq!(
+            core.view().total_slots(),
+            2,
+            "a busy slot stays until its run ends"
+        );
+        assert_consistent(&core);
+        core.step(at(2), [Event::Complete { task: TaskId(1) }], None, &mut out)
+            .unwrap();
+        assert!(!out.iter().any(|a| matches!(a, Action::Start { .. })), "{out:?}");
+        assert_eq!(core.view().total_slots(), 1);
+        assert_eq!(core.view().org_slots(OrgId(0)), 1);
+        assert!(!core.view().slot_present(s1));
+        assert_consistent(&core);
+        out.clear();
+        core.step(at(3), [Event::Complete { task: TaskId(2) }], None, &mut out)
+            .unwrap();
+        let started: Vec<_> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::Start { task, slots, .. } => Some((*task, slots[0])),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started.len(), 1);
+        assert_eq!(started[0].0, TaskId(3));
+        assert_ne!(started[0].1, s1, "a drained slot is never used again");
+        // Draining the last slot, then a slot that has left: ignored twice.
+        let s3 = slot_of(&core, 3);
+        let ignored = core.stats().ignored_events;
+        core.step(at(4), [Event::SlotDrain { slot: s3 }], None, &mut out)
+            .unwrap();
+        core.step(
+            at(4),
+            [Event::SlotDrain { slot: s3 }, Event::SlotDrain { slot: s1 }],
+            None,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(core.stats().ignored_events, ignored + 2);
+        // Requeued (its worker lost), the task goes back to wait: the slot
+        // leaves with the run, and nothing is left to run it.
+        out.clear();
+        core.step(at(5), [Event::Requeue { task: TaskId(3) }], None, &mut out)
+            .unwrap();
+        assert_eq!(core.view().total_slots(), 0);
+        assert_eq!(core.view().waiting_tasks(), 1);
+        assert!(!out.iter().any(|a| matches!(a, Action::Ended(_))), "{out:?}");
+        assert_consistent(&core);
+    }
+
+    #[test]
+    fn a_free_slot_drains_at_once_and_a_drained_busy_one_can_still_be_made_to_leave() {
+        let mut core = fifo_core(3);
+        let mut out = Vec::new();
+        core.step(Time::ZERO, [Event::Submit(task(1))], None, &mut out)
+            .unwrap();
+        let busy = slot_of(&core, 1);
+        let free: Vec<SlotId> = (0..3).map(SlotId).filter(|&s| s != busy).collect();
+        core.step(
+            Time::from_secs(1),
+            free.iter().map(|&slot| Event::SlotDrain { slot }),
+            None,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(core.view().total_slots(), 1);
+        assert_consistent(&core);
+        core.step(
+            Time::from_secs(2),
+            [Event::SlotDrain { slot: busy }],
+            None,
+            &mut out,
+        )
+        .unwrap();
+        // Killed with its slot: the slot leaves once, not twice.
+        out.clear();
+        core.step(
+            Time::from_secs(3),
+            [Event::SlotLeave { slot: busy }],
+            None,
+            &mut out,
+        )
+        .unwrap();
+        assert!(
+            out.iter()
+                .any(|a| matches!(a, Action::Ended(r) if r.outcome == Outcome::Killed))
+        );
+        assert_eq!(core.view().total_slots(), 0);
+        assert_eq!(core.view().org_slots(OrgId(0)), 0);
+        assert_consistent(&core);
     }
 
     #[test]

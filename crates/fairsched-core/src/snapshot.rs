@@ -66,7 +66,7 @@ pub enum SnapshotError {
 /// The first bytes of every snapshot.
 pub const MAGIC: [u8; 8] = *b"FSCHSNAP";
 /// The format version: bumped whenever any serialized type changes.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// Magic, version, length, checksum.
 const HEADER: usize = 8 + 2 + 8 + 8;
 

@@ -390,6 +390,8 @@ pub(crate) struct SlotState {
     pub owner: OrgId,
     pub task: Option<TaskId>,
     pub present: bool,
+    /// Leaves when its task's run ends ([`crate::Event::SlotDrain`]).
+    pub draining: bool,
     /// Position in its machine's free list, if free.
     pub free_pos: Option<u32>,
 }
@@ -453,6 +455,7 @@ impl State {
             owner,
             task: None,
             present: true,
+            draining: false,
             free_pos: None,
         });
         self.know_org(owner);
@@ -553,6 +556,9 @@ impl State {
                 }
             } else if free || s.task.is_some() {
                 return Err(format!("slot {i} has left but is free or held"));
+            }
+            if s.draining && (free || !s.present) {
+                return Err(format!("draining slot {i} is free or has left"));
             }
             free_marked += usize::from(free);
             held += u64::from(s.task.is_some());

@@ -143,7 +143,7 @@ impl<'a> AgentCtx<'a> {
         self.w.deliver(Event::Cancel { task }, self.deliver);
     }
     /// Reports an outside event: `Cancel`, `Kill`, `Requeue`, `Fail`, `SetPriority`,
-    /// `SlotJoin` or `SlotLeave`. (Submissions go through
+    /// `SlotJoin`, `SlotLeave` or `SlotDrain`. (Submissions go through
     /// [`AgentCtx::submit_new`]; completions, phases and timers are the
     /// engine's and the Control's, and are refused.)
     pub fn send(&mut self, ev: Event) -> Result<(), SimError> {
@@ -154,7 +154,8 @@ impl<'a> AgentCtx<'a> {
             | Event::Fail { .. }
             | Event::SetPriority { .. }
             | Event::SlotJoin { .. }
-            | Event::SlotLeave { .. } => {
+            | Event::SlotLeave { .. }
+            | Event::SlotDrain { .. } => {
                 self.w.deliver(ev, self.deliver);
                 Ok(())
             }

@@ -18,7 +18,7 @@ use signal_hook::iterator::Signals;
 use crate::Opts;
 use crate::client::{CallError, Client};
 use crate::executor::{ExecConfig, ExecutorKind, KillHandle, ReportSink, WORKER_ERROR_EXIT, run_assignment};
-use crate::wire::{Assignment, RegisterRequest, Report, ReportRequest, RunKey, WorkerId};
+use crate::wire::{Assignment, RegisterRequest, Report, ReportEvent, ReportRequest, RunKey, WorkerId};
 
 /// Longest long poll, whatever the lease.
 const MAX_WAIT: Duration = Duration::from_secs(10);
@@ -28,6 +28,12 @@ const MAX_BATCH: usize = 20_000;
 /// Retry delays after a failed call: 100 ms, doubling, at most 2 s.
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// How long the end of a run killed by a signal (or exiting 128 + a
+/// signal's number) waits before it is sent. Slurm's scancel and time
+/// limit signal every process of the job at once, the worker's runs with
+/// the worker: a run's end that the worker's own stop follows within this
+/// delay is not sent, so its task is requeued by the leave, not failed.
+const SIGNALLED_END_HOLD: Duration = Duration::from_millis(500);
 
 /// A registration that the broker has not yet declared lost.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +48,20 @@ struct Session {
 #[derive(Debug)]
 enum Stop {
     Signal(i32),
+    /// Drained: every run ended after the broker took the drain.
+    Drained,
     Fatal(String),
+}
+
+/// Where a drain (`--drain-before`) is.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Drain {
+    #[default]
+    No,
+    /// Its time has come: to be sent.
+    Due,
+    /// The broker took it: no new task comes.
+    Sent,
 }
 
 #[derive(Default)]
@@ -61,7 +80,32 @@ struct State {
     seen: HashSet<RunKey>,
     /// Reports not yet acknowledged by the broker, oldest first.
     outbox: Vec<Report>,
+    /// Ends of signalled runs, sendable from their instant
+    /// ([`SIGNALLED_END_HOLD`]), oldest first.
+    held: VecDeque<(Instant, Report)>,
+    drain: Drain,
     stop: Option<Stop>,
+}
+
+impl State {
+    /// Moves the held reports whose time has come to the outbox; when the
+    /// next one is due.
+    fn release_held(&mut self, now: Instant) -> Option<Instant> {
+        while let Some(&(due, _)) = self.held.front() {
+            if due > now {
+                return Some(due);
+            }
+            if let Some((_, r)) = self.held.pop_front() {
+                self.outbox.push(r);
+            }
+        }
+        None
+    }
+
+    /// Drained: the broker took the drain and nothing is left to run or send.
+    fn drained(&self) -> bool {
+        self.drain == Drain::Sent && self.runs.is_empty() && self.outbox.is_empty() && self.held.is_empty()
+    }
 }
 
 struct Shared {
@@ -102,6 +146,7 @@ fn end_session(shared: &Shared, st: &mut State) {
     st.runs.clear();
     st.pending.clear();
     st.outbox.clear();
+    st.held.clear();
     shared.changed.notify_all();
 }
 
@@ -187,7 +232,16 @@ impl ReportSink for RunSink {
             // `running` list can contradict the reports it is sent with.
             st.runs.remove(&self.key);
         }
-        st.outbox.push(report);
+        let signalled = match report.event {
+            ReportEvent::Signal(_) => true,
+            ReportEvent::Exit(code) => code > 128 && code < 128 + 65,
+            ReportEvent::Phase(_) => false,
+        };
+        if signalled {
+            st.held.push_back((Instant::now() + SIGNALLED_END_HOLD, report));
+        } else {
+            st.outbox.push(report);
+        }
         self.shared.changed.notify_all();
     }
 }
@@ -238,6 +292,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         slots: usize::try_from(slots).context("--slots")?,
     });
     let client = Arc::new(Client::new(broker, &opts.token));
+    let drain_at = drain_deadline(&opts)?;
 
     let mut signals =
         Signals::new([SIGTERM, SIGINT]).context("cannot install the SIGTERM/SIGINT handlers")?;
@@ -263,6 +318,27 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             .context("cannot start the poller thread")?;
     }
 
+    if let Some(at) = drain_at {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("drain".into())
+            .spawn(move || {
+                let st = shared.lock();
+                let (mut st, _) = shared
+                    .changed
+                    .wait_timeout_while(st, at.saturating_duration_since(Instant::now()), |st| {
+                        st.stop.is_none() && Instant::now() < at
+                    })
+                    .unwrap_or_else(PoisonError::into_inner);
+                if st.stop.is_none() {
+                    tracing::info!("drain time: taking no new task, leaving once the runs end");
+                    st.drain = Drain::Due;
+                    shared.changed.notify_all();
+                }
+            })
+            .context("cannot start the drain thread")?;
+    }
+
     let register = RegisterRequest {
         slots,
         host: opts.host.clone(),
@@ -271,6 +347,33 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let result = shut_down(&shared, &client, ended);
     signal_handle.close();
     result
+}
+
+/// When to drain (`--drain-before`): the worker's end (`--ends-in`, or
+/// its Slurm job's time left) less the margin.
+fn drain_deadline(opts: &Opts) -> anyhow::Result<Option<Instant>> {
+    let Some(before) = opts.drain_before else {
+        return Ok(None);
+    };
+    let left = match opts.ends_in {
+        Some(d) => d,
+        None => match crate::slurm::job_time_left()? {
+            Some(d) => d,
+            None if std::env::var_os("SLURM_JOB_ID").is_some() => {
+                tracing::warn!("--drain-before: this Slurm job has no time limit; the worker will not drain");
+                return Ok(None);
+            }
+            None => bail!(
+                "--drain-before needs to know when this worker stops: give --ends-in, or run it inside a Slurm job"
+            ),
+        },
+    };
+    if left <= before {
+        tracing::warn!("--drain-before {before:?} is more than the {left:?} left: draining at once");
+    } else {
+        tracing::info!("draining in {:?} ({before:?} before the end)", left - before);
+    }
+    Ok(Some(Instant::now() + left.saturating_sub(before)))
 }
 
 fn prepare_workdir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
@@ -342,17 +445,58 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
     let mut backoff = Backoff::new();
     let mut last_sent = Instant::now();
     loop {
-        let session = {
-            let st = shared.lock();
+        let (session, drain) = {
+            let mut st = shared.lock();
             match &st.stop {
                 Some(Stop::Fatal(why)) => return Err(why.clone()),
                 Some(Stop::Signal(sig)) => {
                     tracing::info!("signal {sig}: stopping");
                     return Ok(());
                 }
-                None => st.session,
+                Some(Stop::Drained) => {
+                    tracing::info!("drained: every run has ended");
+                    return Ok(());
+                }
+                None => {}
             }
+            if st.drained() || (st.drain != Drain::No && st.session.is_none()) {
+                // Drained, or the lease was lost while draining: nothing
+                // runs here any more, and no new registration is wanted.
+                st.stop = Some(Stop::Drained);
+                shared.changed.notify_all();
+                continue;
+            }
+            (st.session, st.drain)
         };
+        if let (Some(session), Drain::Due) = (session, drain) {
+            match client.drain(session.worker) {
+                Ok(reply) => {
+                    backoff.reset();
+                    tracing::info!(
+                        worker = session.worker,
+                        busy_slots = reply.slots,
+                        "draining: no new task will come"
+                    );
+                    let mut st = shared.lock();
+                    if st.generation == session.generation {
+                        st.drain = Drain::Sent;
+                    }
+                }
+                Err(CallError::Gone) => {
+                    let mut st = shared.lock();
+                    if st.generation == session.generation {
+                        end_session(shared, &mut st);
+                    }
+                }
+                Err(CallError::Refused(why)) => return Err(why),
+                Err(e) => {
+                    let delay = backoff.next();
+                    tracing::warn!("drain failed (retrying in {delay:?}): {e}");
+                    shared.pause(delay);
+                }
+            }
+            continue;
+        }
         let Some(session) = session else {
             match client.register(register) {
                 Ok(reply) => {
@@ -389,20 +533,31 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
 
         // Wait for reports, the heartbeat, a stop, or the session's end.
         let (request, sent_reports) = {
-            let st = shared.lock();
-            let deadline = last_sent + session.heartbeat;
-            let timeout = deadline.saturating_duration_since(Instant::now());
+            let mut st = shared.lock();
+            let heartbeat_at = last_sent + session.heartbeat;
+            let wake = match st.release_held(Instant::now()) {
+                Some(due) => due.min(heartbeat_at),
+                None => heartbeat_at,
+            };
+            let timeout = wake.saturating_duration_since(Instant::now());
+            let drain = st.drain;
             let (mut st, _) = shared
                 .changed
                 .wait_timeout_while(st, timeout, |st| {
                     st.stop.is_none()
                         && st.outbox.is_empty()
                         && st.generation == session.generation
-                        && Instant::now() < deadline
+                        && st.drain == drain
+                        && !st.drained()
+                        && Instant::now() < wake
                 })
                 .unwrap_or_else(PoisonError::into_inner);
-            if st.stop.is_some() || st.generation != session.generation {
+            if st.stop.is_some() || st.generation != session.generation || st.drain != drain || st.drained() {
                 continue;
+            }
+            st.release_held(Instant::now());
+            if st.outbox.is_empty() && Instant::now() < heartbeat_at {
+                continue; // woken for held reports not due yet
             }
             let n = st.outbox.len().min(MAX_BATCH);
             let reports: Vec<Report> = st.outbox.drain(..n).collect();

@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::wire::{
-    ErrorReply, PollReply, PollRequest, RegisterReply, RegisterRequest, ReportReply, ReportRequest, WorkerId,
+    DrainReply, ErrorReply, PollReply, PollRequest, RegisterReply, RegisterRequest, ReportReply,
+    ReportRequest, WorkerId,
 };
 
 /// Why a call did not give a usable reply.
@@ -71,6 +72,10 @@ impl Client {
 
     pub(crate) fn report(&self, worker: WorkerId, req: &ReportRequest) -> Result<ReportReply, CallError> {
         self.post(&format!("/v1/workers/{worker}/report"), Some(req), SLACK)
+    }
+
+    pub(crate) fn drain(&self, worker: WorkerId) -> Result<DrainReply, CallError> {
+        self.post::<(), DrainReply>(&format!("/v1/workers/{worker}/drain"), None, SLACK)
     }
 
     pub(crate) fn leave(&self, worker: WorkerId) -> Result<(), CallError> {

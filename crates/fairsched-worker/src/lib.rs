@@ -20,6 +20,11 @@
 //!   script runs under a task guard (the worker's own executable, see
 //!   [`guard_hook`]) that kills it if the worker dies, SIGKILL included.
 //!
+//! With `--drain-before S` a **drain** thread wakes S before the worker's
+//! end (`--ends-in`, or its Slurm job's time left): the reporter sends
+//! `/drain`, no new task comes, and once every run has ended the worker
+//! leaves and [`run`] returns `Ok` (a pilot job that ends cleanly).
+//!
 //! When the broker cannot be reached, calls are retried forever (100 ms
 //! doubling to 2 s) and unsent reports are kept. A 410 means the lease is
 //! lost: every run is killed and the worker registers again. On SIGTERM or
@@ -62,6 +67,7 @@ mod duration;
 pub mod errors;
 mod executor;
 mod guard;
+mod slurm;
 pub mod wire;
 
 pub use duration::parse_duration;
@@ -70,6 +76,7 @@ pub use executor::{
     ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
 };
 pub use guard::guard_hook;
+pub use slurm::{job_time_left, parse_slurm_time};
 
 /// Lend this machine's processors to a fairsched broker and run the tasks it hands out.
 ///
@@ -117,9 +124,31 @@ pub struct Opts {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,
 
+    /// Stop taking new tasks this long before the worker is stopped (a pilot's wall time, see
+    /// --ends-in), finish the running ones, leave, exit 0. Seconds, or a duration (90s, 2m)
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub drain_before: Option<Duration>,
+
+    /// When this worker will be stopped, from now (e.g. 1h, 3600) [default: inside a Slurm job,
+    /// its time left (`squeue -o %L` for $SLURM_JOB_ID)]; used with --drain-before
+    #[arg(long, value_name = "DURATION", value_parser = parse_seconds, requires = "drain_before")]
+    pub ends_in: Option<Duration>,
+
     /// The name this worker registers under [default: $HOSTNAME, the system's host name, or localhost]
     #[arg(long, value_name = "NAME", default_value_t = default_host(), hide_default_value = true)]
     pub host: String,
+}
+
+/// Seconds (a whole number) or a duration with its unit (`90s`, `2m`).
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t
+            .parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| format!("{s:?}: too many seconds"));
+    }
+    parse_duration(t).map_err(|e| e.to_string())
 }
 
 /// The most slots a worker may have (the broker refuses more).

@@ -33,6 +33,15 @@ pub struct RegisterReply {
     pub heartbeat_ms: u64,
 }
 
+/// Reply `200` to `POST /v1/workers/ID/drain` (no body): the worker takes
+/// no new task from now on; its free slots have left, the others leave as
+/// their runs end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainReply {
+    /// Its slots still present (busy ones, which leave with their runs).
+    pub slots: u32,
+}
+
 /// `POST /v1/workers/ID/poll`: wait up to `wait_ms` (at most 30,000) for work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
