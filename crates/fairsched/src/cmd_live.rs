@@ -32,7 +32,7 @@ pub struct Conn {
 pub const TOKENS_FILE: &str = "fairsched.tokens";
 
 /// The value of `key` in ./fairsched.tokens, if the file is there.
-fn quickstart(key: &str) -> Option<String> {
+pub(crate) fn quickstart(key: &str) -> Option<String> {
     let text = std::fs::read_to_string(TOKENS_FILE).ok()?;
     text.lines()
         .filter(|l| !l.trim_start().starts_with('#'))

@@ -7,12 +7,14 @@ mod cmd_experiment;
 mod cmd_live;
 mod cmd_optional;
 mod cmd_pffp;
+mod cmd_pilot;
 mod cmd_policies;
 mod cmd_report;
 mod cmd_simulate;
 mod cmd_trace;
 mod cmd_workflow;
 mod progress;
+mod slurm;
 mod term;
 
 use clap::{CommandFactory, FromArgMatches, Subcommand};
@@ -70,6 +72,10 @@ enum Command {
     Optional(cmd_optional::OptionalArgs),
     /// Write a broker's history as an SWF log (and its organizations as a platform file).
     Export(cmd_live::ExportArgs),
+    /// Grow past one machine: fairsched workers submitted as Slurm jobs (pilots) to a cluster,
+    /// their status, their cancellation.
+    #[command(subcommand)]
+    Pilot(cmd_pilot::PilotCommand),
     /// One self-contained HTML page (inline SVG and CSS) of the tables and plots of
     /// `simulate`, `experiment` and `trace` output folders.
     Report(cmd_report::Args),
@@ -124,6 +130,7 @@ fn main() -> ExitCode {
         Command::Optional(a) => cmd_optional::optional_cmd(a),
         Command::Export(a) => cmd_live::export_cmd(a),
         Command::Report(a) => cmd_report::run(a),
+        Command::Pilot(c) => cmd_pilot::run(c),
     };
     // Exit 0, 1 (the run failed) or 2 (the command line is wrong).
     term::finish(result)
