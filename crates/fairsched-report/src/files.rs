@@ -512,7 +512,13 @@ fn remove_if_present(path: &Path) -> Result<(), FileError> {
 /// The command line, one line, each argument quoted when it needs to be
 /// (as the manifest and `summary.json` show it).
 pub fn command_line() -> String {
-    let mut args = std::env::args_os();
+    format_command_line(std::env::args_os())
+}
+
+/// [`command_line`] of any argument list (the program first, shown by its
+/// file name).
+pub fn format_command_line(args: impl IntoIterator<Item = std::ffi::OsString>) -> String {
+    let mut args = args.into_iter();
     let first = args
         .next()
         .and_then(|a| {

@@ -41,6 +41,8 @@ pub struct DietArgs {
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    pub(crate) slurm: crate::sweep::SlurmArgs,
 }
 
 /// What the paper reports per scenario (spec/diet-ethic.md).

@@ -1,6 +1,7 @@
 //! `fairsched experiment …`: the papers' experiments, our numbers beside
 //! the papers'.
 
+use crate::sweep::{Mode, Plan, SlurmArgs, Stage};
 use crate::term::sayln;
 use fairsched_report::plot::{BarChart, Series, bar_chart, lines};
 use fairsched_report::table::{TABLES_JSON, push_csv_line, tables_json};
@@ -12,7 +13,7 @@ use fairsched_sim::platform_file::PlatformFile;
 use fairsched_sim::{Ownership, TraceInput};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -65,6 +66,23 @@ pub enum ExperimentCommand {
     ///   fairsched experiment workflow-fairness --workflows gate,simubloch --grid examples/grid.toml
     #[command(verbatim_doc_comment)]
     WorkflowFairness(crate::cmd_workflow::WorkflowArgs),
+    /// Write the result files of a `--slurm-array` run (shapley, pffp)
+    /// from the parts its array tasks wrote: the files and the table a
+    /// local run of the same command gives, byte for byte.
+    ///
+    /// Example:
+    ///   fairsched experiment shapley --table 2 --out results/t2 --slurm-array --partition batch
+    ///   # … when `squeue -j JOBID` lists none of its tasks:
+    ///   fairsched experiment collect results/t2
+    ///
+    /// Missing parts are named (exit 1): their tasks are still running or
+    /// failed (their logs: DIR/parts/slurm-JOBID_I.out).
+    #[command(verbatim_doc_comment)]
+    Collect(crate::sweep::CollectArgs),
+    /// One array task of a `--slurm-array` run: instance I of the sweep in
+    /// DIR, into DIR/parts/instance-I.json.
+    #[command(hide = true)]
+    RunPart(crate::sweep::RunPartArgs),
 }
 
 #[derive(clap::Args)]
@@ -108,6 +126,8 @@ pub struct ShapleyArgs {
     /// Output directory (default: results/shapley-table<N> or
     /// results/shapley-figure1). A folder an earlier run wrote (it holds
     /// .fairsched-out) is cleared of that run's files first; other files stay.
+    /// With --slurm-array, the sweep's folder (sweep.json, sweep.sbatch,
+    /// parts/), where `experiment collect` writes the results.
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -115,6 +135,8 @@ pub struct ShapleyArgs {
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    slurm: SlurmArgs,
 }
 
 fn parse_trace(s: &str) -> Result<(PathBuf, u32), String> {
@@ -137,11 +159,43 @@ fn parse_trace(s: &str) -> Result<(PathBuf, u32), String> {
 }
 
 pub fn run(cmd: ExperimentCommand) -> anyhow::Result<()> {
+    dispatch(cmd, None)
+}
+
+/// Runs an experiment as `mode` says (`None`: as its own command line
+/// says, here or `--slurm-array`).
+pub(crate) fn dispatch(cmd: ExperimentCommand, mode: Option<Mode>) -> anyhow::Result<()> {
+    let mode = |name: &str, s: &SlurmArgs| match mode {
+        Some(m) => Ok(m),
+        None => Mode::of(name, s),
+    };
     match cmd {
-        ExperimentCommand::Shapley(a) => shapley(a),
-        ExperimentCommand::Pffp(a) => crate::cmd_pffp::pffp(a),
-        ExperimentCommand::DietEthic(a) => crate::cmd_diet::diet(a),
-        ExperimentCommand::WorkflowFairness(a) => crate::cmd_workflow::workflow(a),
+        ExperimentCommand::Shapley(a) => {
+            let m = mode("shapley", &a.slurm)?;
+            shapley(a, m)
+        }
+        ExperimentCommand::Pffp(a) => {
+            let m = mode("pffp", &a.slurm)?;
+            crate::cmd_pffp::pffp(a, m)
+        }
+        ExperimentCommand::DietEthic(a) => {
+            local_only(mode("diet-ethic", &a.slurm)?, "diet-ethic")?;
+            crate::cmd_diet::diet(a)
+        }
+        ExperimentCommand::WorkflowFairness(a) => {
+            local_only(mode("workflow-fairness", &a.slurm)?, "workflow-fairness")?;
+            crate::cmd_workflow::workflow(a)
+        }
+        ExperimentCommand::Collect(a) => crate::sweep::collect(a),
+        ExperimentCommand::RunPart(a) => crate::sweep::run_part(a),
+    }
+}
+
+/// An experiment that runs here only (see `crate::sweep::SUPPORTED`).
+fn local_only(mode: Mode, name: &str) -> anyhow::Result<()> {
+    match mode {
+        Mode::Local => Ok(()),
+        _ => Err(anyhow::anyhow!("experiment {name} does not run as a Slurm sweep")),
     }
 }
 
@@ -298,6 +352,12 @@ pub(crate) fn open_out(dir: &Path, force: ForceArg) -> anyhow::Result<OutDir> {
 /// says on standard error which files it left alone.
 pub(crate) fn begin_out(out: &mut OutDir, planned: &[&str]) -> anyhow::Result<()> {
     let kept = out.begin(planned)?;
+    note_kept(out, &kept);
+    Ok(())
+}
+
+/// Says on standard error which files [`begin_out`] left alone.
+pub(crate) fn note_kept(out: &OutDir, kept: &[String]) {
     if !kept.is_empty() {
         const SHOWN: usize = 5;
         let mut list = kept.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
@@ -311,7 +371,6 @@ pub(crate) fn begin_out(out: &mut OutDir, planned: &[&str]) -> anyhow::Result<()
             if kept.len() == 1 { "" } else { "s" }
         ));
     }
-    Ok(())
 }
 
 fn cell(mean: f64, std: f64) -> String {
@@ -353,7 +412,6 @@ struct Summary<'a> {
     unavailable: &'static [&'static str],
     stats: &'a [Stat],
     notes: Vec<String>,
-    wall_time_s: f64,
 }
 
 fn csv(rows: &[Row]) -> String {
@@ -396,6 +454,81 @@ fn csv(rows: &[Row]) -> String {
     out
 }
 
+/// A row of `shapley.csv` as a sweep's part holds it (every field, so
+/// that the part gives the row back).
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Row")]
+struct RowDef {
+    trace: String,
+    orgs: u32,
+    instance: u32,
+    window_start: i64,
+    jobs: u64,
+    tasks: u64,
+    algorithm: String,
+    policy: String,
+    delta_psi: f64,
+    p_tot: f64,
+    ratio: Option<f64>,
+    psi: Vec<f64>,
+    psi_ref: Vec<f64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ShapleyRow(#[serde(with = "RowDef")] Row);
+
+/// The instances: (organization count, trace, window), in the order of
+/// the rows of `shapley.csv`.
+struct ShapleyPlan {
+    traces: Vec<LoadedTrace>,
+    /// One per organization count.
+    cfgs: Vec<Config>,
+    instances: usize,
+}
+
+impl ShapleyPlan {
+    fn new(traces: Vec<LoadedTrace>, cfgs: Vec<Config>, instances: u32) -> anyhow::Result<ShapleyPlan> {
+        // What `exp::run` checks, before any instance runs.
+        for cfg in &cfgs {
+            cfg.check()?;
+            if cfg.platform.is_none() {
+                for t in &traces {
+                    if t.procs < cfg.orgs {
+                        return Err(fairsched_sim::SimError::Config(format!(
+                            "{}: {} processors cannot give each of {} organizations one (lower --orgs)",
+                            t.name, t.procs, cfg.orgs
+                        ))
+                        .into());
+                    }
+                }
+            }
+        }
+        Ok(ShapleyPlan {
+            traces,
+            cfgs,
+            instances: instances as usize,
+        })
+    }
+}
+
+impl Plan for ShapleyPlan {
+    type Part = Vec<ShapleyRow>;
+
+    fn count(&self) -> usize {
+        self.cfgs.len() * self.traces.len() * self.instances
+    }
+
+    fn run(&self, index: usize) -> anyhow::Result<Self::Part> {
+        let per_cfg = self.traces.len() * self.instances;
+        let cfg = &self.cfgs[index / per_cfg];
+        let t = index % per_cfg / self.instances;
+        let i = (index % self.instances) as u32;
+        let inst = exp::instance(&self.traces[t], cfg, i)?;
+        let rows = exp::run_instance(&inst, cfg, cfg.orgs())?;
+        Ok(rows.into_iter().map(ShapleyRow).collect())
+    }
+}
+
 /// Rank (1 = closest to REF) of each algorithm on one trace, by mean.
 fn ranks(means: &[f64]) -> Vec<usize> {
     means
@@ -404,7 +537,7 @@ fn ranks(means: &[f64]) -> Vec<usize> {
         .collect()
 }
 
-fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
+fn shapley(a: ShapleyArgs, mode: Mode) -> anyhow::Result<()> {
     let started = Instant::now();
     let figure = a.figure.is_some();
     let t = (a.table - 1) as usize;
@@ -429,30 +562,33 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
              (give --orgs 2 or more, or a --platform with several organizations)"
         ));
     }
-    let mut out_dir = open_out(&out, a.force)?;
+    let stage = Stage::open(mode, &out, a.force)?;
     let traces = load_traces(&a, figure)?;
     let org_counts: Vec<u32> = if figure {
         (2..=10).collect()
     } else {
         vec![base.orgs()]
     };
-    let total = (traces.len() * org_counts.len()) as u64 * a.instances as u64;
-    let pb = bar(total, !a.no_progress, "instances");
-    pb.set_prefix(if figure {
-        "figure 1".to_string()
-    } else {
-        format!("table {}", a.table)
-    });
-    let mut rows: Vec<Row> = Vec::new();
+    let mut cfgs = Vec::new();
     for &k in &org_counts {
         let mut cfg = base.clone();
         if figure {
             cfg.orgs = k;
             cfg.check().map_err(crate::term::usage)?;
         }
-        rows.extend(exp::run(&traces, &cfg, &|| pb.inc(1))?);
+        cfgs.push(cfg);
     }
-    pb.finish_and_clear();
+    let plan = ShapleyPlan::new(traces, cfgs, a.instances)?;
+    let prefix = if figure {
+        "figure 1".to_string()
+    } else {
+        format!("table {}", a.table)
+    };
+    let Some((parts, mut output)) = stage.run(&plan, prefix, "instances", !a.no_progress)? else {
+        return Ok(());
+    };
+    let traces = plan.traces;
+    let rows: Vec<Row> = parts.into_iter().flatten().map(|r| r.0).collect();
     let stats = exp::stats(&rows, (!figure).then_some(t));
     let mut notes = vec![format!(
         "Δψ/p_tot in seconds: the average unjustified delay (or speed-up) of a unit of work against REF; mean (sample std) over {} random windows of {} s per trace; \"Δψ=0\": windows where the algorithm gave every organization exactly REF's utility (often: no queue formed).",
@@ -522,7 +658,6 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         unavailable: &UNAVAILABLE,
         stats: &stats,
         notes: notes.clone(),
-        wall_time_s: started.elapsed().as_secs_f64(),
     };
     // The table printed on standard output (and kept in tables.json).
     let title = if figure {
@@ -583,23 +718,21 @@ fn shapley(a: ShapleyArgs) -> anyhow::Result<()> {
         table.note(n.clone());
     }
 
-    begin_out(
-        &mut out_dir,
-        &["summary.json", "shapley.csv", "shapley.svg", TABLES_JSON],
-    )?;
+    output.begin(&["summary.json", "shapley.csv", "shapley.svg", TABLES_JSON])?;
     let svg = chart(&stats, &traces, &org_counts, figure, a.table, window).map_err(anyhow::Error::msg)?;
     // Together (the summary renamed last): never one without the others.
-    let written = out_dir.write_set(&[
-        ("summary.json", &crate::term::summary_json(&summary)),
+    let written = output.dir.write_set(&[
+        ("summary.json", &output.summary_json(&summary)),
         ("shapley.csv", csv(&rows).as_bytes()),
         ("shapley.svg", svg.as_bytes()),
         (TABLES_JSON, &tables_json([&table])),
     ])?;
-    out_dir.finish()?;
+    let shown = output.shown.clone();
+    output.finish()?;
     sayln!("{}", table.to_text());
     sayln!(
         "wrote {} ({}) in {:.1} s",
-        out.display(),
+        shown.display(),
         written.join(", "),
         started.elapsed().as_secs_f64()
     );

@@ -1,18 +1,19 @@
 //! `fairsched experiment pffp`: the PFFP paper's Tests 1–5, our numbers
 //! beside the paper's.
 
-use crate::cmd_experiment::{ForceArg, bar, begin_out, open_out};
+use crate::cmd_experiment::ForceArg;
+use crate::sweep::{Mode, Plan, SlurmArgs, Stage};
 use crate::term::sayln;
 use fairsched_report::plot::{Series, heatmap, profiles};
 use fairsched_report::table::{TABLES_JSON, push_csv_line, tables_json};
 use fairsched_report::{Table, fixed};
 use fairsched_sim::TraceInput;
-use fairsched_sim::experiments::pffp::analysis::{Degradation, gamma_matrix, profile, taus};
+use fairsched_sim::experiments::pffp::analysis::{Degradation, RunMetrics, gamma_matrix, profile, taus};
 use fairsched_sim::experiments::pffp::{
     self as exp, Cell, Instance, Kind, PAPER_LOGS, Row, Test, WeekLog, paper,
 };
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -55,7 +56,9 @@ pub struct PffpArgs {
     seed: u64,
     /// Output directory [default: results/pffp-test<N>]. A folder an earlier
     /// run wrote (it holds .fairsched-out) is cleared of that run's files
-    /// first; other files stay.
+    /// first; other files stay. With --slurm-array, the sweep's folder
+    /// (sweep.json, sweep.sbatch, parts/), where `experiment collect`
+    /// writes the results.
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -63,6 +66,8 @@ pub struct PffpArgs {
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    pub(crate) slurm: SlurmArgs,
 }
 
 fn log_name(p: &std::path::Path) -> String {
@@ -129,7 +134,6 @@ struct Summary<'a> {
     missing_estimates: u64,
     fitted: Option<&'a exp::Fitted>,
     notes: &'a [String],
-    wall_time_s: f64,
 }
 
 #[derive(Serialize)]
@@ -189,11 +193,64 @@ fn rows_csv(rows: &[Row]) -> String {
     out
 }
 
+/// ρ and t_w of a run, as a sweep's part holds them.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "RunMetrics")]
+struct MetricsDef {
+    jobs: u64,
+    makespan: f64,
+    lower_bound: f64,
+    rho: f64,
+    mean_wait: f64,
+}
+
+/// A row of `pffp.csv` as a sweep's part holds it (every field; the
+/// metrics nested, as `Row` flattens them beside its own `jobs`).
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Row")]
+struct RowDef {
+    test: u8,
+    instance: u32,
+    log: String,
+    week_start: i64,
+    jobs: u64,
+    tasks: u64,
+    utilization: f64,
+    strategy: String,
+    policy: String,
+    #[serde(with = "MetricsDef")]
+    metrics: RunMetrics,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PffpRow(#[serde(with = "RowDef")] Row);
+
+/// The instances (weeks) of a test; each runs every strategy.
+struct PffpPlan {
+    insts: Vec<Instance>,
+    test: Test,
+    seed: u64,
+}
+
+impl Plan for PffpPlan {
+    type Part = Vec<PffpRow>;
+
+    fn count(&self) -> usize {
+        self.insts.len()
+    }
+
+    fn run(&self, index: usize) -> anyhow::Result<Self::Part> {
+        // The strategies of one week, in parallel: rows in strategy order.
+        let rows = exp::run(&self.insts[index..=index], &self.test, self.seed, &|| {})?;
+        Ok(rows.into_iter().map(PffpRow).collect())
+    }
+}
+
 fn opt(x: Option<f64>, d: usize) -> String {
     x.map_or_else(|| "—".into(), |x| fixed(x, d))
 }
 
-pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
+pub fn pffp(a: PffpArgs, mode: Mode) -> anyhow::Result<()> {
     let started = Instant::now();
     if a.grid && a.test != 5 {
         return Err(crate::term::usage(
@@ -218,7 +275,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
             if a.grid { "-grid" } else { "" }
         ))
     });
-    let mut out_dir = open_out(&out, a.force)?;
+    let stage = Stage::open(mode, &out, a.force)?;
     exp::check(&test)?;
     let logs = load_logs(&a)?;
     if a.fitted {
@@ -228,12 +285,18 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         Kind::Grid { grid_h, .. } => grid_h.first().copied().unwrap_or(0.78),
         Kind::Compare(_) => 0.78,
     };
-    let insts = exp::instances(&logs, &test, a.instances, a.seed)?;
+    let plan = PffpPlan {
+        insts: exp::instances(&logs, &test, a.instances, a.seed)?,
+        test,
+        seed: a.seed,
+    };
+    let Some((parts, mut output)) = stage.run(&plan, format!("test {}", a.test), "weeks", !a.no_progress)?
+    else {
+        return Ok(());
+    };
+    let PffpPlan { insts, test, .. } = plan;
     let strategies = test.strategies();
-    let pb = bar((insts.len() * strategies.len()) as u64, !a.no_progress, "runs");
-    pb.set_prefix(format!("test {}", a.test));
-    let rows = exp::run(&insts, &test, a.seed, &|| pb.inc(1))?;
-    pb.finish_and_clear();
+    let rows: Vec<Row> = parts.into_iter().flatten().map(|r| r.0).collect();
 
     let mut notes = test.notes.clone();
     let pool_len = exp::pool(&logs, a.seed).len();
@@ -338,7 +401,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
     };
     // Files first, then the tables; what an earlier run (of another test)
     // wrote in the same folder goes, so the folder describes this run only.
-    begin_out(&mut out_dir, &["summary.json", "pffp.csv", TABLES_JSON])?;
+    output.begin(&["summary.json", "pffp.csv", TABLES_JSON])?;
     let mut files: Vec<(String, Vec<u8>)> = vec![("pffp.csv".into(), rows_csv(&rows).into_bytes())];
     if deg.is_some() {
         files.push(("degradation.csv".into(), printed[0].to_csv().into_bytes()));
@@ -401,13 +464,13 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
         missing_estimates: missing,
         fitted: test.fitted.as_ref(),
         notes: &notes,
-        wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    files.push(("summary.json".into(), crate::term::summary_json(&summary)));
+    files.push(("summary.json".into(), output.summary_json(&summary)));
     // Together (the summary renamed last): never one without the others.
     let set: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
-    let written = out_dir.write_set(&set)?;
-    out_dir.finish()?;
+    let written = output.dir.write_set(&set)?;
+    let folder = output.shown.clone();
+    output.finish()?;
 
     match (&deg, &cells) {
         (Some(_), _) => sayln!("{}", printed[0].to_text()),
@@ -428,7 +491,7 @@ pub fn pffp(a: PffpArgs) -> anyhow::Result<()> {
     }
     sayln!(
         "wrote {} ({}) in {:.1} s",
-        out.display(),
+        folder.display(),
         shown.join(", "),
         started.elapsed().as_secs_f64()
     );

@@ -62,6 +62,8 @@ pub struct WorkflowArgs {
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    pub(crate) slurm: crate::sweep::SlurmArgs,
 }
 
 #[derive(Serialize)]

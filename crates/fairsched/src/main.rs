@@ -15,6 +15,7 @@ mod cmd_trace;
 mod cmd_workflow;
 mod progress;
 mod slurm;
+mod sweep;
 mod term;
 
 use clap::{CommandFactory, FromArgMatches, Subcommand};

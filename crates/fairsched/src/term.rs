@@ -75,16 +75,19 @@ pub fn tool() -> fairsched_sim::run::Tool {
 /// what every command writes as its `summary.json` (`value` must
 /// serialize as a map, and have no `tool` of its own).
 pub fn summary_json(value: &impl serde::Serialize) -> Vec<u8> {
+    summary_json_as(tool(), value)
+}
+
+/// [`summary_json`] with this `tool` block (`experiment collect`: the
+/// command line of the sweep it collects).
+pub fn summary_json_as(tool: fairsched_sim::run::Tool, value: &impl serde::Serialize) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct WithTool<'a, T: serde::Serialize> {
         tool: fairsched_sim::run::Tool,
         #[serde(flatten)]
         rest: &'a T,
     }
-    fairsched_report::files::json_bytes(&WithTool {
-        tool: tool(),
-        rest: value,
-    })
+    fairsched_report::files::json_bytes(&WithTool { tool, rest: value })
 }
 
 /// On SIGINT (Ctrl-C) or SIGTERM: waits for a commit of result files under
