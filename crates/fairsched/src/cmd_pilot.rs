@@ -33,8 +33,7 @@ pub enum PilotCommand {
     ///
     /// Examples:
     ///   fairsched pilot slurm --count 4 --slots 8 --time 01:00:00
-    ///   fairsched pilot slurm --broker http://login1:8080 --token $WT --count 2 --slots 16 \
-    ///       --partition short --account proj42 --time 30:00 --drain-before 120
+    ///   fairsched pilot slurm --count 2 --slots 16 --partition short --time 30:00 --drain-before 120
     #[command(verbatim_doc_comment)]
     Slurm(SlurmArgs),
     /// What Slurm says of the recorded pilots: state, time used and left, node or reason.
@@ -171,6 +170,17 @@ pub fn run(cmd: PilotCommand) -> anyhow::Result<()> {
     }
 }
 
+/// A value for an `#SBATCH` line, which sbatch reads without a shell:
+/// refused if it holds blanks, quotes or backslashes.
+fn directive(what: &str, v: &str) -> anyhow::Result<String> {
+    if v.is_empty() || v.chars().any(|c| c.is_whitespace() || "'\"\\".contains(c)) {
+        return Err(usage(format!(
+            "{what} {v:?}: an #SBATCH value cannot hold blanks, quotes or backslashes"
+        )));
+    }
+    Ok(v.to_owned())
+}
+
 /// The batch script of one pilot. The broker and token come from the
 /// environment sbatch exports (`--export=ALL`).
 fn script(a: &SlurmArgs, exe: &Path, dir: &Path) -> anyhow::Result<String> {
@@ -180,15 +190,18 @@ fn script(a: &SlurmArgs, exe: &Path, dir: &Path) -> anyhow::Result<String> {
     let mut s = String::from("#!/bin/sh\n# A fairsched pilot: written by `fairsched pilot slurm`.\n");
     s += "#SBATCH --job-name=fairsched-pilot\n#SBATCH --ntasks=1\n";
     s += &format!("#SBATCH --cpus-per-task={}\n", a.slots);
-    s += &format!("#SBATCH --output={}\n", q(&format!("{dir_s}/pilot-%j.out"))?);
+    s += &format!(
+        "#SBATCH --output={}\n",
+        directive("--dir", &format!("{dir_s}/pilot-%j.out"))?
+    );
     if let Some(t) = &a.time {
         s += &format!("#SBATCH --time={t}\n");
     }
     if let Some(p) = &a.partition {
-        s += &format!("#SBATCH --partition={}\n", q(p)?);
+        s += &format!("#SBATCH --partition={}\n", directive("--partition", p)?);
     }
     if let Some(acc) = &a.account {
-        s += &format!("#SBATCH --account={}\n", q(acc)?);
+        s += &format!("#SBATCH --account={}\n", directive("--account", acc)?);
     }
     s += &format!(
         "exec {} worker --slots {} --drain-before {} --workdir {}/work-\"$SLURM_JOB_ID\" --host \"pilot-$SLURM_JOB_ID\"\n",
@@ -483,10 +496,12 @@ mod tests {
     #[test]
     fn odd_paths_are_quoted_and_bad_times_refused() {
         let a = args("--count 1 --slots 1");
-        let s = script(&a, Path::new("/opt/my fs/fairsched"), Path::new("/tmp/it's")).unwrap();
+        let s = script(&a, Path::new("/opt/my fs/fairsched"), Path::new("/tmp/pilots")).unwrap();
         assert!(s.contains("exec '/opt/my fs/fairsched' worker"), "{s}");
-        assert!(s.contains(r"'/tmp/it'\''s'/work-"), "{s}");
         assert!(!s.contains("--time"));
+        // sbatch reads #SBATCH lines without a shell: no quoting there.
+        let e = script(&a, Path::new("/bin/fairsched"), Path::new("/tmp/it's")).unwrap_err();
+        assert!(e.to_string().contains("--dir"), "{e}");
         assert!(T::try_parse_from(["t", "slurm", "--count", "1", "--slots", "1", "--time", "1h"]).is_err());
         assert!(T::try_parse_from(["t", "slurm", "--count", "0", "--slots", "1"]).is_err());
     }

@@ -55,14 +55,37 @@ const SYNOPSES: &[&str] = &[
     "fairsched trace tau WORKFLOW... [--grid FILE.toml] [--repetitions N] [--out DIR] [--json]",
     "fairsched report DIR... [--out report.html] [--gantt-window START,LEN] [--color-by user|org]",
     "fairsched policies [--json]",
+    "fairsched experiment collect DIR",
+    "fairsched pilot slurm --count N --slots K [--time HH:MM:SS] [--partition P] [--account A]",
+    "fairsched pilot status | cancel [JOBID...]",
     // README.md, "The live service".
     "fairsched status [--tasks] [--json]    fairsched cancel ID    fairsched explain ID [--json]",
     "fairsched submit --workflow montage.json.gz --command mProject='mProject {name}' --command …",
 ];
 
-/// The live-service examples (they need a running broker) and the test
-/// that runs each.
+/// The live-service examples (they need a running broker, or Slurm) and
+/// the test that runs each.
 const LIVE: &[(&str, &str)] = &[
+    (
+        "fairsched experiment shapley --table 2 --out results/t2 --slurm-array --partition batch",
+        SLURM_SWEEP,
+    ),
+    ("fairsched experiment collect results/t2", SLURM_SWEEP),
+    (
+        "fairsched pilot slurm --count 4 --slots 16 --time 02:00:00 --partition batch --account phys42",
+        PILOTS,
+    ),
+    (
+        "fairsched pilot slurm --count 4 --slots 8 --time 01:00:00",
+        PILOTS,
+    ),
+    (
+        "fairsched pilot slurm --count 2 --slots 16 --partition short --time 30:00 --drain-before 120",
+        PILOTS_DRAIN,
+    ),
+    ("fairsched pilot status", PILOTS_CANCEL),
+    ("fairsched pilot cancel", PILOTS_CANCEL),
+    ("fairsched submit --count 2000 -- './simulate {i}'", WALKTHROUGH),
     ("fairsched serve --quickstart", WALKTHROUGH),
     ("fairsched worker --slots 4", WALKTHROUGH),
     (
@@ -109,6 +132,12 @@ const LIVE: &[(&str, &str)] = &[
 ];
 
 const WALKTHROUGH: &str = "examples::the_readme_live_service_runs_as_written";
+/// Pilots on the real Slurm (crates/fairsched/tests/slurm_pilots.rs).
+const PILOTS: &str = "slurm_pilots::five_hundred_tasks_of_two_users_run_once_on_pilots_with_fair_share";
+const PILOTS_DRAIN: &str = "slurm_pilots::a_pilot_drains_before_its_wall_time_and_exits_cleanly";
+const PILOTS_CANCEL: &str = "slurm_pilots::a_pilot_cancelled_with_scancel_mid_task_loses_nothing";
+/// A sweep submitted to the real Slurm and collected.
+const SLURM_SWEEP: &str = "slurm_array::a_sweep_on_the_real_slurm_writes_the_local_runs_files";
 
 /// Runnable examples run with a flag set otherwise than written (each
 /// run prints this list): the example, the flag and its value here, why.
@@ -131,7 +160,7 @@ const REDUCED: &[(&str, &str, &str, &str)] = &[
 
 /// Subcommands that talk to a broker.
 const LIVE_COMMANDS: &[&str] = &[
-    "serve", "worker", "submit", "status", "cancel", "explain", "optional", "admin", "export",
+    "serve", "worker", "submit", "status", "cancel", "explain", "optional", "admin", "export", "pilot",
 ];
 
 /// ALL-CAPS words that are names, not placeholders: the shared logs'
@@ -464,7 +493,9 @@ fn kind(ex: &Example) -> Kind {
         return Kind::Synopsis(why);
     }
     let w = words(&ex.text);
-    if w.first().is_some_and(|c| LIVE_COMMANDS.contains(&c.as_str())) || w.iter().any(|a| a == "--broker-log")
+    if w.first().is_some_and(|c| LIVE_COMMANDS.contains(&c.as_str()))
+        || w.iter().any(|a| a == "--broker-log" || a == "--slurm-array")
+        || w.starts_with(&["experiment".to_string(), "collect".to_string()])
     {
         Kind::Live
     } else {

@@ -354,6 +354,28 @@ fn a_pilot_cancelled_with_scancel_mid_task_loses_nothing() {
     wait_for("Slurm to end the cancelled job", Duration::from_secs(60), || {
         (pilots.job_state(victim) == "CANCELLED").then_some(())
     });
+    // `pilot status` says so too, and the other pilot runs.
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["pilot", "status", "--state", &pilots.state()])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state_of = |job: u64| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(job.to_string().as_str()))
+            .and_then(|l| l.split_whitespace().nth(2))
+            .map(str::to_owned)
+    };
+    assert_eq!(state_of(victim).as_deref(), Some("CANCELLED"), "{table}");
+    assert_eq!(state_of(ids[1]).as_deref(), Some("RUNNING"), "{table}");
+    assert!(table.contains("2 pilots, 1 running (2 slots)"), "{table}");
 }
 
 #[test]
