@@ -88,18 +88,22 @@ enum Command {
 /// argument '-1'", and `--priority -1` is a priority. No option has a
 /// numeric short name, so nothing else reads as a number.
 fn parse_cli() -> Cli {
-    fn negatives(cmd: clap::Command) -> clap::Command {
-        cmd.mut_args(|a| {
-            if a.get_action().takes_values() && !a.is_positional() {
-                a.allow_negative_numbers(true)
-            } else {
-                a
-            }
-        })
-        .mut_subcommands(negatives)
-    }
     let matches = negatives(Cli::command()).get_matches();
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// `cmd` with every option that takes a value accepting one that starts
+/// with `-` (see [`parse_cli`]; a sweep's saved arguments are parsed again
+/// the same way).
+pub(crate) fn negatives(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        if a.get_action().takes_values() && !a.is_positional() {
+            a.allow_negative_numbers(true)
+        } else {
+            a
+        }
+    })
+    .mut_subcommands(negatives)
 }
 
 fn main() -> ExitCode {

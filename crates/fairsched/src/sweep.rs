@@ -423,18 +423,8 @@ struct Again {
 /// Parses a sweep's arguments as `fairsched experiment` does (values that
 /// start with `-` taken as values, as `main.rs`'s `parse_cli`).
 fn reparse(sweep: &SweepFile) -> anyhow::Result<ExperimentCommand> {
-    fn negatives(cmd: clap::Command) -> clap::Command {
-        cmd.mut_args(|a| {
-            if a.get_action().takes_values() && !a.is_positional() {
-                a.allow_negative_numbers(true)
-            } else {
-                a
-            }
-        })
-        .mut_subcommands(negatives)
-    }
     let argv = std::iter::once("experiment".to_string()).chain(sweep.args.iter().cloned());
-    let m = negatives(Again::command())
+    let m = crate::negatives(Again::command())
         .try_get_matches_from(argv)
         .map_err(|e| {
             anyhow!(

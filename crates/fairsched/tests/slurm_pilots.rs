@@ -135,6 +135,20 @@ impl Drop for Pilots {
     }
 }
 
+/// `n` task commands that sleep `secs`, appending `I JOB` (their index and
+/// the Slurm job that runs them) to `started` before and to `done` after.
+fn marked(n: usize, secs: u32, started: &Path, done: &Path) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            format!(
+                "echo \"{i} $SLURM_JOB_ID\" >> {s}; sleep {secs}; echo \"{i} $SLURM_JOB_ID\" >> {d}",
+                s = started.display(),
+                d = done.display()
+            )
+        })
+        .collect()
+}
+
 /// Lines `TASK JOB` a task command appended to `file`.
 fn marks(file: &Path) -> Vec<(usize, u64)> {
     std::fs::read_to_string(file)
@@ -276,15 +290,7 @@ fn a_pilot_cancelled_with_scancel_mid_task_loses_nothing() {
     let mut pilots = Pilots::new(dir.path());
     let ids = pilots.submit(&broker, &token, 2, 2, &["--time", "10:00"]);
     broker.wait_slots(4);
-    let commands: Vec<String> = (0..TASKS)
-        .map(|i| {
-            format!(
-                "echo \"{i} $SLURM_JOB_ID\" >> {s}; sleep 3; echo \"{i} $SLURM_JOB_ID\" >> {d}",
-                s = started.display(),
-                d = done.display()
-            )
-        })
-        .collect();
+    let commands = marked(TASKS, 3, &started, &done);
     let api = broker.api();
     api.submit(&user, &commands);
     // Cancel the first pilot once it runs two tasks (mid-task: they sleep 3 s).
@@ -395,15 +401,7 @@ fn a_pilot_drains_before_its_wall_time_and_exits_cleanly() {
     let short = pilots.submit(&broker, &token, 1, 2, &["--time", "1:00", "--drain-before", "50"])[0];
     let long = pilots.submit(&broker, &token, 1, 2, &["--time", "10:00"])[0];
     broker.wait_slots(4);
-    let commands: Vec<String> = (0..TASKS)
-        .map(|i| {
-            format!(
-                "echo \"{i} $SLURM_JOB_ID\" >> {s}; sleep 2; echo \"{i} $SLURM_JOB_ID\" >> {d}",
-                s = started.display(),
-                d = done.display()
-            )
-        })
-        .collect();
+    let commands = marked(TASKS, 2, &started, &done);
     let api = broker.api();
     api.submit(&user, &commands);
     wait_for(
