@@ -128,5 +128,6 @@ fi
 [ -s /run/slurmctld.pid ] && kill -0 "$(cat /run/slurmctld.pid)" 2>/dev/null || slurmctld
 wait_for 60 scontrol ping
 [ -s /run/slurmd.pid ] && kill -0 "$(cat /run/slurmd.pid)" 2>/dev/null || slurmd -N localhost
-wait_for 60 sh -c 'sinfo -h -o %T | grep -qx idle'
+# Up: idle, or already running jobs (a cluster this script started before).
+wait_for 60 sh -c 'sinfo -h -o %T | grep -qxE "idle|mixed|allocated|completing"'
 sinfo
