@@ -128,6 +128,15 @@ fn parse_drain(s: &str) -> Result<Duration, String> {
     fairsched_worker::parse_duration(t).map_err(|e| e.to_string())
 }
 
+/// The job name of every pilot (`pilot status` and `pilot cancel` touch
+/// no other job, whatever ids the state file holds).
+const PILOT_NAME: &str = "fairsched-pilot";
+
+/// "1 pilot", "2 pilots".
+fn pilots_n(n: usize) -> String {
+    format!("{n} pilot{}", if n == 1 { "" } else { "s" })
+}
+
 /// The state file: every pilot submitted from here.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Pilots {
@@ -188,7 +197,7 @@ fn script(a: &SlurmArgs, exe: &Path, dir: &Path) -> anyhow::Result<String> {
     let dir_s = dir.to_str().context("the pilots' directory is not valid UTF-8")?;
     let exe_s = exe.to_str().context("the fairsched path is not valid UTF-8")?;
     let mut s = String::from("#!/bin/sh\n# A fairsched pilot: written by `fairsched pilot slurm`.\n");
-    s += "#SBATCH --job-name=fairsched-pilot\n#SBATCH --ntasks=1\n";
+    s += &format!("#SBATCH --job-name={PILOT_NAME}\n#SBATCH --ntasks=1\n");
     s += &format!("#SBATCH --cpus-per-task={}\n", a.slots);
     s += &format!(
         "#SBATCH --output={}\n",
@@ -250,6 +259,7 @@ fn submit(a: SlurmArgs) -> anyhow::Result<()> {
             std::env::current_exe().context("cannot tell where this fairsched is (give --fairsched PATH)")?
         }
     };
+    directive("--dir", &a.dir.to_string_lossy())?;
     std::fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
     let dir = a
         .dir
@@ -259,7 +269,8 @@ fn submit(a: SlurmArgs) -> anyhow::Result<()> {
         .canonicalize()
         .with_context(|| format!("{}: no such program", exe.display()))?;
     let text = script(&a, &exe, &dir)?;
-    let path = slurm::write_script(&dir, "pilot.sbatch", &text)?;
+    // Named after the first job once it is known: one script per submission.
+    slurm::write_script(&dir, ".pilot-submitting.sbatch", &text)?;
     let mut pilots = Pilots::load(&a.state.file)?;
     let mut options = vec!["--export=ALL".to_owned()];
     options.extend(a.sbatch_args.iter().cloned());
@@ -273,6 +284,10 @@ fn submit(a: SlurmArgs) -> anyhow::Result<()> {
             Ok(job) => job,
             Err(e) if ids.is_empty() => return Err(e),
             Err(e) => {
+                let _ = std::fs::rename(
+                    dir.join(".pilot-submitting.sbatch"),
+                    dir.join(format!("pilot-{}.sbatch", ids[0])),
+                );
                 pilots.save(&a.state.file)?;
                 return Err(e).context(format!(
                     "pilot {} of {} not submitted; the {} before it are recorded in {}",
@@ -288,14 +303,17 @@ fn submit(a: SlurmArgs) -> anyhow::Result<()> {
             job,
             broker: broker.clone(),
             slots: a.slots,
-            script: path.clone(),
+            script: dir.join(format!("pilot-{}.sbatch", ids[0])),
         });
     }
+    let path = dir.join(format!("pilot-{}.sbatch", ids[0]));
+    std::fs::rename(dir.join(".pilot-submitting.sbatch"), &path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     pilots.save(&a.state.file)?;
     let list: Vec<String> = ids.iter().map(u64::to_string).collect();
     sayln!(
-        "submitted {} pilots of {} slots: Slurm jobs {}",
-        ids.len(),
+        "submitted {} of {} slots: Slurm jobs {}",
+        pilots_n(ids.len()),
         a.slots,
         list.join(" ")
     );
@@ -330,26 +348,48 @@ fn squeue(jobs: &[u64]) -> anyhow::Result<std::collections::HashMap<u64, [String
     }
     let list: Vec<String> = jobs.iter().map(u64::to_string).collect();
     let args = |ids: &str| -> Vec<String> {
-        ["-h", "-t", "all", "-o", "%i|%T|%M|%L|%R", "-j", ids]
+        ["-h", "-t", "all", "-o", "%i|%j|%T|%M|%L|%R", "-j", ids]
             .iter()
             .map(|s| (*s).to_owned())
             .collect()
     };
     // One call for all; if Slurm refuses the list (a job it has
-    // forgotten), one call per job.
+    // forgotten), one call per job. Any other failure (Slurm down, no
+    // squeue) is an error: not knowing is not "ended".
     let outs = match slurm::run("squeue", &args(&list.join(",")), None) {
         Ok(out) => vec![out],
-        Err(_) => list
-            .iter()
-            .filter_map(|id| slurm::run("squeue", &args(id), None).ok())
-            .collect(),
+        Err(_) => {
+            let mut outs = Vec::new();
+            for id in &list {
+                match slurm::run("squeue", &args(id), None) {
+                    Ok(out) => outs.push(out),
+                    Err(e) if e.to_string().contains("Invalid job id") => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            outs
+        }
     };
     for out in outs {
         for line in out.lines() {
             let f: Vec<&str> = line.split('|').collect();
-            if let [id, state, elapsed, left, reason] = f[..]
+            // A job id Slurm gave again to a job that is not a pilot (its
+            // ids restart after its state is wiped) is not ours.
+            if let [id, name, state, elapsed, left, reason] = f[..]
                 && let Ok(id) = id.trim().parse::<u64>()
+                && name.trim() == PILOT_NAME
             {
+                let ended = !matches!(
+                    state.trim(),
+                    "PENDING"
+                        | "RUNNING"
+                        | "CONFIGURING"
+                        | "COMPLETING"
+                        | "SUSPENDED"
+                        | "REQUEUED"
+                        | "RESIZING"
+                );
+                let left = if ended { "-" } else { left };
                 found.insert(id, [state, elapsed, left, reason].map(|s| s.trim().to_owned()));
             }
         }
@@ -420,7 +460,7 @@ fn status(a: StatusArgs) -> anyhow::Result<()> {
         .filter(|r| r.state == "RUNNING")
         .map(|r| r.slots)
         .sum();
-    sayln!("{} pilots, {running} running ({slots} slots)", rows.len());
+    sayln!("{}, {running} running ({slots} slots)", pilots_n(rows.len()));
     Ok(())
 }
 
@@ -442,10 +482,14 @@ fn cancel(a: CancelArgs) -> anyhow::Result<()> {
         bail!("no pilots recorded in {}", a.state.file.display());
     }
     let args: Vec<String> = jobs.iter().map(u64::to_string).collect();
-    slurm::run("scancel", &args, None)?;
+    // Only jobs named as pilots: an id Slurm gave again to another job
+    // (after its state was wiped) is left alone.
+    let mut scancel = vec![format!("--name={PILOT_NAME}")];
+    scancel.extend(args.iter().cloned());
+    slurm::run("scancel", &scancel, None)?;
     sayln!(
-        "asked Slurm to cancel {} pilots: {} (their running tasks go back to the queue)",
-        jobs.len(),
+        "asked Slurm to cancel {}: {} (their running tasks go back to the queue)",
+        pilots_n(jobs.len()),
         args.join(" ")
     );
     Ok(())
