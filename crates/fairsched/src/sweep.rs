@@ -520,12 +520,18 @@ fn submit(mut out: OutDir, shown: &Path, partition: Option<String>, n: usize) ->
     note_kept(&out, &kept);
     out.write(SWEEP_JSON, &fairsched_report::files::json_bytes(&sweep))?;
     crate::slurm::write_script(&dir, SCRIPT, &text)?;
-    let job = crate::slurm::sbatch(&[], &text).with_context(|| {
-        format!(
-            "submitting {} ({n} array task{}; Slurm's MaxArraySize, in `scontrol show config`, limits an array)",
+    let job = crate::slurm::sbatch(&[], &text).map_err(|e| {
+        // The array limit is named only when Slurm refused the array's size.
+        let hint = if e.to_string().to_ascii_lowercase().contains("array") {
+            "; Slurm's MaxArraySize, in `scontrol show config`, limits an array"
+        } else {
+            ""
+        };
+        e.context(format!(
+            "submitting {} ({n} array task{}{hint})",
             shown.join(SCRIPT).display(),
             if n == 1 { "" } else { "s" }
-        )
+        ))
     })?;
     sweep.job_id = Some(job);
     out.write(SWEEP_JSON, &fairsched_report::files::json_bytes(&sweep))?;

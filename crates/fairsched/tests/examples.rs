@@ -85,7 +85,10 @@ const LIVE: &[(&str, &str)] = &[
     ),
     ("fairsched pilot status", PILOTS_CANCEL),
     ("fairsched pilot cancel", PILOTS_CANCEL),
-    ("fairsched submit --count 2000 -- '$HOME/bin/simulate {i}'", WALKTHROUGH),
+    (
+        "fairsched submit --count 2000 -- '$HOME/bin/simulate {i}'",
+        WALKTHROUGH,
+    ),
     ("fairsched serve --quickstart", WALKTHROUGH),
     ("fairsched worker --slots 4", WALKTHROUGH),
     (
