@@ -139,8 +139,10 @@ pub struct Opts {
     pub host: String,
 }
 
-/// Seconds (a whole number) or a duration with its unit (`90s`, `2m`).
-fn parse_seconds(s: &str) -> Result<Duration, String> {
+/// Seconds (a whole number) or a duration with its unit (`90s`, `2m`):
+/// `--drain-before` and `--ends-in`, and `fairsched pilot slurm
+/// --drain-before`.
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         return t

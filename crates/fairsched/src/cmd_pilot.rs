@@ -72,7 +72,7 @@ pub struct SlurmArgs {
     account: Option<String>,
     /// Seconds before the wall time ends when a pilot stops taking new tasks (or a duration:
     /// 90s, 2m).
-    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = parse_drain)]
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = fairsched_worker::parse_seconds)]
     drain_before: Duration,
     /// Where the scripts, the jobs' output and the runs' directories go (on a file system the
     /// nodes share).
@@ -115,17 +115,6 @@ pub struct CancelArgs {
 
 fn parse_time(s: &str) -> Result<String, String> {
     slurm::parse_time_limit(s.trim()).map(|_| s.trim().to_owned())
-}
-
-fn parse_drain(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        return t
-            .parse()
-            .map(Duration::from_secs)
-            .map_err(|_| format!("{s:?}: too many seconds"));
-    }
-    fairsched_worker::parse_duration(t).map_err(|e| e.to_string())
 }
 
 /// The job name of every pilot (`pilot status` and `pilot cancel` touch
