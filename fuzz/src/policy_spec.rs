@@ -11,7 +11,7 @@
 //! builds runs a six-job log to the end on the simulator.
 
 use fairsched_core::metrics::Metrics;
-use fairsched_core::registry::{self, Kind, parse_duration};
+use fairsched_core::registry::{self, Kind, Registry, parse_duration};
 use fairsched_core::{PolicySpec, Time};
 use fairsched_sim::{RunConfig, TraceInput};
 
@@ -50,8 +50,9 @@ pub fn exercise(data: &[u8]) {
     let slug = spec.slug();
     assert!(!slug.contains('/') && !slug.is_empty(), "{slug:?}");
 
+    let builtin = Registry::builtin();
     for kind in [Kind::Allocate, Kind::Order, Kind::Control] {
-        let entry = match registry::check(kind, &spec) {
+        let entry = match builtin.check(kind, &spec) {
             Ok(entry) => entry,
             Err(e) => {
                 let _ = e.to_string();

@@ -407,7 +407,7 @@ pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ApiError> {
             if let Some(w) = t.held_slots().first().and_then(|&s| worker_of(s)) {
                 runs[w].push(RunOut {
                     task: b.public_id(id),
-                    user: user_name(t.spec().user.0),
+                    user: user_name(t.spec().user().0),
                     org: org_name(org),
                     since_ms: start.millis(),
                     attempt: t.attempts(),
@@ -446,7 +446,7 @@ pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ApiError> {
             let Some(t) = view.task(id) else { continue };
             queued.push(QueuedOut {
                 task: b.public_id(id),
-                user: user_name(t.spec().user.0),
+                user: user_name(t.spec().user().0),
                 org: org_name(t.org().0),
                 machine,
                 priority: t.priority(),

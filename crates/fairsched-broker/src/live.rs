@@ -9,7 +9,7 @@
 //! commit (it is never part of a step's acknowledgement).
 
 use crate::store::{Config, ReplayError, Snapshot, Step, Store, StoreError};
-use fairsched_core::registry::{Kind, PolicySpec, build_allocate, build_control, build_order, entry};
+use fairsched_core::registry::{Kind, PolicySpec, Reads, Registry, article};
 use fairsched_core::{Action, CoreError, Event, Platform, Scheduler, SnapshotError, TaskId, Time};
 use std::path::Path;
 
@@ -37,6 +37,8 @@ pub const DEFAULT_SNAPSHOT_EVERY: u64 = 10_000;
 pub struct Live {
     core: Scheduler,
     store: Store,
+    /// Where the policies come from (a rebuild from the log uses it again).
+    registry: Registry,
     /// The largest `now` applied: the wall clock may step back, the core's
     /// time does not.
     now: Time,
@@ -62,23 +64,15 @@ pub struct Live {
     restored_from: Option<i64>,
 }
 
-/// Order policies that read the users' requested run times (SWF field 9)
-/// as runtime estimates: a live task has none, so they are refused too.
-const NEEDS_ESTIMATES: &[&str] = &["easy"];
-
-/// Builds the core `config` describes; a clairvoyant policy (one that
-/// reads true runtimes, which a live driver does not know) or one that
-/// needs requested run times (which live tasks do not give) is refused
-/// here, before anything runs.
-pub fn build_core(config: &Config) -> Result<Scheduler, LiveError> {
+/// Builds the core `config` describes from `registry`. A policy that reads
+/// more than the views is refused here, before anything runs: a
+/// clairvoyant one (true runtimes, which a live driver does not know), or
+/// one that reads the users' runtime estimates (live tasks give none) —
+/// both as their registry entries declare.
+pub fn build_core(config: &Config, registry: &Registry) -> Result<Scheduler, LiveError> {
     let spec = |what: &str, s: &str| {
         s.parse()
             .map_err(|e| LiveError::Config(format!("{what} `{s}`: {e}")))
-    };
-    let clairvoyant = |name: &str| {
-        LiveError::Config(format!(
-            "`{name}` is clairvoyant: it reads true runtimes, which a live service does not know (it runs in `fairsched simulate` only)"
-        ))
     };
     // A policy of another kind named where this one is expected.
     let flag = |k: Kind| match k {
@@ -87,10 +81,10 @@ pub fn build_core(config: &Config) -> Result<Scheduler, LiveError> {
         Kind::Control => "--control",
     };
     let misplaced = |kind: Kind, spec: &PolicySpec| -> Option<LiveError> {
-        let other = [Kind::Allocate, Kind::Order, Kind::Control]
-            .into_iter()
-            .find(|&k| k != kind && entry(k, &spec.name).is_ok())?;
-        let e = entry(other, &spec.name).expect("found");
+        let e = registry
+            .find_in(&spec.name, &[kind])
+            .filter(|e| e.kind() != kind)?;
+        let other = e.kind();
         let what = format!(
             "`{}` is {} {} policy ({})",
             spec.name,
@@ -113,63 +107,79 @@ pub fn build_core(config: &Config) -> Result<Scheduler, LiveError> {
         .as_deref()
         .map(|c| spec("control policy", c))
         .transpose()?;
-    for (kind, s) in [
-        (Kind::Allocate, Some(&allocate_spec)),
-        (Kind::Order, Some(&order_spec)),
-        (Kind::Control, control_spec.as_ref()),
-    ] {
-        if let Some(s) = s
-            && entry(kind, &s.name).is_err()
-            && let Some(e) = misplaced(kind, s)
-        {
-            return Err(e);
+    let given = [
+        (
+            Kind::Allocate,
+            Some((&allocate_spec, "allocate policy", &config.allocate)),
+        ),
+        (Kind::Order, Some((&order_spec, "policy", &config.order))),
+        (
+            Kind::Control,
+            control_spec
+                .as_ref()
+                .zip(config.control.as_ref())
+                .map(|(s, c)| (s, "control policy", c)),
+        ),
+    ];
+    for (kind, s) in &given {
+        let Some((s, what, text)) = s else { continue };
+        let entry = match registry.entry(*kind, &s.name) {
+            Ok(e) => e,
+            Err(e) => {
+                return Err(
+                    misplaced(*kind, s).unwrap_or_else(|| LiveError::Config(format!("{what} `{text}`: {e}")))
+                );
+            }
+        };
+        match entry.reads() {
+            Reads::Blind => {}
+            Reads::Oracle => {
+                return Err(LiveError::Config(format!(
+                    "`{text}` is clairvoyant: it reads true runtimes, which a live service does not know (it runs in `fairsched simulate` only)"
+                )));
+            }
+            Reads::Estimates => {
+                return Err(LiveError::Config(format!(
+                    "`{text}` reads the users' runtime estimates (requested run times, SWF field 9), and live tasks give none: \
+                     it runs in `fairsched simulate` only{}",
+                    if *kind == Kind::Order {
+                        " (for first-come-first-served use `fcfs`)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
         }
     }
-    let allocate = build_allocate(&allocate_spec)
+    let allocate = registry
+        .build_allocate(&allocate_spec)
         .map_err(|e| LiveError::Config(format!("allocate policy `{}`: {e}", config.allocate)))?;
-    let order =
-        build_order(&order_spec).map_err(|e| LiveError::Config(format!("policy `{}`: {e}", config.order)))?;
+    let order = registry
+        .build_order(&order_spec)
+        .map_err(|e| LiveError::Config(format!("policy `{}`: {e}", config.order)))?;
     let control = match (&config.control, &control_spec) {
-        (Some(c), Some(s)) => {
-            Some(build_control(s).map_err(|e| LiveError::Config(format!("control policy `{c}`: {e}")))?)
-        }
+        (Some(c), Some(s)) => Some(
+            registry
+                .build_control(s)
+                .map_err(|e| LiveError::Config(format!("control policy `{c}`: {e}")))?,
+        ),
         _ => None,
     };
-    if allocate.is_clairvoyant() {
-        return Err(clairvoyant(&config.allocate));
-    }
-    if order.is_clairvoyant() {
-        return Err(clairvoyant(&config.order));
-    }
-    if NEEDS_ESTIMATES.contains(&order_spec.name.as_str()) {
-        return Err(LiveError::Config(format!(
-            "`{}` needs requested run times (runtime estimates, SWF field 9) to backfill, and live tasks give none: \
-             it runs in `fairsched simulate` only (for first-come-first-served use `fcfs`)",
-            config.order
-        )));
-    }
     // One machine; slots join as workers register.
     let core = Scheduler::new(&Platform::pool(0), config.seed, allocate, order, control);
     Ok(core)
 }
 
-/// `a` or `an` before `word`.
-fn article(word: &str) -> &'static str {
-    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
-        "an"
-    } else {
-        "a"
-    }
-}
-
 impl Live {
-    /// Creates the database at `path` for `config`.
-    pub fn create(path: &Path, config: &Config) -> Result<Live, LiveError> {
-        let core = build_core(config)?;
+    /// Creates the database at `path` for `config`, its policies from
+    /// `registry`.
+    pub fn create(path: &Path, config: &Config, registry: &Registry) -> Result<Live, LiveError> {
+        let core = build_core(config, registry)?;
         let store = Store::create(path, config)?;
         Ok(Live {
             core,
             store,
+            registry: registry.clone(),
             now: Time::ZERO,
             high_id: 0,
             issued: 0,
@@ -184,20 +194,21 @@ impl Live {
 
     /// Opens the database at `path`: the newest snapshot that restores,
     /// then the steps logged after it (the whole log if there is none).
-    pub fn open(path: &Path) -> Result<Live, LiveError> {
-        Live::open_with(path, true)
+    pub fn open(path: &Path, registry: &Registry) -> Result<Live, LiveError> {
+        Live::open_with(path, registry, true)
     }
 
     /// Opens the database at `path` by replaying its whole log, ignoring
     /// snapshots (to check them, or to see every action again).
-    pub fn open_from_log(path: &Path) -> Result<Live, LiveError> {
-        Live::open_with(path, false)
+    pub fn open_from_log(path: &Path, registry: &Registry) -> Result<Live, LiveError> {
+        Live::open_with(path, registry, false)
     }
 
-    fn open_with(path: &Path, snapshots: bool) -> Result<Live, LiveError> {
+    fn open_with(path: &Path, registry: &Registry, snapshots: bool) -> Result<Live, LiveError> {
         let (store, config) = Store::open(path)?;
-        let r = load(&store, &config, snapshots)?;
+        let r = load(&store, &config, registry, snapshots)?;
         Ok(Live {
+            registry: registry.clone(),
             core: r.core,
             now: r.now,
             high_id: r.high_id,
@@ -343,7 +354,7 @@ impl Live {
             // (rare: a policy bug) is undone by rebuilding from the log and
             // the group's steps accepted so far.
             match self.core.step(now, events.iter().cloned(), None, &mut out) {
-                Ok(()) => {
+                Ok(_) => {
                     self.now = now;
                     self.high_id = self.high_id.max(max_submit(&events).unwrap_or(0));
                     accepted.push(Step { now, events });
@@ -369,7 +380,7 @@ impl Live {
         if let Err(e) = logged {
             let msg = e.to_string();
             (self.now, self.high_id) = before;
-            match load(&self.store, &self.store.config().clone(), true) {
+            match load(&self.store, &self.store.config().clone(), &self.registry, true) {
                 Ok(r) => {
                     self.core = r.core;
                     self.timers = r.timers;
@@ -403,7 +414,7 @@ impl Live {
     /// not yet logged).
     fn rebuild(&mut self, pending: &[Step]) -> Result<(), String> {
         let config = self.store.config().clone();
-        let mut r = load(&self.store, &config, true).map_err(|e| e.to_string())?;
+        let mut r = load(&self.store, &config, &self.registry, true).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
         for st in pending {
             r.core
@@ -449,7 +460,7 @@ struct Replayed {
 /// the steps after it, else from the whole log. A snapshot that does not
 /// restore, or whose tail does not replay, is passed over with a warning:
 /// the log alone is the truth.
-fn load(store: &Store, config: &Config, snapshots: bool) -> Result<Replayed, LiveError> {
+fn load(store: &Store, config: &Config, registry: &Registry, snapshots: bool) -> Result<Replayed, LiveError> {
     if snapshots {
         for snap in store.snapshots()? {
             let snap = match snap {
@@ -460,7 +471,7 @@ fn load(store: &Store, config: &Config, snapshots: bool) -> Result<Replayed, Liv
                 }
             };
             let seq = snap.seq;
-            let mut core = build_core(config)?;
+            let mut core = build_core(config, registry)?;
             let start = core.restore(&snap.core).map(|()| Replayed {
                 core,
                 now: snap.now,
@@ -482,7 +493,7 @@ fn load(store: &Store, config: &Config, snapshots: bool) -> Result<Replayed, Liv
         }
     }
     let start = Replayed {
-        core: build_core(config)?,
+        core: build_core(config, registry)?,
         now: Time::ZERO,
         high_id: 0,
         out: Vec::new(),
@@ -504,7 +515,7 @@ fn replay(store: &Store, mut r: Replayed) -> Result<Replayed, LiveError> {
                 _ => None,
             }));
             r.high_id = r.high_id.max(max_submit(&step.events).unwrap_or(0));
-            r.core.step(r.now, step.events, None, &mut out)
+            r.core.step(r.now, step.events, None, &mut out).map(drop)
         })
         .map_err(|e| match e {
             ReplayError::Store(s) => LiveError::Store(s),

@@ -40,9 +40,10 @@ use crate::dashboard::{Recent, What};
 use crate::identity::{IdentityError, Principal};
 use crate::live::{Live, LiveError};
 use crate::store::unix_ms;
+use fairsched_core::registry::Picks;
 use fairsched_core::{
-    Action, EndRecord, Event, MachineId, OrgId, Outcome, Phase, SlotId, TaskId, TaskSpec, Time, WorkflowId,
-    WorkflowRef,
+    Action, EndRecord, Event, Kind, MachineId, OrgId, Outcome, Phase, Registry, SlotId, TaskId, TaskSpec,
+    Time, WorkflowId, WorkflowRef,
 };
 use fairsched_worker::wire::{
     Assignment, Phase as WirePhase, PollReply, RegisterReply, ReportEvent, ReportReply, ReportRequest, RunKey,
@@ -137,6 +138,10 @@ pub struct Settings {
     /// Steps between two snapshots of the core (0: none; a restart then
     /// replays the whole log).
     pub snapshot_every: u64,
+    /// Where the database's policies are looked up: fairsched's own, or a
+    /// program's with its own added (the same at every restart, or the log
+    /// does not replay).
+    pub registry: Registry,
 }
 
 impl Default for Settings {
@@ -145,6 +150,7 @@ impl Default for Settings {
             lease: Duration::from_secs(30),
             max_attempts: 5,
             snapshot_every: crate::live::DEFAULT_SNAPSHOT_EVERY,
+            registry: Registry::builtin(),
         }
     }
 }
@@ -624,7 +630,7 @@ impl Broker {
     /// broker was down (or before their release was committed) are
     /// released or cancelled now.
     pub fn open(path: &Path, settings: Settings) -> Result<Broker, OpenError> {
-        let mut live = Live::open(path)?;
+        let mut live = Live::open(path, &settings.registry)?;
         live.set_snapshot_every(settings.snapshot_every);
         if let Some(seq) = live.restored_from() {
             tracing::info!(
@@ -861,7 +867,7 @@ impl Broker {
         self.sat.slots = view.total_slots() as i64;
         for id in self.live.core().live_task_ids() {
             let Some(t) = view.task(id) else { continue };
-            let user = t.spec().user.0;
+            let user = t.spec().user().0;
             let share = self.sat.users.entry(user).or_insert_with(|| Share {
                 base: g,
                 ..Share::default()
@@ -1071,12 +1077,12 @@ impl Broker {
         if let Some((core, d)) = self.live_task(id) {
             let view = self.live.core().view();
             let t = view.task(core);
-            let spec = t.map(|t| t.spec().clone());
+            let spec = t.map(|t| t.spec());
             return Ok(TaskOut {
                 id,
                 name: d.name.clone(),
                 user: d.user,
-                org: spec.as_ref().map(|s| s.org.0).unwrap_or(0),
+                org: spec.as_ref().map(|s| s.org().0).unwrap_or(0),
                 state: if t.is_some_and(|t| t.is_running()) {
                     "running".into()
                 } else {
@@ -1089,7 +1095,7 @@ impl Broker {
                 start_ms: t.and_then(|t| t.last_start()).map(|s| s.millis()),
                 end_ms: None,
                 command: d.command.clone(),
-                workflow: spec.and_then(|s| s.workflow).map(|w| w.workflow.0),
+                workflow: spec.and_then(|s| s.workflow()).map(|w| w.workflow.0),
                 reason: None,
             });
         }
@@ -1290,6 +1296,17 @@ impl Broker {
         out
     }
 
+    /// How the order policy `spec` picks, from its registry entry (a
+    /// policy the registry does not know: by priority, as the queue count
+    /// assumes).
+    fn picks(&self, spec: &str) -> Picks {
+        let name = spec.split('[').next().unwrap_or(spec).trim();
+        self.settings
+            .registry
+            .entry(Kind::Order, name)
+            .map_or(Picks::Priority, |e| e.picks)
+    }
+
     fn explain_state(&self, t: &TaskOut, id: u64) -> Reply<serde_json::Value> {
         let cfg = self.live.store().config();
         let policy = serde_json::json!({
@@ -1344,7 +1361,7 @@ impl Broker {
         for other in self.live.core().live_task_ids() {
             let Some(o) = view.task(other) else { continue };
             if o.is_running() {
-                if o.spec().user == tv.spec().user {
+                if o.spec().user() == tv.spec().user() {
                     user_running += 1;
                 }
                 if o.org() == tv.org() {
@@ -1357,7 +1374,7 @@ impl Broker {
             }
             if o.priority() > prio || (o.priority() == prio && o.seq() < seq) {
                 ahead += 1;
-                if o.spec().user == tv.spec().user {
+                if o.spec().user() == tv.spec().user() {
                     ahead_same_user += 1;
                 }
             }
@@ -1368,20 +1385,20 @@ impl Broker {
             "no worker has joined: there are no slots".to_string()
         } else if free == 0 {
             let slots = view.total_slots();
-            match order_kind(order) {
-                OrderKind::Submission => format!(
+            match self.picks(order) {
+                Picks::Submission => format!(
                     "all {slots} slots are busy; {earlier} waiting task(s) were submitted before it, and the `{order}` policy starts them first"
                 ),
-                OrderKind::Priority => format!(
+                Picks::Priority => format!(
                     "all {slots} slots are busy; {ahead} waiting task(s) are ahead of it by priority then submission order, and the `{order}` policy starts them first"
                 ),
-                OrderKind::Weighs(what) => format!(
+                Picks::Weighs(what) => format!(
                     "all {slots} slots are busy; {ahead} waiting task(s) are ahead of it by priority then submission order, but the `{order}` policy may pick differently: {what} (see `fairness`)"
                 ),
             }
         } else {
-            match order_kind(order) {
-                OrderKind::Weighs(_) => format!(
+            match self.picks(order) {
+                Picks::Weighs(_) => format!(
                     "{free} slot(s) are free but the `{order}` policy keeps it waiting (its user or organization is ahead of its fair share)"
                 ),
                 _ => format!(
@@ -2601,40 +2618,6 @@ fn persist_shares(tx: &rusqlite::Transaction, st: &Staged) -> rusqlite::Result<(
     Ok(())
 }
 
-/// How an order policy picks among waiting tasks, for `explain`'s words.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OrderKind {
-    /// Submission order, priorities ignored (`first-fit`, `fcfs`, `easy`).
-    Submission,
-    /// Highest priority first, then submission order (`priority`, and a
-    /// policy `explain` does not know).
-    Priority,
-    /// It weighs something else too: users, organizations, workflows.
-    Weighs(&'static str),
-}
-
-/// The kind of the order policy `spec` (`name` or `name[k=v,…]`).
-fn order_kind(spec: &str) -> OrderKind {
-    let name = spec.split('[').next().unwrap_or(spec).trim();
-    match fairsched_core::registry::canonical(name) {
-        "first-fit" | "fcfs" | "easy" => OrderKind::Submission,
-        "fair-share" | "ut-fair-share" | "curr-fair-share" => OrderKind::Weighs(
-            "it starts the organization that got the least for its share of the slots first, not tasks by priority",
-        ),
-        "round-robin" => OrderKind::Weighs("it takes organizations in turn, not tasks by priority"),
-        "direct-contr" => OrderKind::Weighs(
-            "it weighs organizations by their contribution (Shapley), not tasks by priority",
-        ),
-        "diet-ethic" => OrderKind::Weighs(
-            "it runs mandatory tasks first, then the user with the least time allocated, not tasks by priority",
-        ),
-        "workflow-fcfs" => {
-            OrderKind::Weighs("among equal priorities it puts the earliest-submitted workflow first")
-        }
-        _ => OrderKind::Priority,
-    }
-}
-
 /// Why a run failed: how it ended, and in which phase when its worker
 /// reported the phases (`the exec phase failed (exit 3)`).
 fn failure_reason(p: Option<Phase>, how: &str) -> String {
@@ -2876,6 +2859,7 @@ mod tests {
                 control: control.map(Into::into),
                 ..Config::default()
             },
+            &Registry::builtin(),
         )
         .unwrap();
         let org = live.store().add_org("physics").unwrap();
@@ -3532,38 +3516,18 @@ mod tests {
         }
     }
 
-    /// Every policy `explain` names is an order policy of the registry,
-    /// and every order policy the live service accepts is of a kind.
+    /// `explain`'s words come from each order policy's registry entry:
+    /// by name, former names and parameters included.
     #[test]
-    fn explain_knows_the_order_policies_by_name() {
-        use fairsched_core::registry::{Kind, entry};
-        for name in [
-            "fifo",
-            "fcfs",
-            "easy",
-            "fair-share",
-            "ut-fair-share",
-            "curr-fair-share",
-            "round-robin",
-            "direct-contr",
-            "diet-ethic",
-            "workflow-fcfs",
-            "priority",
-        ] {
-            assert!(entry(Kind::Order, name).is_ok(), "{name}");
-        }
-        assert_eq!(order_kind("fifo"), OrderKind::Submission);
-        assert_eq!(order_kind("priority"), OrderKind::Priority);
-        assert!(matches!(order_kind("fair-share"), OrderKind::Weighs(_)));
-        assert!(matches!(order_kind("diet-ethic[seed=3]"), OrderKind::Weighs(_)));
-        for e in fairsched_core::REGISTRY
-            .iter()
-            .filter(|e| e.kind() == Kind::Order)
-        {
-            // Nothing to check but that it does not panic; a new policy
-            // falls back to `Priority` (what the queue count assumes).
-            let _ = order_kind(e.name);
-        }
+    fn explain_knows_how_each_order_policy_picks_from_its_entry() {
+        let f = fixture("fifo", None);
+        let b = open(&f);
+        assert_eq!(b.picks("fifo"), Picks::Submission);
+        assert_eq!(b.picks("fcfs"), Picks::Submission);
+        assert_eq!(b.picks("priority"), Picks::Priority);
+        assert!(matches!(b.picks("fair-share"), Picks::Weighs(_)));
+        assert!(matches!(b.picks("diet-ethic[seed=3]"), Picks::Weighs(_)));
+        assert_eq!(b.picks("no-such-policy"), Picks::Priority);
     }
 
     /// Ids stay unique when held tasks reserve public ids above every core

@@ -11,8 +11,12 @@
 //!   runtime: non-clairvoyance is structural. Clairvoyant baselines
 //!   implement [`ClairvoyantAllocate`]/[`ClairvoyantOrder`] and receive a
 //!   [`RuntimeOracle`] explicitly.
-//! - Policies are built by name from the [`registry`]
-//!   (`name[key=value,...]`).
+//! - Policies are built by name (`name[key=value,...]`) from a
+//!   [`Registry`]: a value, fairsched's own policies
+//!   ([`Registry::builtin`]) plus any a program adds. Each entry declares
+//!   what its policy may read ([`Reads`]): the views only, the users'
+//!   estimates too, or true runtimes; the core hands each policy views
+//!   that show exactly that.
 //! - [`Scheduler::snapshot`] writes the whole core as bytes and
 //!   [`Scheduler::restore`] reads them back into a scheduler built from
 //!   the same configuration ([`snapshot`]: format and guarantees).
@@ -26,8 +30,9 @@
 //!
 //! ```
 //! use fairsched_core::*;
-//! let order = registry::build_order(&"fifo".parse().unwrap()).unwrap();
-//! let alloc = registry::build_allocate(&"single-pool".parse().unwrap()).unwrap();
+//! let registry = Registry::builtin();
+//! let order = registry.build_order(&"fifo".parse().unwrap()).unwrap();
+//! let alloc = registry.build_allocate(&"single-pool".parse().unwrap()).unwrap();
 //! let mut core = Scheduler::new(&Platform::pool(2), 42, alloc, order, None);
 //! let mut out = Vec::new();
 //! core.step(Time::ZERO, [Event::Submit(TaskSpec::new(1, 0, 0))], None, &mut out).unwrap();
@@ -81,11 +86,13 @@ pub use point::{
     Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Gauge, Order, Pick, RuntimeOracle,
     SimRng, derive_seed,
 };
-pub use registry::{Kind, PolicySpec, REGISTRY, SpecError};
-pub use scheduler::{AllocatePolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
+pub use registry::{
+    Ctor, Entry, Kind, ParamDoc, Params, PolicySpec, Reads, Registry, RegistryError, SpecError,
+};
+pub use scheduler::{AllocatePolicy, ControlPolicy, CoreError, CoreStats, OrderPolicy, Scheduler};
 pub use sink::{Fanout, Observer, Sample, TaskMeta};
 pub use snapshot::SnapshotError;
-pub use state::{MachineView, Platform, State, TaskView, View};
+pub use state::{MachineView, Platform, SpecView, State, TaskView, View};
 pub use time::Time;
 
 /// Re-exported so downstream crates seed and draw with the same versions.

@@ -8,9 +8,11 @@
 //! | [`Order`] | a slot of this machine is free: which waiting task starts (or which running one is stopped)? |
 //! | [`Control`] | after events or a timer, which priorities change? |
 //!
-//! Blind policies implement [`Allocate`] / [`Order`] and get only views.
-//! Clairvoyant baselines implement [`ClairvoyantAllocate`] /
-//! [`ClairvoyantOrder`], whose methods also receive a [`RuntimeOracle`];
+//! Blind policies implement [`Allocate`] / [`Order`] / [`Control`] and get
+//! only views, without the users' estimates; the same traits, registered
+//! as reading estimates ([`crate::registry::Reads::Estimates`]), get views
+//! that show them. Clairvoyant baselines implement [`ClairvoyantAllocate`]
+//! / [`ClairvoyantOrder`], whose methods also receive a [`RuntimeOracle`];
 //! the scheduler refuses to run them without one (the live broker has none).
 //!
 //! Every policy is `Clone` (through [`DynClone`]): a driver that must be
@@ -21,10 +23,9 @@
 
 use crate::event::Notice;
 use crate::ids::{MachineId, SlotId, TaskId};
-use crate::model::TaskSpec;
 use crate::prelude::*;
 use crate::snapshot::SnapshotError;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use crate::time::Time;
 use dyn_clone::DynClone;
 
@@ -41,7 +42,7 @@ pub trait RuntimeOracle {
 /// Which machine's queue gets an arriving task.
 pub trait Allocate: Send + DynClone {
     /// Return `None` when no machine can ever hold the task (it is rejected).
-    fn allocate(&mut self, view: &View, task: &TaskSpec, rng: &mut SimRng) -> Option<MachineId>;
+    fn allocate(&mut self, view: &View, task: SpecView, rng: &mut SimRng) -> Option<MachineId>;
     /// State changes, delivered as they are applied.
     fn notify(&mut self, _view: &View, _notice: &Notice) {}
 
@@ -53,8 +54,7 @@ pub trait Allocate: Send + DynClone {
     }
     /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
     /// The default: [`SnapshotError::Unsupported`]. Policies implement this
-    /// and [`Allocate::load`] with `snapshot_policy!` (module
-    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// and [`Allocate::load`] with [`crate::snapshot_policy!`]. The same state must give the same bytes,
     /// however it was reached (hash maps written in key order).
     fn save(&self) -> Result<Vec<u8>, SnapshotError> {
         Err(SnapshotError::Unsupported(self.policy_name()))
@@ -71,7 +71,7 @@ pub trait ClairvoyantAllocate: Send + DynClone {
     fn allocate(
         &mut self,
         view: &View,
-        task: &TaskSpec,
+        task: SpecView,
         oracle: &dyn RuntimeOracle,
         rng: &mut SimRng,
     ) -> Option<MachineId>;
@@ -85,8 +85,7 @@ pub trait ClairvoyantAllocate: Send + DynClone {
     }
     /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
     /// The default: [`SnapshotError::Unsupported`]. Policies implement this
-    /// and [`ClairvoyantAllocate::load`] with `snapshot_policy!` (module
-    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// and [`ClairvoyantAllocate::load`] with [`crate::snapshot_policy!`]. The same state must give the same bytes,
     /// however it was reached (hash maps written in key order).
     fn save(&self) -> Result<Vec<u8>, SnapshotError> {
         Err(SnapshotError::Unsupported(self.policy_name()))
@@ -138,8 +137,7 @@ pub trait Order: Send + DynClone {
     }
     /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
     /// The default: [`SnapshotError::Unsupported`]. Policies implement this
-    /// and [`Order::load`] with `snapshot_policy!` (module
-    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// and [`Order::load`] with [`crate::snapshot_policy!`]. The same state must give the same bytes,
     /// however it was reached (hash maps written in key order).
     fn save(&self) -> Result<Vec<u8>, SnapshotError> {
         Err(SnapshotError::Unsupported(self.policy_name()))
@@ -174,8 +172,7 @@ pub trait ClairvoyantOrder: Send + DynClone {
     }
     /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
     /// The default: [`SnapshotError::Unsupported`]. Policies implement this
-    /// and [`ClairvoyantOrder::load`] with `snapshot_policy!` (module
-    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// and [`ClairvoyantOrder::load`] with [`crate::snapshot_policy!`]. The same state must give the same bytes,
     /// however it was reached (hash maps written in key order).
     fn save(&self) -> Result<Vec<u8>, SnapshotError> {
         Err(SnapshotError::Unsupported(self.policy_name()))
@@ -223,8 +220,7 @@ pub trait Control: Send + DynClone {
     }
     /// The policy's whole state as bytes, for [`crate::Scheduler::snapshot`].
     /// The default: [`SnapshotError::Unsupported`]. Policies implement this
-    /// and [`Control::load`] with `snapshot_policy!` (module
-    /// [`crate::snapshot`]). The same state must give the same bytes,
+    /// and [`Control::load`] with [`crate::snapshot_policy!`]. The same state must give the same bytes,
     /// however it was reached (hash maps written in key order).
     fn save(&self) -> Result<Vec<u8>, SnapshotError> {
         Err(SnapshotError::Unsupported(self.policy_name()))

@@ -6,50 +6,71 @@ use crate::model::{Outcome, TaskSpec};
 use crate::point::{Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Order};
 use crate::point::{Pick, RuntimeOracle, SimRng};
 use crate::prelude::*;
+use crate::registry::Reads;
 use crate::snapshot::{self, SnapshotError};
 use crate::state::{Platform, Run, State, Status, TaskState, View, push_free};
 use crate::time::Time;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-/// An `Allocate` policy, blind or clairvoyant.
+/// An `Allocate` policy with what it may read ([`Reads`]): its views
+/// show the users' estimates unless it is blind, and only a clairvoyant
+/// one is handed the oracle.
 #[derive(Clone)]
 pub enum AllocatePolicy {
     Blind(Box<dyn Allocate>),
+    WithEstimates(Box<dyn Allocate>),
     Clairvoyant(Box<dyn ClairvoyantAllocate>),
 }
 
-/// An `Order` policy, blind or clairvoyant.
+/// An `Order` policy with what it may read (see [`AllocatePolicy`]).
 #[derive(Clone)]
 pub enum OrderPolicy {
     Blind(Box<dyn Order>),
+    WithEstimates(Box<dyn Order>),
     Clairvoyant(Box<dyn ClairvoyantOrder>),
 }
 
+/// A `Control` policy with what it may read (see [`AllocatePolicy`]).
+#[derive(Clone)]
+pub enum ControlPolicy {
+    Blind(Box<dyn Control>),
+    WithEstimates(Box<dyn Control>),
+}
+
 impl AllocatePolicy {
-    fn notify(&mut self, view: &View, n: &Notice) {
+    fn notify(&mut self, state: &State, n: &Notice) {
+        let view = state.policy_view(self.reads() != Reads::Blind);
         match self {
-            AllocatePolicy::Blind(p) => p.notify(view, n),
-            AllocatePolicy::Clairvoyant(p) => p.notify(view, n),
+            AllocatePolicy::Blind(p) | AllocatePolicy::WithEstimates(p) => p.notify(&view, n),
+            AllocatePolicy::Clairvoyant(p) => p.notify(&view, n),
         }
     }
     /// The policy's name (see [`Allocate::policy_name`]).
     pub fn policy_name(&self) -> &'static str {
         match self {
-            AllocatePolicy::Blind(p) => p.policy_name(),
+            AllocatePolicy::Blind(p) | AllocatePolicy::WithEstimates(p) => p.policy_name(),
             AllocatePolicy::Clairvoyant(p) => p.policy_name(),
         }
     }
     fn save(&self) -> Result<Vec<u8>, SnapshotError> {
         match self {
-            AllocatePolicy::Blind(p) => p.save(),
+            AllocatePolicy::Blind(p) | AllocatePolicy::WithEstimates(p) => p.save(),
             AllocatePolicy::Clairvoyant(p) => p.save(),
         }
     }
     fn load(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
         match self {
-            AllocatePolicy::Blind(p) => p.load(bytes),
+            AllocatePolicy::Blind(p) | AllocatePolicy::WithEstimates(p) => p.load(bytes),
             AllocatePolicy::Clairvoyant(p) => p.load(bytes),
+        }
+    }
+    /// What it reads.
+    pub fn reads(&self) -> Reads {
+        match self {
+            AllocatePolicy::Blind(_) => Reads::Blind,
+            AllocatePolicy::WithEstimates(_) => Reads::Estimates,
+            AllocatePolicy::Clairvoyant(_) => Reads::Oracle,
         }
     }
     pub fn is_clairvoyant(&self) -> bool {
@@ -58,29 +79,38 @@ impl AllocatePolicy {
 }
 
 impl OrderPolicy {
-    fn notify(&mut self, view: &View, n: &Notice) {
+    fn notify(&mut self, state: &State, n: &Notice) {
+        let view = state.policy_view(self.reads() != Reads::Blind);
         match self {
-            OrderPolicy::Blind(p) => p.notify(view, n),
-            OrderPolicy::Clairvoyant(p) => p.notify(view, n),
+            OrderPolicy::Blind(p) | OrderPolicy::WithEstimates(p) => p.notify(&view, n),
+            OrderPolicy::Clairvoyant(p) => p.notify(&view, n),
         }
     }
     /// The policy's name (see [`Order::policy_name`]).
     pub fn policy_name(&self) -> &'static str {
         match self {
-            OrderPolicy::Blind(p) => p.policy_name(),
+            OrderPolicy::Blind(p) | OrderPolicy::WithEstimates(p) => p.policy_name(),
             OrderPolicy::Clairvoyant(p) => p.policy_name(),
         }
     }
     fn save(&self) -> Result<Vec<u8>, SnapshotError> {
         match self {
-            OrderPolicy::Blind(p) => p.save(),
+            OrderPolicy::Blind(p) | OrderPolicy::WithEstimates(p) => p.save(),
             OrderPolicy::Clairvoyant(p) => p.save(),
         }
     }
     fn load(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
         match self {
-            OrderPolicy::Blind(p) => p.load(bytes),
+            OrderPolicy::Blind(p) | OrderPolicy::WithEstimates(p) => p.load(bytes),
             OrderPolicy::Clairvoyant(p) => p.load(bytes),
+        }
+    }
+    /// What it reads.
+    pub fn reads(&self) -> Reads {
+        match self {
+            OrderPolicy::Blind(_) => Reads::Blind,
+            OrderPolicy::WithEstimates(_) => Reads::Estimates,
+            OrderPolicy::Clairvoyant(_) => Reads::Oracle,
         }
     }
     pub fn is_clairvoyant(&self) -> bool {
@@ -88,8 +118,42 @@ impl OrderPolicy {
     }
     fn preempts(&self) -> bool {
         match self {
-            OrderPolicy::Blind(p) => p.preempts(),
+            OrderPolicy::Blind(p) | OrderPolicy::WithEstimates(p) => p.preempts(),
             OrderPolicy::Clairvoyant(p) => p.preempts(),
+        }
+    }
+}
+
+impl ControlPolicy {
+    fn get(&self) -> &dyn Control {
+        match self {
+            ControlPolicy::Blind(c) | ControlPolicy::WithEstimates(c) => c.as_ref(),
+        }
+    }
+    fn get_mut(&mut self) -> &mut dyn Control {
+        match self {
+            ControlPolicy::Blind(c) | ControlPolicy::WithEstimates(c) => c.as_mut(),
+        }
+    }
+    /// What it reads.
+    pub fn reads(&self) -> Reads {
+        match self {
+            ControlPolicy::Blind(_) => Reads::Blind,
+            ControlPolicy::WithEstimates(_) => Reads::Estimates,
+        }
+    }
+    fn view<'s>(&self, state: &'s State) -> View<'s> {
+        state.policy_view(self.reads() != Reads::Blind)
+    }
+    /// The policy's name (see [`Control::policy_name`]).
+    pub fn policy_name(&self) -> &'static str {
+        self.get().policy_name()
+    }
+    /// The policy itself (a driver that wraps it in a policy of its own,
+    /// a test probe).
+    pub fn into_inner(self) -> Box<dyn Control> {
+        match self {
+            ControlPolicy::Blind(c) | ControlPolicy::WithEstimates(c) => c,
         }
     }
 }
@@ -134,7 +198,7 @@ pub struct Scheduler {
     state: State,
     allocate: AllocatePolicy,
     order: OrderPolicy,
-    control: Option<Box<dyn Control>>,
+    control: Option<ControlPolicy>,
     rng: SimRng,
     dirty: Vec<bool>,
     dirty_list: Vec<MachineId>,
@@ -190,24 +254,23 @@ struct BodyIn<'a> {
 struct Policies<'a> {
     allocate: &'a mut AllocatePolicy,
     order: &'a mut OrderPolicy,
-    control: Option<(&'a mut Box<dyn Control>, &'a mut Vec<Notice>)>,
+    control: Option<(&'a mut ControlPolicy, &'a mut Vec<Notice>)>,
 }
 
 impl Policies<'_> {
     fn tell(&mut self, state: &State, n: Notice) {
-        let view = state.view();
-        self.allocate.notify(&view, &n);
-        self.order.notify(&view, &n);
+        self.allocate.notify(state, &n);
+        self.order.notify(state, &n);
         if let Some((c, buffer)) = self.control.as_mut() {
-            c.notify(&view, &n);
+            let view = c.view(state);
+            c.get_mut().notify(&view, &n);
             buffer.push(n);
         }
     }
     /// A change the Control made itself: it is not told.
     fn tell_all_but_control(&mut self, state: &State, n: Notice) {
-        let view = state.view();
-        self.allocate.notify(&view, &n);
-        self.order.notify(&view, &n);
+        self.allocate.notify(state, &n);
+        self.order.notify(state, &n);
     }
 }
 
@@ -217,7 +280,7 @@ impl Scheduler {
         seed: u64,
         allocate: AllocatePolicy,
         order: OrderPolicy,
-        control: Option<Box<dyn Control>>,
+        control: Option<ControlPolicy>,
     ) -> Scheduler {
         let n = platform.machines.len();
         Scheduler {
@@ -241,18 +304,31 @@ impl Scheduler {
         self.allocate.is_clairvoyant() || self.order.is_clairvoyant()
     }
 
+    /// The whole platform state, estimates included: for the driver (the
+    /// policies get views that show what they declared they read).
     pub fn view(&self) -> View<'_> {
         self.state.view()
     }
+    /// What each policy reads: `(allocate, order, control)`.
+    pub fn reads(&self) -> (Reads, Reads, Option<Reads>) {
+        (
+            self.allocate.reads(),
+            self.order.reads(),
+            self.control.as_ref().map(ControlPolicy::reads),
+        )
+    }
     /// The policies' fairness state now (see [`crate::Order::gauges`]).
     pub fn gauges(&self) -> Vec<crate::point::Gauge> {
-        let view = self.state.view();
         let mut out = Vec::new();
-        if let OrderPolicy::Blind(o) = &self.order {
-            o.gauges(&view, &mut out);
+        match &self.order {
+            OrderPolicy::Blind(o) | OrderPolicy::WithEstimates(o) => o.gauges(
+                &self.state.policy_view(self.order.reads() != Reads::Blind),
+                &mut out,
+            ),
+            OrderPolicy::Clairvoyant(_) => {}
         }
         if let Some(c) = &self.control {
-            c.gauges(&view, &mut out);
+            c.get().gauges(&c.view(&self.state), &mut out);
         }
         out
     }
@@ -287,7 +363,7 @@ impl Scheduler {
         let allocate_state = self.allocate.save()?;
         let order_state = self.order.save()?;
         let control_state = match &self.control {
-            Some(c) => c.save()?,
+            Some(c) => c.get().save()?,
             None => Vec::new(),
         };
         snapshot::write_sealed(&BodyOut {
@@ -370,7 +446,7 @@ impl Scheduler {
         order.load(body.order_state)?;
         let mut control = self.control.clone();
         if let Some(c) = control.as_mut() {
-            c.load(body.control_state)?;
+            c.get_mut().load(body.control_state)?;
         }
         *self = Scheduler {
             state: body.state,
@@ -392,10 +468,15 @@ impl Scheduler {
     /// control policy react, then fill free slots. Actions are appended to
     /// `out`. `oracle` is required when a policy is clairvoyant.
     ///
-    /// A step with no event does nothing at all: decisions happen only at
-    /// instants where the driver reported something, so no policy ever runs
-    /// at a time that only a hidden runtime could explain.
+    /// A step with no event, or whose events all did not apply (each is
+    /// counted in [`CoreStats::ignored_events`]), does nothing at all: no
+    /// clock advance, no Control reaction, no dispatch. Decisions happen
+    /// only at instants where the driver reported something that changed
+    /// the platform, so no policy ever runs at a time that only a hidden
+    /// runtime could explain (a driver's late failure report of a run
+    /// that was killed meanwhile, say).
     ///
+    /// Returns whether it stepped (false: nothing applied, nothing ran).
     /// On error, the actions of this step are removed from `out` and the
     /// scheduler refuses further steps ([`CoreError::Poisoned`]): use
     /// [`Scheduler::step_atomic`] to be able to go on.
@@ -405,16 +486,16 @@ impl Scheduler {
         events: impl IntoIterator<Item = Event>,
         oracle: Option<&dyn RuntimeOracle>,
         out: &mut Vec<Action>,
-    ) -> Result<(), CoreError> {
+    ) -> Result<bool, CoreError> {
         if self.poisoned {
             return Err(CoreError::Poisoned);
         }
         let mark = out.len();
-        let mut any = false;
+        let (before, ignored) = (self.state.now, self.stats.ignored_events);
+        let mut n = 0u64;
         for ev in events {
-            if !any {
+            if n == 0 {
                 // The first event: checks that need nothing to have changed.
-                any = true;
                 if oracle.is_none() && self.needs_oracle() {
                     return Err(self.missing_oracle());
                 }
@@ -422,17 +503,24 @@ impl Scheduler {
                     self.state.now = now;
                 }
             }
+            n += 1;
             self.stats.events += 1;
             if let Err(e) = self.apply(ev, oracle, out) {
                 return Err(self.fail(e, out, mark));
             }
         }
-        if !any {
-            return Ok(());
+        if self.stats.ignored_events - ignored == n {
+            // Nothing applied (no event, or only events that did not
+            // apply: a stale report of a task that ended, a duplicate): no
+            // policy ran and none runs now, and the clock stays where it
+            // was, so no decision is ever taken at an instant that only a
+            // driver's stale event explains.
+            self.state.now = before;
+            return Ok(false);
         }
         self.run_control(out);
         match self.dispatch(oracle, out) {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(true),
             Err(e) => Err(self.fail(e, out, mark)),
         }
     }
@@ -465,7 +553,7 @@ impl Scheduler {
         events: impl IntoIterator<Item = Event>,
         oracle: Option<&dyn RuntimeOracle>,
         out: &mut Vec<Action>,
-    ) -> Result<(), CoreError> {
+    ) -> Result<bool, CoreError> {
         let before = self.clone();
         let result = self.step(now, events, oracle, out);
         if result.is_err() {
@@ -592,12 +680,15 @@ impl Scheduler {
             };
             (m.index() < machines && fits(m)).then_some(m)
         } else {
-            let view = self.state.view();
+            let view = self.state.policy_view(self.allocate.reads() != Reads::Blind);
+            let task = view.spec(&spec);
             let m = match &mut self.allocate {
-                AllocatePolicy::Blind(a) => a.allocate(&view, &spec, &mut self.rng),
+                AllocatePolicy::Blind(a) | AllocatePolicy::WithEstimates(a) => {
+                    a.allocate(&view, task, &mut self.rng)
+                }
                 AllocatePolicy::Clairvoyant(a) => {
                     let oracle = oracle.ok_or(CoreError::NeedsOracle("allocate"))?;
-                    a.allocate(&view, &spec, oracle, &mut self.rng)
+                    a.allocate(&view, task, oracle, &mut self.rng)
                 }
             };
             if let Some(m) = m
@@ -856,7 +947,10 @@ impl Scheduler {
             return;
         }
         let mut co = ControlOut::default();
-        control.react(&self.state.view(), &self.control_notices, &self.fired, &mut co);
+        let view = control.view(&self.state);
+        control
+            .get_mut()
+            .react(&view, &self.control_notices, &self.fired, &mut co);
         self.control_notices.clear();
         self.fired.clear();
         for (task, priority) in co.priorities {
@@ -917,9 +1011,9 @@ impl Scheduler {
             if ms.waiting == 0 || (ms.free.is_empty() && !(preempts && ms.running > 0)) {
                 return Ok(());
             }
-            let view = self.state.view();
+            let view = self.state.policy_view(self.order.reads() != Reads::Blind);
             let pick = match &mut self.order {
-                OrderPolicy::Blind(o) => o.pick(&view, m, &mut self.rng),
+                OrderPolicy::Blind(o) | OrderPolicy::WithEstimates(o) => o.pick(&view, m, &mut self.rng),
                 OrderPolicy::Clairvoyant(o) => {
                     let oracle = oracle.ok_or(CoreError::NeedsOracle("order"))?;
                     o.pick(&view, m, oracle, &mut self.rng)
@@ -1041,10 +1135,17 @@ mod tests {
     use super::*;
     use crate::OrgId;
     use crate::model::Phase;
-    use crate::registry::{build_allocate, build_order};
+    use crate::registry::Registry;
     use std::sync::{Arc, Mutex};
 
-    /// A scheduler from registry specs, with an optional Control.
+    fn build_allocate(spec: &crate::PolicySpec) -> Result<AllocatePolicy, crate::SpecError> {
+        Registry::builtin().build_allocate(spec)
+    }
+    fn build_order(spec: &crate::PolicySpec) -> Result<OrderPolicy, crate::SpecError> {
+        Registry::builtin().build_order(spec)
+    }
+
+    /// A scheduler from registry specs, with an optional (blind) Control.
     fn scheduler(
         platform: Platform,
         allocate: &str,
@@ -1056,7 +1157,7 @@ mod tests {
             1,
             build_allocate(&allocate.parse().unwrap()).unwrap(),
             build_order(&order.parse().unwrap()).unwrap(),
-            control,
+            control.map(ControlPolicy::Blind),
         )
     }
 
@@ -1117,6 +1218,94 @@ mod tests {
         assert_eq!(core.now(), Time::ZERO, "an empty step moved the clock");
         assert_eq!(core.stats(), &stats);
         assert_eq!(out.len(), actions, "{out:?}");
+    }
+
+    /// Starts a waiting task only from `at` on (a policy that acts on
+    /// the clock, as backfilling does).
+    #[derive(Clone, Default)]
+    struct NotBefore {
+        at: Time,
+        waiting: Vec<TaskId>,
+    }
+
+    impl Order for NotBefore {
+        fn notify(&mut self, _view: &View, n: &Notice) {
+            match *n {
+                Notice::Queued { task, .. } => self.waiting.push(task),
+                Notice::Started { task, .. } | Notice::Left { task, .. } => {
+                    self.waiting.retain(|&t| t != task)
+                }
+                _ => {}
+            }
+        }
+        fn pick(&mut self, view: &View, _m: MachineId, _rng: &mut SimRng) -> Option<Pick> {
+            (view.now() >= self.at).then(|| self.waiting.first().map(|&t| Pick::Start(t)))?
+        }
+    }
+
+    /// A step whose every event was ignored (a late report of a run that
+    /// ended meanwhile: what a driver's stale failure wake-up sends) is no
+    /// step: the clock does not move, the Control does not react, nothing
+    /// is dispatched, though a policy would start a task at that instant.
+    #[test]
+    fn a_step_of_ignored_events_does_nothing() {
+        let probe = Probe::default();
+        let mut probe_only = Scheduler::new(
+            &Platform::pool(1),
+            1,
+            build_allocate(&"single-pool".parse().unwrap()).unwrap(),
+            OrderPolicy::Blind(Box::new(NotBefore {
+                at: Time::from_secs(60),
+                waiting: Vec::new(),
+            })),
+            Some(ControlPolicy::Blind(Box::new(probe.clone()))),
+        );
+        // Task 3 waits: the policy starts nothing before 60.
+        let mut out2 = Vec::new();
+        probe_only
+            .step(Time::ZERO, [Event::Submit(task(3))], None, &mut out2)
+            .unwrap();
+        let calls = probe.0.lock().unwrap().len();
+        let (stats, actions) = (probe_only.stats().clone(), out2.len());
+        // At 70, only events that do not apply: a task that never existed,
+        // a duplicate cancel, a slot that does not exist.
+        probe_only
+            .step(
+                Time::from_secs(70),
+                [
+                    Event::Fail { task: TaskId(1) },
+                    Event::Cancel { task: TaskId(9) },
+                    Event::SlotLeave { slot: SlotId(7) },
+                ],
+                None,
+                &mut out2,
+            )
+            .unwrap();
+        assert_eq!(probe.0.lock().unwrap().len(), calls, "the Control ran");
+        assert_eq!(probe_only.now(), Time::ZERO, "the clock moved");
+        assert_eq!(out2.len(), actions, "something was dispatched: {out2:?}");
+        assert_eq!(probe_only.stats().ignored_events, stats.ignored_events + 3);
+        // One event that applies among them makes it a step like any other.
+        probe_only
+            .step(
+                Time::from_secs(71),
+                [
+                    Event::Fail { task: TaskId(1) },
+                    Event::SlotJoin {
+                        machine: MachineId(0),
+                        owner: OrgId(0),
+                    },
+                ],
+                None,
+                &mut out2,
+            )
+            .unwrap();
+        assert_eq!(probe_only.now(), Time::from_secs(71));
+        assert!(
+            out2.iter()
+                .any(|a| matches!(a, Action::Start { task: TaskId(3), .. })),
+            "{out2:?}"
+        );
     }
 
     #[test]
@@ -1255,7 +1444,7 @@ mod tests {
     #[derive(Clone)]
     struct Nowhere;
     impl Allocate for Nowhere {
-        fn allocate(&mut self, _: &View, _: &TaskSpec, _: &mut SimRng) -> Option<MachineId> {
+        fn allocate(&mut self, _: &View, _: crate::SpecView, _: &mut SimRng) -> Option<MachineId> {
             Some(MachineId(7))
         }
     }

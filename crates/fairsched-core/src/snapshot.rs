@@ -163,6 +163,9 @@ pub(crate) fn encode<T: Serialize + ?Sized>(what: &str, v: &T) -> Result<Vec<u8>
     postcard::to_allocvec(v).map_err(|e| SnapshotError::Corrupt(format!("{what} cannot be encoded: {e}")))
 }
 
+/// A policy's bytes ([`crate::Order::save`]).
+pub type Bytes = Vec<u8>;
+
 /// A policy's state, for `snapshot_policy!`.
 pub fn encode_policy<T: Serialize>(name: &'static str, policy: &T) -> Result<Vec<u8>, SnapshotError> {
     encode(name, policy)
@@ -205,25 +208,48 @@ pub fn short_type_name<T: ?Sized>() -> &'static str {
 /// after `config:` must be equal in the scheduler being restored and in
 /// the snapshot ([`SnapshotError::Mismatch`] otherwise).
 ///
-/// ```text
-/// impl Order for Fifo {
-///     snapshot_policy!(NAME);
-///     ...
-/// }
-/// impl Control for AgeBoost {
-///     snapshot_policy!(NAME, config: after, by);
-///     ...
-/// }
+/// For policies of fairsched and out of tree alike (a live broker
+/// snapshots its core, policies included):
+///
 /// ```
+/// use fairsched_core::{snapshot_policy, MachineId, Notice, Order, Pick, SimRng, TaskId, View};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Clone, Default, Serialize, Deserialize)]
+/// struct Lifo { stack: Vec<TaskId>, depth: u32 }
+///
+/// impl Order for Lifo {
+///     snapshot_policy!("lifo", config: depth);
+///     fn notify(&mut self, _: &View, n: &Notice) {
+///         match *n {
+///             Notice::Queued { task, .. } => self.stack.push(task),
+///             Notice::Started { task, .. } | Notice::Left { task, .. } => self.stack.retain(|&t| t != task),
+///             _ => {}
+///         }
+///     }
+///     fn pick(&mut self, _: &View, _: MachineId, _: &mut SimRng) -> Option<Pick> {
+///         self.stack.last().map(|&t| Pick::Start(t))
+///     }
+/// }
+///
+/// let a = Lifo { stack: vec![TaskId(3), TaskId(5)], depth: 1 };
+/// let mut b = Lifo { depth: 1, ..Lifo::default() };
+/// b.load(&a.save().unwrap()).unwrap();
+/// assert_eq!(b.stack, a.stack);
+/// // Built with another parameter: refused, with its name.
+/// let mut c = Lifo { depth: 2, ..Lifo::default() };
+/// assert!(c.load(&a.save().unwrap()).unwrap_err().to_string().contains("depth"));
+/// ```
+#[macro_export]
 macro_rules! snapshot_policy {
     ($name:expr $(, config: $($cfg:ident),+)? $(,)?) => {
         fn policy_name(&self) -> &'static str {
             $name
         }
-        fn save(&self) -> Result<$crate::prelude::Vec<u8>, $crate::snapshot::SnapshotError> {
+        fn save(&self) -> ::core::result::Result<$crate::snapshot::Bytes, $crate::snapshot::SnapshotError> {
             $crate::snapshot::encode_policy($name, self)
         }
-        fn load(&mut self, bytes: &[u8]) -> Result<(), $crate::snapshot::SnapshotError> {
+        fn load(&mut self, bytes: &[u8]) -> ::core::result::Result<(), $crate::snapshot::SnapshotError> {
             let loaded: Self = $crate::snapshot::decode_policy($name, bytes)?;
             $($(
                 $crate::snapshot::same_config($name, stringify!($cfg), &self.$cfg, &loaded.$cfg)?;
@@ -233,7 +259,7 @@ macro_rules! snapshot_policy {
         }
     };
 }
-pub(crate) use snapshot_policy;
+pub use crate::snapshot_policy;
 
 /// `#[serde(serialize_with = "crate::snapshot::as_bytes")]`: a byte
 /// string (postcard: its length, then the bytes), read back borrowed as
@@ -461,14 +487,17 @@ mod tests {
     /// A busy scheduler (priority order, workflow Control, slots joining
     /// and leaving, a requeue) and its snapshot.
     fn busy() -> (crate::Scheduler, Vec<u8>) {
-        use crate::registry::{build_allocate, build_control, build_order};
+        let r = crate::registry::Registry::builtin();
         use crate::{Event, Phase, Scheduler, SlotId, WorkflowId};
         let mut core = Scheduler::new(
             &crate::Platform::owned_pool(&[2, 1]),
             7,
-            build_allocate(&"single-pool".parse().unwrap()).unwrap(),
-            build_order(&"priority".parse().unwrap()).unwrap(),
-            Some(build_control(&"workflow-fairness[tau=0.05]".parse().unwrap()).unwrap()),
+            r.build_allocate(&"single-pool".parse().unwrap()).unwrap(),
+            r.build_order(&"priority".parse().unwrap()).unwrap(),
+            Some(
+                r.build_control(&"workflow-fairness[tau=0.05]".parse().unwrap())
+                    .unwrap(),
+            ),
         );
         let mut out = Vec::new();
         for i in 0..12u64 {

@@ -2,13 +2,16 @@
 //!
 //! The views are the non-clairvoyance boundary: they expose what a real
 //! platform can observe (submit and start times, elapsed times, counts,
-//! priorities, user estimates, phase timings) and nothing else. No true
-//! runtime is stored here at all; it lives in the driver, behind
-//! [`crate::RuntimeOracle`].
+//! priorities, phase timings) and nothing else. No true runtime is stored
+//! here at all; it lives in the driver, behind [`crate::RuntimeOracle`].
+//! The users' estimates are shown only in the views of a policy whose
+//! registry entry declares it reads them ([`crate::registry::Reads`]): a
+//! blind policy's view answers `None` for every task, and no method of a
+//! view hands out a whole [`TaskSpec`].
 
 use crate::event::{Attempt, SlotList};
-use crate::ids::{MachineId, OrgId, SlotId, TaskId};
-use crate::model::{Phase, TaskSpec};
+use crate::ids::{MachineId, OrgId, SlotId, TaskId, UserId};
+use crate::model::{Phase, TaskSpec, WorkflowRef};
 use crate::prelude::*;
 use crate::snapshot::SnapshotError;
 use crate::time::Time;
@@ -497,8 +500,19 @@ impl State {
         slots
     }
 
+    /// The whole view, estimates included: for drivers (a live broker
+    /// explaining a decision, a test), never handed to a policy.
     pub fn view(&self) -> View<'_> {
-        View { s: self }
+        View {
+            s: self,
+            estimates: true,
+        }
+    }
+
+    /// The view handed to a policy: with the users' estimates only if it
+    /// declared it reads them.
+    pub(crate) fn policy_view(&self, estimates: bool) -> View<'_> {
+        View { s: self, estimates }
     }
 
     /// Checks a state read from a snapshot before a scheduler adopts it:
@@ -661,6 +675,8 @@ pub(crate) fn push_free(slots: &mut [SlotState], machines: &mut [MachineState], 
 #[derive(Clone, Copy)]
 pub struct View<'a> {
     s: &'a State,
+    /// Whether it shows the users' estimates.
+    estimates: bool,
 }
 
 impl<'a> View<'a> {
@@ -715,7 +731,62 @@ impl<'a> View<'a> {
     }
     pub fn task(&self, id: TaskId) -> Option<TaskView<'a>> {
         let now = self.s.now;
-        self.s.tasks.get(&id).map(|t| TaskView { t, now })
+        let estimates = self.estimates;
+        self.s.tasks.get(&id).map(|t| TaskView { t, now, estimates })
+    }
+    /// Whether this view shows the users' estimates (the policy's entry
+    /// declared it reads them).
+    pub fn shows_estimates(&self) -> bool {
+        self.estimates
+    }
+    /// A task as submitted, seen through this view (what an `Allocate`
+    /// policy is handed for an arriving task).
+    pub fn spec<'s>(&self, spec: &'s TaskSpec) -> SpecView<'s> {
+        SpecView {
+            spec,
+            estimates: self.estimates,
+        }
+    }
+}
+
+/// What a submitter said of a task, as a policy may see it: every field
+/// of its [`TaskSpec`] but the estimate, which shows only to a policy
+/// that declared it reads estimates.
+#[derive(Clone, Copy)]
+pub struct SpecView<'a> {
+    spec: &'a TaskSpec,
+    estimates: bool,
+}
+
+impl<'a> SpecView<'a> {
+    pub fn id(&self) -> TaskId {
+        self.spec.id
+    }
+    pub fn user(&self) -> UserId {
+        self.spec.user
+    }
+    pub fn org(&self) -> OrgId {
+        self.spec.org
+    }
+    pub fn slots(&self) -> u32 {
+        self.spec.slots
+    }
+    pub fn priority(&self) -> i64 {
+        self.spec.priority
+    }
+    /// The user's runtime estimate; `None` without one, and always `None`
+    /// in the views of a blind policy.
+    pub fn estimate(&self) -> Option<Time> {
+        if self.estimates { self.spec.estimate } else { None }
+    }
+    pub fn workflow(&self) -> Option<WorkflowRef> {
+        self.spec.workflow
+    }
+    pub fn optional(&self) -> bool {
+        self.spec.optional
+    }
+    pub fn target(&self) -> Option<MachineId> {
+        self.spec.target
     }
 }
 
@@ -759,16 +830,29 @@ impl<'a> MachineView<'a> {
     }
 }
 
-/// A task as policies see it: no true runtime, by construction.
+/// A task as policies see it: no true runtime, by construction, and its
+/// estimate only if the view shows estimates.
 #[derive(Clone, Copy)]
 pub struct TaskView<'a> {
     t: &'a TaskState,
     now: Time,
+    estimates: bool,
 }
 
 impl<'a> TaskView<'a> {
-    pub fn spec(&self) -> &'a TaskSpec {
-        &self.t.spec
+    /// What its submitter said (see [`SpecView`]).
+    pub fn spec(&self) -> SpecView<'a> {
+        SpecView {
+            spec: &self.t.spec,
+            estimates: self.estimates,
+        }
+    }
+    pub fn user(&self) -> UserId {
+        self.t.spec.user
+    }
+    /// See [`SpecView::estimate`].
+    pub fn estimate(&self) -> Option<Time> {
+        self.spec().estimate()
     }
     pub fn id(&self) -> TaskId {
         self.t.spec.id

@@ -24,14 +24,15 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use fairsched_core::Registry;
 use fairsched_sim::experiments::diet::{RunResult, Setup, System, run, scenario};
 
 const SEED: u64 = 0;
 
 /// The scenario `name` and its run once under `system`, untimed, printed.
-fn preflight(name: &str, label: &str, system: System) -> (Setup, RunResult) {
+fn preflight(name: &str, label: &str, system: &System) -> (Setup, RunResult) {
     let setup = scenario(name, SEED).expect("scenario");
-    let r = run(&setup, system, SEED).expect("run");
+    let r = run(&Registry::builtin(), &setup, system, SEED).expect("run");
     let m = &r.metrics;
     eprintln!(
         "diet/{name}/{label}: {} servers, {} users: completed {}, unhappy {}, unfairness {:.4}, kills {}",
@@ -53,9 +54,10 @@ fn capacity(setup: &Setup) -> u64 {
 fn bench(c: &mut Criterion, group: &str, label: &str, setup: &Setup, system: System, completed: u64) {
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(completed));
+    let registry = Registry::builtin();
     g.bench_function(label, |b| {
         b.iter(|| {
-            let r = run(black_box(setup), black_box(system), SEED).expect("run");
+            let r = run(&registry, black_box(setup), black_box(&system), SEED).expect("run");
             assert_eq!(r.metrics.completed, completed, "{group}/{label}: deterministic");
             r
         })
@@ -64,7 +66,7 @@ fn bench(c: &mut Criterion, group: &str, label: &str, setup: &Setup, system: Sys
 }
 
 fn scalability(c: &mut Criterion) {
-    let (setup, diet) = preflight("scalability", "diet-ethic", System::DietEthic);
+    let (setup, diet) = preflight("scalability", "diet-ethic", &System::DietEthic);
     assert_eq!((setup.servers, setup.users.len()), (138, 100));
     assert_eq!(capacity(&setup), 13_800);
     // Every server busy from 0 to 100 s with requests of 1 s, every
@@ -81,7 +83,7 @@ fn scalability(c: &mut Criterion) {
     );
 
     let legacy = System::Legacy { n_submit: 1000 };
-    let (setup, r) = preflight("scalability", "legacy-1000", legacy);
+    let (setup, r) = preflight("scalability", "legacy-1000", &legacy);
     // 100,000 requests queued at 0 on 138 FCFS servers: the servers never
     // idle before the deadline, and a client whose mandatory requests are
     // not done by then stays (its requests keep running) until they are.
@@ -98,7 +100,7 @@ fn scalability(c: &mut Criterion) {
 }
 
 fn night_consecutive(c: &mut Criterion) {
-    let (setup, r) = preflight("night-consecutive", "diet-ethic", System::DietEthic);
+    let (setup, r) = preflight("night-consecutive", "diet-ethic", &System::DietEthic);
     assert_eq!((setup.servers, setup.users.len()), (10, 10));
     assert_eq!(r.metrics.unhappy, 0, "diet-ethic: {:?}", r.metrics);
     // 10 servers × 100 s: the servers never idle (the first client fills

@@ -103,8 +103,12 @@ fn rigid(n: u64, procs: u32, seed: u64) -> Vec<Arrival> {
 }
 
 fn simulation(platform: &Platform, order: &str) -> Simulation<'static> {
-    let allocate = registry::build_allocate(&"single-pool".parse().expect("valid spec")).expect("allocate");
-    let order = registry::build_order(&order.parse().expect("valid spec")).expect("order");
+    let allocate = registry::Registry::builtin()
+        .build_allocate(&"single-pool".parse().expect("valid spec"))
+        .expect("allocate");
+    let order = registry::Registry::builtin()
+        .build_order(&order.parse().expect("valid spec"))
+        .expect("order");
     Simulation::new(Scheduler::new(platform, 0, allocate, order, None))
 }
 
@@ -193,8 +197,12 @@ fn decision_vs_processors(c: &mut Criterion) {
             let mut core = Scheduler::new(
                 &platform,
                 1,
-                registry::build_allocate(&"single-pool".parse().expect("spec")).expect("policy"),
-                registry::build_order(&order.parse().expect("spec")).expect("policy"),
+                registry::Registry::builtin()
+                    .build_allocate(&"single-pool".parse().expect("spec"))
+                    .expect("policy"),
+                registry::Registry::builtin()
+                    .build_order(&order.parse().expect("spec"))
+                    .expect("policy"),
                 None,
             );
             let mut rng = Pcg64Mcg::seed_from_u64(4);

@@ -152,8 +152,12 @@ fn prepare(policy: &str, machines: usize, q: u64) -> Bed {
     let core = Scheduler::new(
         &Platform::machines(&sizes),
         1,
-        registry::build_allocate(&policy.parse().expect("spec")).expect("allocate policy"),
-        registry::build_order(&"fcfs".parse().expect("spec")).expect("order policy"),
+        registry::Registry::builtin()
+            .build_allocate(&policy.parse().expect("spec"))
+            .expect("allocate policy"),
+        registry::Registry::builtin()
+            .build_order(&"fcfs".parse().expect("spec"))
+            .expect("order policy"),
         None,
     );
     let mut bed = Bed {

@@ -50,7 +50,7 @@ fn direct_contr(c: &mut Criterion) {
         let inst = busiest(&trace, &cfg, 5);
         for policy in ["direct-contr", "fifo"] {
             let p: PolicySpec = policy.parse().unwrap();
-            let (_, stats) = run_policy(&inst, &p, cfg.window).unwrap();
+            let (_, stats) = run_policy(&cfg.registry, &inst, &p, cfg.window).unwrap();
             eprintln!(
                 "{name} {policy}: {} tasks, {} steps, {} processors",
                 inst.arrivals.len(),
@@ -59,7 +59,7 @@ fn direct_contr(c: &mut Criterion) {
             );
             g.throughput(Throughput::Elements(stats.steps));
             g.bench_function(format!("{policy}/{name}"), |b| {
-                b.iter(|| run_policy(&inst, &p, cfg.window).unwrap())
+                b.iter(|| run_policy(&cfg.registry, &inst, &p, cfg.window).unwrap())
             });
         }
     }
@@ -76,7 +76,7 @@ fn ref_10_orgs(c: &mut Criterion) {
     let mut g = c.benchmark_group("shapley/ref_10_orgs");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
     g.bench_function("LPC-EGEE", |b| {
-        b.iter(|| run_policy(&inst, &p, cfg.window).unwrap())
+        b.iter(|| run_policy(&cfg.registry, &inst, &p, cfg.window).unwrap())
     });
     g.finish();
 }

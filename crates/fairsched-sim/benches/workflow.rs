@@ -125,21 +125,27 @@ fn replica(grid: &Grid, sources: &[WorkflowSource], system: &System) -> Replica 
         System::Fairness { tau, every } => (
             "priority",
             Some(
-                registry::build_control(
-                    &format!("workflow-fairness[tau={tau},every={every}]")
-                        .parse()
-                        .expect("spec"),
-                )
-                .expect("control"),
+                registry::Registry::builtin()
+                    .build_control(
+                        &format!("workflow-fairness[tau={tau},every={every}]")
+                            .parse()
+                            .expect("spec"),
+                    )
+                    .expect("control"),
             ),
         ),
         System::NoFairness => ("workflow-fcfs", None),
+        System::With { .. } => unreachable!("the benchmark runs the paper's two systems"),
     };
     let core = Scheduler::new(
         &Platform::pool(grid.initial_slots),
         derive_seed(SEED, 1),
-        registry::build_allocate(&"single-pool".parse().expect("spec")).expect("allocate"),
-        registry::build_order(&order.parse().expect("spec")).expect("order"),
+        registry::Registry::builtin()
+            .build_allocate(&"single-pool".parse().expect("spec"))
+            .expect("allocate"),
+        registry::Registry::builtin()
+            .build_order(&order.parse().expect("spec"))
+            .expect("order"),
         control,
     );
     let mut world = World::new(grid.clone(), SEED, instances(sources, SEED, SPACING));
@@ -199,7 +205,16 @@ fn preflight_replica(
 /// and printed; returns the core events of a run.
 fn preflight_run(id: &str, n: usize, grid: &Grid, sources: &[WorkflowSource], system: &System) -> u64 {
     let t = Instant::now();
-    let r = run(grid, SEED, sources, SPACING, system, Vec::new()).expect("run");
+    let r = run(
+        &registry::Registry::builtin(),
+        grid,
+        SEED,
+        sources,
+        SPACING,
+        system,
+        Vec::new(),
+    )
+    .expect("run");
     let wall = t.elapsed().as_secs_f64();
     check_complete(id, n, &r.workflows, r.tasks_run);
     let t = Instant::now();
@@ -265,7 +280,16 @@ fn run_once(n: usize) {
     for (label, system) in [("fairness", fairness()), ("no-fairness", System::NoFairness)] {
         let id = format!("workflow/run/{label}/{n}");
         let t = Instant::now();
-        let r = run(&grid, SEED, &sources, SPACING, &system, Vec::new()).expect("run");
+        let r = run(
+            &registry::Registry::builtin(),
+            &grid,
+            SEED,
+            &sources,
+            SPACING,
+            &system,
+            Vec::new(),
+        )
+        .expect("run");
         let wall = t.elapsed().as_secs_f64();
         check_complete(&id, n, &r.workflows, r.tasks_run);
         eprintln!(
@@ -287,6 +311,7 @@ fn whole_run(c: &mut Criterion) {
         run_once(n);
     }
     let mut group = c.benchmark_group("workflow/run");
+    let builtin = registry::Registry::builtin();
     for n in sizes("WORKFLOW_RUN_SIZES", &RUN_SIZES) {
         let grid = Grid::constant(SLOTS_PER_WORKFLOW * n as u32);
         let sources = sources(n);
@@ -296,7 +321,16 @@ fn whole_run(c: &mut Criterion) {
             group.throughput(Throughput::Elements(events));
             group.bench_function(BenchmarkId::new(label, n), |b| {
                 b.iter(|| {
-                    let r = run(&grid, SEED, black_box(&sources), SPACING, &system, Vec::new()).expect("run");
+                    let r = run(
+                        &builtin,
+                        &grid,
+                        SEED,
+                        black_box(&sources),
+                        SPACING,
+                        &system,
+                        Vec::new(),
+                    )
+                    .expect("run");
                     assert_eq!(r.tasks_run, (n * TASKS) as u64, "{id}: deterministic");
                     r
                 })
@@ -467,17 +501,22 @@ impl Driver {
 
 fn bed(shape: Shape) -> Bed {
     let slots = (shape.active * RUNNING) as u32;
-    let control = registry::build_control(
-        &format!("workflow-fairness[tau={TAU},every=180]")
-            .parse()
-            .expect("spec"),
-    )
-    .expect("control");
+    let control = registry::Registry::builtin()
+        .build_control(
+            &format!("workflow-fairness[tau={TAU},every=180]")
+                .parse()
+                .expect("spec"),
+        )
+        .expect("control");
     let core = Scheduler::new(
         &Platform::pool(slots),
         0,
-        registry::build_allocate(&"single-pool".parse().expect("spec")).expect("allocate"),
-        registry::build_order(&"priority".parse().expect("spec")).expect("order"),
+        registry::Registry::builtin()
+            .build_allocate(&"single-pool".parse().expect("spec"))
+            .expect("allocate"),
+        registry::Registry::builtin()
+            .build_order(&"priority".parse().expect("spec"))
+            .expect("order"),
         Some(control),
     );
     let mut d = Driver {

@@ -8,8 +8,7 @@ use crate::errors::SimError;
 use crate::platform_file::PlatformFile;
 use crate::semantics::{Limits, ProcsFrom, RuntimeLimit, Timeouts};
 use crate::workload::arrivals;
-use fairsched_core::registry::{build_allocate, build_control, build_order};
-use fairsched_core::{Observer, OrgId, Platform, PolicySpec, Scheduler, derive_seed};
+use fairsched_core::{Observer, OrgId, Platform, PolicySpec, Registry, Scheduler, derive_seed};
 use fairsched_trace::{
     FilterCounts, Job, JobIteratorExt, JobStream, StreamOptions, TraceError, TraceScan, UserOrgMap,
     ownership_uniform, ownership_zipf, scan, scan_header, scan_reader,
@@ -80,7 +79,7 @@ impl TraceInput {
 }
 
 /// How processors are split among organizations.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub enum Ownership {
     Uniform,
     /// Zipf law with exponent `s` (organization i gets ∝ 1/i^s).
@@ -168,6 +167,10 @@ pub struct RunConfig {
     /// φ at the end (2^k − 2 coalition schedules of the whole run: see
     /// [`crate::fairness`]); ψ is always computed. Default: no.
     pub phi: bool,
+    /// Where the policies' names are looked up: fairsched's own
+    /// ([`Registry::builtin`], the default) or a program's, with its own
+    /// policies added.
+    pub registry: Registry,
 }
 
 impl RunConfig {
@@ -192,6 +195,7 @@ impl RunConfig {
             procs_from: ProcsFrom::default(),
             runtime_limit: RuntimeLimit::default(),
             phi: false,
+            registry: Registry::builtin(),
         }
     }
 
@@ -278,20 +282,23 @@ impl RunConfig {
             SimError::Config(format!("{flag} {spec}: {e}"))
         };
         let allocate = self.allocate();
-        build_allocate(&allocate).map_err(|e| bad("--allocate", &allocate, e))?;
-        build_order(&self.order).map_err(|e| bad("--policy", &self.order, e))?;
+        let r = &self.registry;
+        r.build_allocate(&allocate)
+            .map_err(|e| bad("--allocate", &allocate, e))?;
+        r.build_order(&self.order)
+            .map_err(|e| bad("--policy", &self.order, e))?;
         let orgs = self.platform_file.as_ref().map_or(self.orgs, |f| f.orgs());
         fairsched_core::policy::shapley::reference::check_orgs(&self.order, orgs as usize)
             .map_err(|e| SimError::Config(format!("--policy {e}")))?;
         if let Some(c) = &self.control {
-            build_control(c).map_err(|e| bad("--control", c, e))?;
+            r.build_control(c).map_err(|e| bad("--control", c, e))?;
         }
         if self.runtime_limit == RuntimeLimit::Kill {
             // A clairvoyant policy is told true runtimes by the simulator's
             // oracle, which knows the logged runtime, not the kill.
-            let clairvoyant = if build_order(&self.order)?.is_clairvoyant() {
+            let clairvoyant = if r.build_order(&self.order)?.is_clairvoyant() {
                 Some(("--policy", &self.order))
-            } else if build_allocate(&allocate)?.is_clairvoyant() {
+            } else if r.build_allocate(&allocate)?.is_clairvoyant() {
                 Some(("--allocate", &allocate))
             } else {
                 None
@@ -437,9 +444,10 @@ impl RunConfig {
 
     /// Builds the scheduler for this run.
     pub fn scheduler(&self, platform: &Platform) -> Result<Scheduler, SimError> {
-        let allocate = build_allocate(&self.allocate())?;
-        let order = build_order(&self.order)?;
-        let control = self.control.as_ref().map(build_control).transpose()?;
+        let r = &self.registry;
+        let allocate = r.build_allocate(&self.allocate())?;
+        let order = r.build_order(&self.order)?;
+        let control = self.control.as_ref().map(|c| r.build_control(c)).transpose()?;
         Ok(Scheduler::new(
             platform,
             derive_seed(self.seed, SEED_CORE),

@@ -616,17 +616,22 @@ impl<'a> Simulation<'a> {
 
     fn step<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<(), SimError> {
         let now = self.w.clock;
-        self.stats.steps += 1;
-        self.stats.end = now;
         if self.events_wanted {
             obs.on_events(now, &self.w.batch);
         }
-        self.core.step(
+        let stepped = self.core.step(
             now,
             self.w.batch.drain(..),
             Some(&Oracle(&self.w.live)),
             &mut self.actions,
         )?;
+        if !stepped {
+            // Only events that did not apply (a late report of a run that
+            // ended meanwhile): the core took no step, nor does the run.
+            return Ok(());
+        }
+        self.stats.steps += 1;
+        self.stats.end = now;
         let mut actions = std::mem::take(&mut self.actions);
         self.ended.clear();
         for a in &actions {

@@ -23,6 +23,43 @@ pub enum SimError {
     Agent(String),
     #[error("{0}")]
     Config(String),
+    /// Arguments refused before any work (the command line's mistake:
+    /// `fairsched` exits with status 2).
+    #[error("{0}")]
+    Usage(String),
+    /// An output folder refused or not writable.
+    #[error(transparent)]
+    Out(#[from] fairsched_report::OutError),
+    #[error(transparent)]
+    File(#[from] fairsched_report::FileError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A chart could not be drawn.
+    #[error("plotting: {0}")]
+    Plot(String),
+    /// Slurm's tools failed or answered what they should not.
+    #[error("{0}")]
+    Slurm(String),
+    /// A sweep's folder, record or parts.
+    #[error("{0}")]
+    Sweep(String),
     #[error("internal: {0}")]
     Internal(String),
+}
+
+impl SimError {
+    /// Whether it is the caller's mistake in the arguments (exit status 2
+    /// on the command line): [`SimError::Usage`], or an output folder
+    /// refused ([`fairsched_report::OutError::is_usage`]).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            SimError::Usage(_) => true,
+            SimError::Out(e) => e.is_usage(),
+            _ => false,
+        }
+    }
 }

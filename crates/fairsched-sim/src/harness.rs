@@ -11,9 +11,8 @@
 //! ```
 
 use crate::engine::{Arrival, Simulation};
-use fairsched_core::registry::{build_allocate, build_control, build_order};
 use fairsched_core::{
-    Action, EndRecord, Event, Observer, Platform, Scheduler, TaskId, TaskMeta, TaskSpec, Time, View,
+    Action, EndRecord, Event, Observer, Platform, Registry, Scheduler, TaskId, TaskMeta, TaskSpec, Time, View,
 };
 
 #[derive(Clone)]
@@ -25,6 +24,7 @@ pub struct Harness {
     seed: u64,
     arrivals: Vec<Arrival>,
     events: Vec<(Time, Event)>,
+    registry: Registry,
 }
 
 /// What a harness run did.
@@ -97,7 +97,13 @@ impl Harness {
             seed: 7,
             arrivals: Vec::new(),
             events: Vec::new(),
+            registry: Registry::builtin(),
         }
+    }
+    /// Looks the policies up in `registry` (default: the built-in one).
+    pub fn registry(mut self, registry: &Registry) -> Harness {
+        self.registry = registry.clone();
+        self
     }
     pub fn pool(n: u32, order: &str) -> Harness {
         Harness::new(Platform::pool(n), "single-pool", order)
@@ -160,14 +166,17 @@ impl Harness {
     /// The scheduler this harness runs (seeded, policies from the registry).
     pub fn scheduler(&self) -> Scheduler {
         let parse = |s: &str| s.parse().unwrap_or_else(|e| panic!("{s}: {e}"));
+        let r = &self.registry;
         Scheduler::new(
             &self.platform,
             self.seed,
-            build_allocate(&parse(&self.allocate)).unwrap_or_else(|e| panic!("{e}")),
-            build_order(&parse(&self.order)).unwrap_or_else(|e| panic!("{e}")),
+            r.build_allocate(&parse(&self.allocate))
+                .unwrap_or_else(|e| panic!("{e}")),
+            r.build_order(&parse(&self.order))
+                .unwrap_or_else(|e| panic!("{e}")),
             self.control
                 .as_deref()
-                .map(|c| build_control(&parse(c)).unwrap_or_else(|e| panic!("{e}"))),
+                .map(|c| r.build_control(&parse(c)).unwrap_or_else(|e| panic!("{e}"))),
         )
     }
 

@@ -10,13 +10,14 @@
 //! ([`harness`]).
 //!
 //! ```
-//! use fairsched_core::{metrics::Metrics, registry, Platform, Scheduler, TaskSpec, Time};
+//! use fairsched_core::{metrics::Metrics, Platform, Registry, Scheduler, TaskSpec, Time};
 //! use fairsched_sim::{Arrival, Simulation};
+//! let registry = Registry::builtin();
 //! let core = Scheduler::new(
 //!     &Platform::pool(1),
 //!     1,
-//!     registry::build_allocate(&"single-pool".parse().unwrap()).unwrap(),
-//!     registry::build_order(&"fifo".parse().unwrap()).unwrap(),
+//!     registry.build_allocate(&"single-pool".parse().unwrap()).unwrap(),
+//!     registry.build_order(&"fifo".parse().unwrap()).unwrap(),
 //!     None,
 //! );
 //! let tasks = (1..=3).map(|i| Ok(Arrival::new(TaskSpec::new(i, 0, 0), Time::ZERO, Time::from_secs(10))));
@@ -27,15 +28,19 @@
 //! ```
 
 pub mod agent;
+pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod errors;
+pub mod experiment;
 pub mod experiments;
 pub mod fairness;
 pub mod harness;
 pub mod platform_file;
 pub mod run;
 pub mod semantics;
+pub mod slurm;
+pub mod sweep;
 pub mod swf_out;
 pub mod workload;
 
@@ -43,6 +48,7 @@ pub use agent::{Agent, AgentCtx, Trace};
 pub use config::{MAX_PROCS, Ownership, PlatformInfo, RunConfig, RunReport, TraceInput};
 pub use engine::{Arrival, RunStats, Simulation};
 pub use errors::SimError;
+pub use experiment::{Done, Experiment, Host, Outcome, Quiet};
 pub use platform_file::PlatformFile;
 pub use run::{RunOutcome, Summary, Sweep, SweepRun};
 pub use semantics::{ProcsFrom, RuntimeLimit};

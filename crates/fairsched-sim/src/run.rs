@@ -120,6 +120,20 @@ pub struct Tool {
     pub command: String,
 }
 
+impl Tool {
+    /// A program that uses the library without saying who it is: this
+    /// library's name and version, commit unknown, the process's command
+    /// line.
+    pub fn library() -> Tool {
+        Tool {
+            name: env!("CARGO_PKG_NAME").into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: "unknown".into(),
+            command: fairsched_report::files::command_line(),
+        }
+    }
+}
+
 /// What each figure of a summary is, and its unit: written into every
 /// `summary.json`, so a file read years later still says it.
 #[derive(Clone, Copy, Debug, Serialize)]

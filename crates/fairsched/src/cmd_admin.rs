@@ -47,11 +47,12 @@ pub fn run(c: AdminCommand) -> anyhow::Result<()> {
                 control,
                 seed,
             };
-            let live = Live::create(&db, &config).map_err(|e| match e {
-                // A configuration the core refuses is the command line's.
-                LiveError::Config(m) => usage(m),
-                e => e.into(),
-            })?;
+            let live =
+                Live::create(&db, &config, &fairsched_core::Registry::builtin()).map_err(|e| match e {
+                    // A configuration the core refuses is the command line's.
+                    LiveError::Config(m) => usage(m),
+                    e => e.into(),
+                })?;
             let token = live.store().admin_token()?;
             sayln!("{token}");
             Ok(())

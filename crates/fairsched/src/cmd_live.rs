@@ -84,7 +84,7 @@ fn duration(s: &str) -> Result<Duration, String> {
     fairsched_worker::parse_duration(s).map_err(|e| e.to_string())
 }
 
-pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
+pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
     if a.lease < Duration::from_millis(100) {
         return Err(usage("--lease: at least 100ms"));
     }
@@ -120,6 +120,7 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
             lease: a.lease,
             max_attempts: a.max_attempts,
             snapshot_every: a.snapshot_every,
+            registry: registry.clone(),
         },
     };
     let listening = std::cell::Cell::new(false);
@@ -148,7 +149,11 @@ pub fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
 
 /// Creates `db` for a one-machine trial: its tokens.
 fn quickstart_init(db: &std::path::Path) -> anyhow::Result<Vec<(&'static str, String)>> {
-    let live = fairsched_broker::Live::create(db, &fairsched_broker::Config::default())?;
+    let live = fairsched_broker::Live::create(
+        db,
+        &fairsched_broker::Config::default(),
+        &fairsched_core::Registry::builtin(),
+    )?;
     let store = live.store();
     let admin = store.admin_token()?;
     store.add_org("local")?;

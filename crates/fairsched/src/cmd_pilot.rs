@@ -18,8 +18,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::slurm;
 use crate::term::{sayln, usage};
+use fairsched_sim::slurm;
 
 #[derive(clap::Subcommand)]
 pub enum PilotCommand {
@@ -114,7 +114,7 @@ pub struct CancelArgs {
 }
 
 fn parse_time(s: &str) -> Result<String, String> {
-    slurm::parse_time_limit(s.trim()).map(|_| s.trim().to_owned())
+    fairsched_worker::parse_slurm_time(s.trim()).map(|_| s.trim().to_owned())
 }
 
 /// The job name of every pilot (`pilot status` and `pilot cancel` touch
@@ -234,7 +234,7 @@ fn submit(a: SlurmArgs) -> anyhow::Result<()> {
         )));
     }
     if let Some(t) = &a.time {
-        let wall = slurm::parse_time_limit(t).map_err(usage)?;
+        let wall = fairsched_worker::parse_slurm_time(t).map_err(usage)?;
         if a.drain_before.as_secs() >= wall {
             return Err(usage(format!(
                 "--drain-before {}s leaves no time in a wall time of {t}: a pilot would drain at once",
@@ -271,7 +271,7 @@ fn submit(a: SlurmArgs) -> anyhow::Result<()> {
     for i in 0..a.count {
         let job = match slurm::sbatch_env(&options, &text, &env) {
             Ok(job) => job,
-            Err(e) if ids.is_empty() => return Err(e),
+            Err(e) if ids.is_empty() => return Err(e.into()),
             Err(e) => {
                 let _ = std::fs::rename(
                     dir.join(".pilot-submitting.sbatch"),
@@ -353,7 +353,7 @@ fn squeue(jobs: &[u64]) -> anyhow::Result<std::collections::HashMap<u64, [String
                 match slurm::run("squeue", &args(id), None) {
                     Ok(out) => outs.push(out),
                     Err(e) if e.to_string().contains("Invalid job id") => {}
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 }
             }
             outs

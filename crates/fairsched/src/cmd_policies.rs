@@ -1,8 +1,7 @@
 //! `fairsched policies`: the registry, with parameters and docs.
 
 use crate::term::{say, sayln};
-use fairsched_core::Kind;
-use fairsched_core::REGISTRY;
+use fairsched_core::{Kind, Reads, Registry};
 use std::fmt::Write;
 
 #[derive(clap::Args)]
@@ -15,14 +14,15 @@ pub struct Args {
 /// Every line of the text fits this many columns.
 const WIDTH: usize = 80;
 
-pub fn run(a: Args) -> anyhow::Result<()> {
+pub fn run(a: Args, registry: &Registry) -> anyhow::Result<()> {
     if a.json {
-        let v: Vec<_> = REGISTRY
+        let v: Vec<_> = registry
+            .entries()
             .iter()
             .map(|e| {
                 serde_json::json!({
                     "name": e.name, "kind": e.kind(), "doc": e.doc, "params": e.params,
-                    "clairvoyant": e.clairvoyant(), "parallel_jobs": e.parallel,
+                    "reads": e.reads(), "clairvoyant": e.clairvoyant(), "parallel_jobs": e.parallel,
                     "between_organizations": e.orgs,
                 })
             })
@@ -30,13 +30,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         sayln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    say!("{}", text());
+    say!("{}", text(registry));
     Ok(())
 }
 
 /// The registry by extension point: each policy's name, then its
 /// description and parameters wrapped to [`WIDTH`] columns.
-fn text() -> String {
+fn text(registry: &Registry) -> String {
     let mut s = String::new();
     s.push_str(&wrap(
         "Write a policy as NAME or NAME[key=value,...], e.g. --control 'age-boost[after=10m,by=2]'. \
@@ -49,14 +49,18 @@ fn text() -> String {
         (Kind::Control, "--control", "priority changes while tasks wait"),
     ] {
         let _ = writeln!(s, "\n{} policies ({flag}: {what})", kind.name());
-        for e in REGISTRY.iter().filter(|e| e.kind() == kind) {
+        for e in registry.of_kind(kind) {
             let _ = writeln!(s, "\n  {}", e.name);
             let mut doc = e.doc.to_string();
             if e.orgs {
                 doc.push_str(" [between organizations: give --orgs K or --platform FILE]");
             }
-            if e.clairvoyant() {
-                doc.push_str(" [clairvoyant: simulation only, refused by `serve`]");
+            match e.reads() {
+                Reads::Oracle => doc.push_str(" [clairvoyant: simulation only, refused by `serve`]"),
+                Reads::Estimates => {
+                    doc.push_str(" [reads the users' runtime estimates: simulation only, refused by `serve`]")
+                }
+                Reads::Blind => {}
             }
             s.push_str(&wrap(&doc, "      "));
             for p in e.params {
@@ -94,11 +98,12 @@ mod tests {
 
     #[test]
     fn every_line_fits_and_every_policy_and_parameter_is_listed() {
-        let t = text();
+        let r = Registry::builtin();
+        let t = text(&r);
         for l in t.lines() {
             assert!(l.chars().count() <= WIDTH, "{} columns: {l}", l.chars().count());
         }
-        for e in REGISTRY {
+        for e in r.entries() {
             assert!(t.contains(&format!("\n  {}\n", e.name)), "{}", e.name);
             for p in e.params {
                 assert!(

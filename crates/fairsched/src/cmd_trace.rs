@@ -1,13 +1,15 @@
 //! `fairsched trace …`: inspect workload logs, and derive τ_u from
 //! workflow runs.
 
-use crate::cmd_experiment::{ForceArg, begin_out, open_out};
+use crate::cmd_experiment::ForceArg;
+use crate::host::Cli;
 use crate::term::{say, sayln};
 use anyhow::Context;
 use fairsched_core::Time;
 use fairsched_report::plot::{Series, lines, steps};
 use fairsched_report::table::{TABLES_JSON, tables_json};
 use fairsched_report::{OutDir, Table};
+use fairsched_sim::experiment::{begin, open_out};
 use fairsched_sim::experiments::workflow::Protocol;
 use fairsched_sim::experiments::workflow::grid::Grid;
 use fairsched_sim::experiments::workflow::tau::{TauRepetition, tau};
@@ -134,7 +136,10 @@ pub fn run(c: TraceCommand) -> anyhow::Result<()> {
             json,
             no_progress: _,
         } => {
-            let out_dir = out.as_deref().map(|d| open_out(d, force)).transpose()?;
+            let out_dir = out
+                .as_deref()
+                .map(|d| open_out(d, force.force, &Cli::new(false)))
+                .transpose()?;
             let report = stats_report(&file, lenient)?;
             warn_header(&report.trace);
             let written = match out_dir {
@@ -261,7 +266,7 @@ fn write_outputs(mut dir: OutDir, file: &Path, report: &StatsReport) -> anyhow::
     }
     files.push((TABLES_JSON, tables_json(&printed)));
     let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
-    begin_out(&mut dir, &names)?;
+    begin(&mut dir, &names, &Cli::new(false))?;
     let set: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
     let written = dir.write_set(&set)?;
     dir.finish()?;
@@ -417,13 +422,18 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
         Some(s) => s,
         None => Protocol::default().spacing.as_secs_f64(),
     };
-    let sources = crate::cmd_workflow::load_sources(&a.files, false)?;
+    let sources = fairsched_sim::experiments::workflow::load_sources(&a.files, false)?;
     let grid = match &a.grid {
         Some(p) => Grid::load(p)?,
         None => Grid::default(),
     };
-    let out_dir = a.out.as_deref().map(|d| open_out(d, a.force)).transpose()?;
-    let pb = crate::cmd_experiment::bar(a.repetitions as u64, !a.no_progress, "runs");
+    let host = Cli::new(!a.no_progress);
+    let out_dir = a
+        .out
+        .as_deref()
+        .map(|d| open_out(d, a.force.force, &host))
+        .transpose()?;
+    let pb = crate::host::bar(a.repetitions as u64, !a.no_progress, "runs");
     pb.set_prefix("trace tau");
     let spacing = Time::from_millis((spacing_s * 1000.0).round() as i64);
     let t = tau(&grid, a.seed, &sources, spacing, a.repetitions, a.bin, &|| {
@@ -468,7 +478,7 @@ fn trace_tau(a: TauArgs) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)
             .context("plotting the histogram")?;
         let printed = tau_tables(&report);
-        begin_out(&mut dir, &["tau.json", "tau.svg", TABLES_JSON])?;
+        begin(&mut dir, &["tau.json", "tau.svg", TABLES_JSON], &host)?;
         dir.write_set(&[
             (TABLES_JSON, &tables_json(&printed)),
             ("tau.svg", svg.as_bytes()),

@@ -2,20 +2,16 @@
 //! prints and writes results.
 
 mod cmd_admin;
-mod cmd_diet;
 mod cmd_experiment;
 mod cmd_live;
 mod cmd_optional;
-mod cmd_pffp;
 mod cmd_pilot;
 mod cmd_policies;
 mod cmd_report;
 mod cmd_simulate;
 mod cmd_trace;
-mod cmd_workflow;
+mod host;
 mod progress;
-mod slurm;
-mod sweep;
 mod term;
 
 use clap::{CommandFactory, FromArgMatches, Subcommand};
@@ -93,9 +89,8 @@ fn parse_cli() -> Cli {
 }
 
 /// `cmd` with every option that takes a value accepting one that starts
-/// with `-` (see [`parse_cli`]; a sweep's saved arguments are parsed again
-/// the same way).
-pub(crate) fn negatives(cmd: clap::Command) -> clap::Command {
+/// with `-` (see [`parse_cli`]).
+fn negatives(cmd: clap::Command) -> clap::Command {
     cmd.mut_args(|a| {
         if a.get_action().takes_values() && !a.is_positional() {
             a.allow_negative_numbers(true)
@@ -120,13 +115,16 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = parse_cli();
+    // fairsched's own policies; a program of one's own adds its policies
+    // to this value (docs/extending.md).
+    let registry = fairsched_core::Registry::builtin();
     let result = match cli.command {
-        Command::Simulate(a) => cmd_simulate::run(*a),
+        Command::Simulate(a) => cmd_simulate::run(*a, &registry),
         Command::Trace(t) => cmd_trace::run(t),
-        Command::Policies(a) => cmd_policies::run(a),
-        Command::Experiment(c) => cmd_experiment::run(c),
+        Command::Policies(a) => cmd_policies::run(a, &registry),
+        Command::Experiment(c) => cmd_experiment::run(c, &registry),
         Command::Admin(c) => cmd_admin::run(c),
-        Command::Serve(a) => cmd_live::serve_cmd(a),
+        Command::Serve(a) => cmd_live::serve_cmd(a, &registry),
         Command::Worker(o) => cmd_live::worker_cmd(o),
         Command::Submit(a) => cmd_live::submit_cmd(a),
         Command::Status(a) => cmd_live::status_cmd(a),

@@ -50,6 +50,11 @@ impl Bars {
         }
     }
 
+    /// Whether the bars are drawn (stderr is a terminal, not disabled).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// A bar over simulated time `[from, from + span)` seconds: the same
     /// measure whether jobs are split into tasks or not.
     pub fn bar(&self, label: &str, from: i64, span: u64) -> Progress {

@@ -75,19 +75,7 @@ pub fn tool() -> fairsched_sim::run::Tool {
 /// what every command writes as its `summary.json` (`value` must
 /// serialize as a map, and have no `tool` of its own).
 pub fn summary_json(value: &impl serde::Serialize) -> Vec<u8> {
-    summary_json_as(tool(), value)
-}
-
-/// [`summary_json`] with this `tool` block (`experiment collect`: the
-/// command line of the sweep it collects).
-pub fn summary_json_as(tool: fairsched_sim::run::Tool, value: &impl serde::Serialize) -> Vec<u8> {
-    #[derive(serde::Serialize)]
-    struct WithTool<'a, T: serde::Serialize> {
-        tool: fairsched_sim::run::Tool,
-        #[serde(flatten)]
-        rest: &'a T,
-    }
-    fairsched_report::files::json_bytes(&WithTool { tool, rest: value })
+    fairsched_sim::experiment::summary_json(tool(), value)
 }
 
 /// On SIGINT (Ctrl-C) or SIGTERM: waits for a commit of result files under
@@ -147,13 +135,16 @@ pub fn one_line(e: &anyhow::Error) -> String {
     msg
 }
 
-/// Whether the error is the command line's: a [`usage`] error, or an
-/// `--out` folder refused (`fairsched_report::OutError::is_usage`).
+/// Whether the error is the command line's: a [`usage`] error, a
+/// library's (`fairsched_sim::SimError::is_usage`), or an `--out` folder
+/// refused (`fairsched_report::OutError::is_usage`).
 fn is_usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.is::<Usage>()
             || c.downcast_ref::<fairsched_report::OutError>()
                 .is_some_and(fairsched_report::OutError::is_usage)
+            || c.downcast_ref::<fairsched_sim::SimError>()
+                .is_some_and(fairsched_sim::SimError::is_usage)
     })
 }
 

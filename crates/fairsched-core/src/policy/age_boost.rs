@@ -24,7 +24,7 @@ use crate::event::Notice;
 use crate::ids::TaskId;
 use crate::point::{Control, ControlOut};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::registry::{Ctor, Entry, ParamDoc, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use crate::time::Time;
@@ -50,7 +50,8 @@ pub const ENTRY: Entry = Entry {
     ],
     parallel: true,
     orgs: false,
-    build: Ctor::Control(from_params),
+    picks: Picks::Priority,
+    build: Ctor::control(from_params),
 };
 
 fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {

@@ -63,7 +63,7 @@ use crate::ids::{MachineId, TaskId, UserId};
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::PerMachine;
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use crate::time::Time;
@@ -80,7 +80,10 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: false,
     orgs: false,
-    build: Ctor::Order(from_params),
+    picks: Picks::Weighs(
+        "it runs mandatory tasks first, then the user with the least time allocated, not tasks by priority",
+    ),
+    build: Ctor::order(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
@@ -242,10 +245,10 @@ impl Order for DietEthic {
                 let spec = t.spec();
                 let r = Request {
                     machine,
-                    user: spec.user,
-                    optional: spec.optional,
+                    user: spec.user(),
+                    optional: spec.optional(),
                     seq: t.seq(),
-                    slots: spec.slots,
+                    slots: spec.slots(),
                     draw: None,
                     queued: None,
                     start: None,

@@ -25,7 +25,7 @@ use crate::ids::{MachineId, TaskId};
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{KeyedQueues, PerMachine, QueueKey};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use crate::time::Time;
@@ -40,7 +40,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Order(from_params),
+    picks: Picks::Submission,
+    build: Ctor::order_with_estimates(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
@@ -58,7 +59,7 @@ impl QueueKey for BySeqWithEstimate {
         t.seq()
     }
     fn value(t: &TaskView) -> Option<Time> {
-        t.spec().estimate
+        t.spec().estimate()
     }
 }
 
@@ -126,7 +127,7 @@ impl Order for Easy {
         match *n {
             Notice::Started { task, machine } => {
                 if let Some(t) = view.task(task) {
-                    let end = expected_end(t.start().unwrap_or(view.now()), t.spec().estimate);
+                    let end = expected_end(t.start().unwrap_or(view.now()), t.spec().estimate());
                     self.running.get(machine).insert((end, task), t.slots());
                     self.running_key.insert(task, (machine, end));
                 }

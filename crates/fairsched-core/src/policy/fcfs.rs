@@ -8,7 +8,7 @@ use crate::point::{Order, Pick, SimRng};
 use crate::policy::fifo::BySeq;
 use crate::policy::queue::KeyedQueues;
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use serde::{Deserialize, Serialize};
@@ -21,7 +21,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Order(from_params),
+    picks: Picks::Submission,
+    build: Ctor::order(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {

@@ -6,12 +6,11 @@
 //! Reads only counts and machine sizes from the view: non-clairvoyant.
 
 use crate::ids::MachineId;
-use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "least-loaded";
@@ -22,7 +21,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
@@ -35,14 +35,14 @@ pub struct LeastLoaded;
 
 impl Allocate for LeastLoaded {
     snapshot_policy!(NAME);
-    fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
+    fn allocate(&mut self, view: &View, task: SpecView, _rng: &mut SimRng) -> Option<MachineId> {
         let mut best: Option<(u128, u128, MachineId)> = None;
         for m in view.machines() {
             let cap = m.capacity() as u128;
-            if cap < task.slots as u128 {
+            if cap < task.slots() as u128 {
                 continue;
             }
-            let load = m.busy() as u128 + m.waiting_slots() as u128 + task.slots as u128;
+            let load = m.busy() as u128 + m.waiting_slots() as u128 + task.slots() as u128;
             // load/cap < best_load/best_cap, compared exactly.
             let better = best.is_none_or(|(bl, bc, _)| load * bc < bl * cap);
             if better {

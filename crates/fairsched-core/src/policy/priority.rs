@@ -8,7 +8,7 @@ use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{KeyedQueues, QueueKey};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use core::cmp::Reverse;
@@ -22,7 +22,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Order(from_params),
+    picks: Picks::Priority,
+    build: Ctor::order(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {

@@ -9,7 +9,7 @@ use crate::ids::MachineId;
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{OrgQueues, PerMachine};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: true,
-    build: Ctor::Order(from_params),
+    picks: Picks::Weighs("it takes organizations in turn, not tasks by priority"),
+    build: Ctor::order(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {

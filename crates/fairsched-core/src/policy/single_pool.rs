@@ -5,12 +5,11 @@
 //! every task.
 
 use crate::ids::MachineId;
-use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "single-pool";
@@ -21,7 +20,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
@@ -34,11 +34,11 @@ pub struct SinglePool;
 
 impl Allocate for SinglePool {
     snapshot_policy!(NAME);
-    fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
+    fn allocate(&mut self, view: &View, task: SpecView, _rng: &mut SimRng) -> Option<MachineId> {
         if view.machine_count() == 0 {
             return None;
         }
         let cap = view.machine(MachineId(0)).capacity();
-        (cap == 0 || task.slots <= cap).then_some(MachineId(0))
+        (cap == 0 || task.slots() <= cap).then_some(MachineId(0))
     }
 }

@@ -6,12 +6,11 @@
 
 use super::argmin;
 use crate::ids::MachineId;
-use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use core::cmp::Ordering;
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +22,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
@@ -52,7 +52,7 @@ pub struct Mlp;
 
 impl Allocate for Mlp {
     snapshot_policy!(NAME);
-    fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
+    fn allocate(&mut self, view: &View, task: SpecView, _rng: &mut SimRng) -> Option<MachineId> {
         argmin(view, task, |m| {
             let m = view.machine(m);
             Ratio(

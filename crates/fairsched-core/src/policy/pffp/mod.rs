@@ -17,10 +17,9 @@ pub mod rand_machine;
 
 use crate::event::Notice;
 use crate::ids::{MachineId, TaskId};
-use crate::model::TaskSpec;
 use crate::policy::queue::PerMachine;
 use crate::prelude::*;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use crate::time::Time;
 use alloc::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
@@ -29,12 +28,12 @@ use serde::{Deserialize, Serialize};
 /// lowest index; `None` when no machine is large enough.
 pub fn argmin<K: PartialOrd>(
     view: &View,
-    task: &TaskSpec,
+    task: SpecView,
     mut key: impl FnMut(MachineId) -> K,
 ) -> Option<MachineId> {
     let mut best: Option<(K, MachineId)> = None;
     for m in view.machines() {
-        if m.capacity() < task.slots {
+        if m.capacity() < task.slots() {
             continue;
         }
         let k = key(m.id());

@@ -8,11 +8,10 @@ use super::argmin;
 use super::projection::FcfsBook;
 use crate::event::Notice;
 use crate::ids::MachineId;
-use crate::model::TaskSpec;
 use crate::point::{ClairvoyantAllocate, RuntimeOracle, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
-use crate::state::View;
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
+use crate::state::{SpecView, View};
 use crate::time::Time;
 
 pub const NAME: &str = "mst";
@@ -23,7 +22,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::ClairvoyantAllocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::clairvoyant_allocate(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn ClairvoyantAllocate>, SpecError> {
@@ -46,16 +46,16 @@ impl ClairvoyantAllocate for Mst {
     fn allocate(
         &mut self,
         view: &View,
-        task: &TaskSpec,
+        task: SpecView,
         oracle: &dyn RuntimeOracle,
         _rng: &mut SimRng,
     ) -> Option<MachineId> {
         let book = &mut self.book;
         let m = argmin(view, task, |m| {
-            book.start_of(view, m, task.slots).unwrap_or(Time::MAX)
+            book.start_of(view, m, task.slots()).unwrap_or(Time::MAX)
         })?;
         self.book
-            .expect(task.id, oracle.runtime(task.id).unwrap_or(Time::ZERO));
+            .expect(task.id(), oracle.runtime(task.id()).unwrap_or(Time::ZERO));
         Some(m)
     }
     fn notify(&mut self, view: &View, n: &Notice) {

@@ -8,12 +8,11 @@ use super::argmin;
 use super::projection::FcfsBook;
 use crate::event::Notice;
 use crate::ids::MachineId;
-use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::registry::{Ctor, Entry, ParamDoc, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +28,8 @@ pub const ENTRY: Entry = Entry {
     }],
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate_with_estimates(from_params),
 };
 
 fn from_params(p: &Params) -> Result<Box<dyn Allocate>, SpecError> {
@@ -48,12 +48,13 @@ pub struct MstUser {
 
 impl Allocate for MstUser {
     snapshot_policy!(NAME, config: missing);
-    fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
+    fn allocate(&mut self, view: &View, task: SpecView, _rng: &mut SimRng) -> Option<MachineId> {
         let book = &mut self.book;
         let m = argmin(view, task, |m| {
-            book.start_of(view, m, task.slots).unwrap_or(Time::MAX)
+            book.start_of(view, m, task.slots()).unwrap_or(Time::MAX)
         })?;
-        self.book.expect(task.id, task.estimate.unwrap_or(self.missing));
+        self.book
+            .expect(task.id(), task.estimate().unwrap_or(self.missing));
         Some(m)
     }
     fn notify(&mut self, view: &View, n: &Notice) {

@@ -18,12 +18,11 @@
 use super::{RunningStarts, argmin};
 use crate::event::Notice;
 use crate::ids::MachineId;
-use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::registry::{Ctor, Entry, ParamDoc, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "pffp";
@@ -78,7 +77,8 @@ pub const ENTRY: Entry = Entry {
     params: &PFFP1,
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate(from_params),
 };
 
 /// The paper's PFFP1 (φ, ψ) = (0.0028, 0.0046).
@@ -88,7 +88,8 @@ pub const ENTRY_PFFP1: Entry = Entry {
     params: &PFFP1,
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate(from_params),
 };
 
 /// The paper's PFFP2 (φ, ψ) = (0.0019, 0.0082).
@@ -98,7 +99,8 @@ pub const ENTRY_PFFP2: Entry = Entry {
     params: &PFFP2,
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate(from_params),
 };
 
 fn bad(key: &str, v: f64, reason: &str) -> SpecError {
@@ -195,7 +197,7 @@ impl Pffp {
 
 impl Allocate for Pffp {
     snapshot_policy!(NAME, config: predict);
-    fn allocate(&mut self, view: &View, task: &TaskSpec, _rng: &mut SimRng) -> Option<MachineId> {
+    fn allocate(&mut self, view: &View, task: SpecView, _rng: &mut SimRng) -> Option<MachineId> {
         let now = view.now();
         let (p, starts) = (self.predict, &mut self.starts);
         argmin(view, task, |m| {
@@ -238,7 +240,11 @@ mod tests {
 
     #[test]
     fn the_papers_presets_are_what_they_say() {
-        let spec = |s: &str| crate::registry::build_allocate(&s.parse().unwrap()).is_ok();
+        let spec = |s: &str| {
+            crate::registry::Registry::builtin()
+                .build_allocate(&s.parse().unwrap())
+                .is_ok()
+        };
         assert!(spec("pffp1") && spec("pffp2") && spec("pffp[phi=0.001,psi=0.0082]"));
         assert!(
             !spec("pffp[phi=0]")

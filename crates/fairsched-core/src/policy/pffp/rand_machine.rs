@@ -3,12 +3,11 @@
 //! generator).
 
 use crate::ids::MachineId;
-use crate::model::TaskSpec;
 use crate::point::{Allocate, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
-use crate::state::View;
+use crate::state::{SpecView, View};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +19,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Allocate(from_params),
+    picks: Picks::Priority,
+    build: Ctor::allocate(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Allocate>, SpecError> {
@@ -33,14 +33,14 @@ pub struct RandMachine;
 
 impl Allocate for RandMachine {
     snapshot_policy!(NAME);
-    fn allocate(&mut self, view: &View, task: &TaskSpec, rng: &mut SimRng) -> Option<MachineId> {
-        let fits = view.machines().filter(|m| m.capacity() >= task.slots).count();
+    fn allocate(&mut self, view: &View, task: SpecView, rng: &mut SimRng) -> Option<MachineId> {
+        let fits = view.machines().filter(|m| m.capacity() >= task.slots()).count();
         if fits == 0 {
             return None;
         }
         let k = rng.random_range(0..fits);
         view.machines()
-            .filter(|m| m.capacity() >= task.slots)
+            .filter(|m| m.capacity() >= task.slots())
             .nth(k)
             .map(|m| m.id())
     }

@@ -36,7 +36,7 @@ use crate::ids::{MachineId, OrgId, SlotId, TaskId};
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{OrgQueues, PerMachine};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::shapley::Units;
 use crate::snapshot::snapshot_policy;
 use crate::state::View;
@@ -53,7 +53,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: true,
-    build: Ctor::Order(from_params),
+    picks: Picks::Weighs("it weighs organizations by their contribution (Shapley), not tasks by priority"),
+    build: Ctor::order(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {

@@ -24,7 +24,7 @@ use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{ClairvoyantOrder, Pick, RuntimeOracle, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::registry::{Ctor, Entry, ParamDoc, Params, Picks, SpecError};
 use crate::shapley::{Coalitions, SubSchedule, Units, full_mask};
 use crate::state::View;
 use rand::RngExt;
@@ -44,7 +44,8 @@ pub const ENTRY: Entry = Entry {
     }],
     parallel: true,
     orgs: true,
-    build: Ctor::ClairvoyantOrder(from_params),
+    picks: Picks::Priority,
+    build: Ctor::clairvoyant_order(from_params),
 };
 
 fn from_params(p: &Params) -> Result<Box<dyn ClairvoyantOrder>, SpecError> {

@@ -37,7 +37,7 @@ use crate::event::Notice;
 use crate::ids::MachineId;
 use crate::point::{ClairvoyantOrder, Pick, RuntimeOracle, SimRng};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::registry::{Ctor, Entry, ParamDoc, Params, Picks, SpecError};
 use crate::shapley::{Coalitions, MAX_ORGS, SubSchedule, Units, full_mask, game::factorial, shapley_scaled};
 use crate::state::View;
 
@@ -53,7 +53,8 @@ pub const ENTRY: Entry = Entry {
     }],
     parallel: true,
     orgs: true,
-    build: Ctor::ClairvoyantOrder(from_params),
+    picks: Picks::Priority,
+    build: Ctor::clairvoyant_order(from_params),
 };
 
 /// Refuses exact REF for more organizations than it handles (a driver

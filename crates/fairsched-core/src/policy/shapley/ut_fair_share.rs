@@ -12,7 +12,7 @@ use crate::point::{Order, Pick, SimRng};
 use crate::policy::fair_share::least_per_share;
 use crate::policy::queue::OrgQueues;
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use serde::{Deserialize, Serialize};
@@ -25,7 +25,10 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: true,
-    build: Ctor::Order(from_params),
+    picks: Picks::Weighs(
+        "it starts the organization that got the least for its share of the slots first, not tasks by priority",
+    ),
+    build: Ctor::order(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {

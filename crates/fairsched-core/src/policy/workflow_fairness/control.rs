@@ -6,7 +6,7 @@ use crate::ids::TaskId;
 use crate::model::{Outcome, Phase};
 use crate::point::{Control, ControlOut};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, ParamDoc, Params, SpecError};
+use crate::registry::{Ctor, Entry, ParamDoc, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use crate::time::Time;
@@ -34,7 +34,8 @@ pub const ENTRY: Entry = Entry {
     ],
     parallel: true,
     orgs: false,
-    build: Ctor::Control(from_params),
+    picks: Picks::Priority,
+    build: Ctor::control(from_params),
 };
 
 fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {
@@ -266,7 +267,7 @@ impl Control for WorkflowFairness {
         match *n {
             Notice::Queued { task, .. } => {
                 let Some(t) = view.task(task) else { return };
-                let Some(wf) = t.spec().workflow else { return };
+                let Some(wf) = t.spec().workflow() else { return };
                 if self.tasks.contains_key(&task) {
                     return;
                 }
@@ -345,7 +346,13 @@ impl Control for WorkflowFairness {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Kind, build_control, check};
+    use crate::registry::{Kind, Registry};
+    fn check(kind: Kind, spec: &crate::PolicySpec) -> Result<crate::Entry, crate::SpecError> {
+        Registry::builtin().check(kind, spec).cloned()
+    }
+    fn build_control(spec: &crate::PolicySpec) -> Result<crate::ControlPolicy, crate::SpecError> {
+        Registry::builtin().build_control(spec)
+    }
 
     // End-to-end runs on the simulator: tests/workflow_fairness.rs (an
     // integration test, so it can name the types the harness takes).

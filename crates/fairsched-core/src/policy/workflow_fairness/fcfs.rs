@@ -21,7 +21,7 @@ use crate::ids::{MachineId, WorkflowId};
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::{PerMachine, Waiting};
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, SpecError};
+use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::{TaskView, View};
 use core::cmp::Reverse;
@@ -35,7 +35,8 @@ pub const ENTRY: Entry = Entry {
     params: &[],
     parallel: true,
     orgs: false,
-    build: Ctor::Order(from_params),
+    picks: Picks::Weighs("among equal priorities it puts the earliest-submitted workflow first"),
+    build: Ctor::order(from_params),
 };
 
 fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
@@ -55,7 +56,7 @@ pub struct WorkflowFcfs {
 
 impl WorkflowFcfs {
     fn key(&mut self, t: &TaskView) -> Key {
-        let rank = match t.spec().workflow {
+        let rank = match t.spec().workflow() {
             Some(w) => *self.ranks.entry(w.workflow).or_insert(t.seq()),
             None => t.seq(),
         };

@@ -6,7 +6,7 @@
 //! completed, those killed by a server (their work was lost, the time was
 //! spent) and those cancelled while running.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the metrics need to know of a user (seconds, absolute).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,7 +54,7 @@ pub struct UserOutcome {
 }
 
 /// The metrics of one run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DietMetrics {
     pub unhappy: u32,
     /// max_i s_i − min_i s_i.

@@ -10,6 +10,7 @@
 //! platform's in an order drawn from the run's seed (its "discovery"), so
 //! that round-robin dispatch from many clients does not pile onto server 0.
 
+pub mod experiment;
 pub mod metrics;
 pub mod scenario_file;
 
@@ -19,16 +20,16 @@ use crate::engine::{Arrival, Simulation};
 use crate::errors::SimError;
 use fairsched_core::event::EndRecord;
 use fairsched_core::model::Outcome;
-use fairsched_core::registry::{build_allocate, build_order};
 use fairsched_core::sink::{Observer, TaskMeta};
 use fairsched_core::{
-    Action, MachineId, OrgId, Platform, Scheduler, TaskId, TaskSpec, Time, UserId, derive_seed,
+    Action, MachineId, OrgId, Platform, PolicySpec, Registry, Scheduler, TaskId, TaskSpec, Time, UserId,
+    derive_seed,
 };
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -133,12 +134,38 @@ pub fn scenario(name: &str, seed: u64) -> Result<Setup, SimError> {
 }
 
 /// Which system runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum System {
     /// `diet-ethic` servers and the dispatcher.
     DietEthic,
     /// `fcfs` servers and clients submitting `n_submit` requests.
     Legacy { n_submit: u32 },
+    /// Another order policy on the servers, with Diet-ethic's clients
+    /// (the dispatcher): a server-side policy under the paper's protocol.
+    Dispatcher { order: PolicySpec },
+}
+
+impl System {
+    /// Whether its clients are Diet-ethic's dispatcher.
+    fn dispatches(&self) -> bool {
+        !matches!(self, System::Legacy { .. })
+    }
+    /// The servers' order policy.
+    pub fn order(&self) -> PolicySpec {
+        match self {
+            System::DietEthic => "diet-ethic".parse().expect("registered"),
+            System::Legacy { .. } => "fcfs".parse().expect("registered"),
+            System::Dispatcher { order } => order.clone(),
+        }
+    }
+    /// Its name in the results: `diet-ethic`, `legacy`, or the policy.
+    pub fn name(&self) -> String {
+        match self {
+            System::DietEthic => "diet-ethic".into(),
+            System::Legacy { .. } => "legacy".into(),
+            System::Dispatcher { order } => order.to_string(),
+        }
+    }
 }
 
 /// What every client records, shared by the run.
@@ -216,7 +243,7 @@ impl Client {
     fn setup(&mut self, ctx: &mut AgentCtx) {
         let n = self.servers.len().max(1);
         match self.system {
-            System::DietEthic => {
+            System::DietEthic | System::Dispatcher { .. } => {
                 for k in 0..self.spec.n_min {
                     self.send(ctx, self.servers[k as usize % n], false);
                 }
@@ -263,7 +290,7 @@ impl Agent for Client {
         let completed = r.outcome == Outcome::Completed;
         self.mandatory_left.remove(&r.spec.id);
         let server = self.optional_on.remove(&r.spec.id);
-        if let (System::DietEthic, Some(server), true, false) = (self.system, server, completed, self.gone)
+        if let (true, Some(server), true, false) = (self.system.dispatches(), server, completed, self.gone)
             && self.submitted < self.spec.n_max
         {
             self.send(ctx, server, true);
@@ -309,7 +336,7 @@ impl Observer for Collect {
 }
 
 /// One run's result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
     pub metrics: DietMetrics,
     /// Requests killed by servers (runs stopped and requeued).
@@ -318,8 +345,8 @@ pub struct RunResult {
 }
 
 /// Runs `system` on `setup` with `seed`.
-pub fn run(setup: &Setup, system: System, seed: u64) -> Result<RunResult, SimError> {
-    run_observed(setup, system, seed, &mut Quiet)
+pub fn run(registry: &Registry, setup: &Setup, system: &System, seed: u64) -> Result<RunResult, SimError> {
+    run_observed(registry, setup, system, seed, &mut Quiet)
 }
 
 /// An observer that keeps nothing.
@@ -333,20 +360,17 @@ impl Observer for Quiet {
 /// [`run`], with every result also pushed into `extra` (tests, Gantt
 /// charts).
 pub fn run_observed(
+    registry: &Registry,
     setup: &Setup,
-    system: System,
+    system: &System,
     seed: u64,
     extra: &mut dyn Observer,
 ) -> Result<RunResult, SimError> {
-    let order = match system {
-        System::DietEthic => "diet-ethic",
-        System::Legacy { .. } => "fcfs",
-    };
     let core = Scheduler::new(
         &Platform::machines(&vec![1; setup.servers as usize]),
         derive_seed(seed, 1),
-        build_allocate(&"least-loaded".parse().expect("registered"))?,
-        build_order(&order.parse().expect("registered"))?,
+        registry.build_allocate(&"least-loaded".parse().expect("registered"))?,
+        registry.build_order(&system.order())?,
         None,
     );
     let book = Rc::new(RefCell::new(Book::default()));
@@ -355,7 +379,7 @@ pub fn run_observed(
         sim.add_agent(Client {
             user: i,
             spec: u.clone(),
-            system,
+            system: system.clone(),
             servers: discovered(setup.servers, u.n_max, seed, i),
             book: book.clone(),
             submitted: 0,
@@ -416,11 +440,65 @@ fn median(mut x: Vec<f64>) -> f64 {
     }
 }
 
+/// The systems of a sweep, in the order of its points: Diet-ethic, the
+/// legacy system at every `n_submit`, then each `with` order policy with
+/// Diet-ethic's clients.
+pub fn systems(n_submit: &[u32], with: &[PolicySpec]) -> Vec<System> {
+    std::iter::once(System::DietEthic)
+        .chain(n_submit.iter().map(|&n| System::Legacy { n_submit: n }))
+        .chain(with.iter().map(|o| System::Dispatcher { order: o.clone() }))
+        .collect()
+}
+
+/// Run `r` of `system` (seed r of a run: `derive_seed(seed, r)`; scenario
+/// draws and clients' discovery use it).
+pub fn run_one(
+    registry: &Registry,
+    scenario_name: &str,
+    custom: Option<&Setup>,
+    system: &System,
+    r: u32,
+    seed: u64,
+) -> Result<RunResult, SimError> {
+    let run_seed = derive_seed(seed, r as u64);
+    let setup = match custom {
+        Some(c) => c.clone(),
+        None => scenario(scenario_name, run_seed)?,
+    };
+    run(registry, &setup, system, run_seed)
+}
+
+/// The medians of each system's `runs` results (`results` in (system,
+/// run) order).
+pub fn points(systems: &[System], results: &[RunResult], runs: u32) -> Vec<Point> {
+    systems
+        .iter()
+        .enumerate()
+        .map(|(s, sys)| {
+            let mine = &results[s * runs as usize..(s + 1) * runs as usize];
+            let m = |f: &dyn Fn(&RunResult) -> f64| median(mine.iter().map(f).collect());
+            Point {
+                system: sys.name(),
+                n_submit: match sys {
+                    System::Legacy { n_submit } => Some(*n_submit),
+                    _ => None,
+                },
+                unhappy: m(&|r| r.metrics.unhappy as f64),
+                unfairness: m(&|r| r.metrics.unfairness),
+                completed: m(&|r| r.metrics.completed as f64),
+                kills: m(&|r| r.kills as f64),
+                users: m(&|r| r.users as f64),
+                runs,
+            }
+        })
+        .collect()
+}
+
 /// Diet-ethic and the legacy system at every `n_submit`, `runs` seeds
-/// each (seed r of a run: `derive_seed(seed, r)`; scenario draws and
-/// clients' discovery use it), in parallel; identical whatever the thread
+/// each (see [`run_one`]), in parallel; identical whatever the thread
 /// count. The first point is Diet-ethic's.
 pub fn sweep(
+    registry: &Registry,
     scenario_name: &str,
     custom: Option<&Setup>,
     n_submit: &[u32],
@@ -431,48 +509,18 @@ pub fn sweep(
     if runs == 0 {
         return Err(SimError::Config("--runs 0: nothing to run".into()));
     }
-    let systems: Vec<System> = std::iter::once(System::DietEthic)
-        .chain(n_submit.iter().map(|&n| System::Legacy { n_submit: n }))
-        .collect();
+    let systems = systems(n_submit, &[]);
     let work: Vec<(usize, u32)> = (0..systems.len())
         .flat_map(|s| (0..runs).map(move |r| (s, r)))
         .collect();
     let results: Vec<Result<RunResult, SimError>> = work
         .par_iter()
         .map(|&(s, r)| {
-            let run_seed = derive_seed(seed, r as u64);
-            let setup = match custom {
-                Some(c) => c.clone(),
-                None => scenario(scenario_name, run_seed)?,
-            };
-            let res = run(&setup, systems[s], run_seed);
+            let res = run_one(registry, scenario_name, custom, &systems[s], r, seed);
             tick();
             res
         })
         .collect();
     let results: Vec<RunResult> = results.into_iter().collect::<Result<_, _>>()?;
-    Ok(systems
-        .iter()
-        .enumerate()
-        .map(|(s, sys)| {
-            let mine = &results[s * runs as usize..(s + 1) * runs as usize];
-            let m = |f: &dyn Fn(&RunResult) -> f64| median(mine.iter().map(f).collect());
-            Point {
-                system: match sys {
-                    System::DietEthic => "diet-ethic".into(),
-                    System::Legacy { .. } => "legacy".into(),
-                },
-                n_submit: match sys {
-                    System::DietEthic => None,
-                    System::Legacy { n_submit } => Some(*n_submit),
-                },
-                unhappy: m(&|r| r.metrics.unhappy as f64),
-                unfairness: m(&|r| r.metrics.unfairness),
-                completed: m(&|r| r.metrics.completed as f64),
-                kills: m(&|r| r.kills as f64),
-                users: m(&|r| r.users as f64),
-                runs,
-            }
-        })
-        .collect())
+    Ok(points(&systems, &results, runs))
 }

@@ -2,10 +2,10 @@
 //! analysis"): competitive factor ρ = C / LB, mean waiting time t_w, the
 //! degradation table with ranks, and performance profiles.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// ρ and t_w of one run of one instance (seconds).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
     /// Jobs that took part.
     pub jobs: u64,

@@ -21,6 +21,7 @@
 //!   from the completions (`analysis`).
 
 pub mod analysis;
+pub mod experiment;
 pub mod paper;
 
 use self::analysis::{Degradation, MetricsAcc, RunMetrics, degradation};
@@ -29,9 +30,10 @@ use crate::engine::{Arrival, Simulation};
 use crate::errors::SimError;
 use fairsched_core::event::EndRecord;
 use fairsched_core::model::Outcome;
-use fairsched_core::registry::{build_allocate, build_order};
 use fairsched_core::sink::{Observer, TaskMeta};
-use fairsched_core::{OrgId, Platform, PolicySpec, Scheduler, TaskId, TaskSpec, Time, UserId, derive_seed};
+use fairsched_core::{
+    OrgId, Platform, PolicySpec, Registry, Scheduler, TaskId, TaskSpec, Time, UserId, derive_seed,
+};
 use fairsched_trace::{FilterCounts, Job, LocalClock, StreamOptions, Week, weeks};
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -394,7 +396,7 @@ impl Fitted {
         let Ok(mut p) = spec.parse::<PolicySpec>() else {
             return spec.to_string();
         };
-        if !p.name.starts_with("pffp") {
+        if !matches!(p.name.as_str(), "pffp" | "pffp1" | "pffp2") {
             return spec.to_string();
         }
         for (k, v) in [
@@ -605,6 +607,7 @@ pub fn spec_for(policy: &str, inst: &Instance) -> Result<PolicySpec, SimError> {
 
 /// Runs `policy` on `inst` over `machines` (FCFS queues).
 pub fn run_strategy(
+    registry: &Registry,
     inst: &Instance,
     machines: &[u32],
     policy: &str,
@@ -614,8 +617,8 @@ pub fn run_strategy(
     let core = Scheduler::new(
         &Platform::machines(machines),
         derive_seed(seed, inst.index as u64),
-        build_allocate(&spec)?,
-        build_order(&"fcfs".parse().expect("registered"))?,
+        registry.build_allocate(&spec)?,
+        registry.build_order(&"fcfs".parse().expect("registered"))?,
         None,
     );
     let mut c = Collect {
@@ -649,7 +652,7 @@ pub struct Row {
 }
 
 /// Checks every strategy's spec before any run.
-pub fn check(test: &Test) -> Result<(), SimError> {
+pub fn check(registry: &Registry, test: &Test) -> Result<(), SimError> {
     if test.machines.is_empty() || test.machines.contains(&0) {
         return Err(SimError::Config(
             "every machine needs at least one processor".into(),
@@ -657,7 +660,9 @@ pub fn check(test: &Test) -> Result<(), SimError> {
     }
     for (_, p) in test.strategies() {
         let spec: PolicySpec = p.parse().map_err(|e| SimError::Config(format!("{p}: {e}")))?;
-        build_allocate(&spec).map_err(|e| SimError::Config(format!("{p}: {e}")))?;
+        registry
+            .build_allocate(&spec)
+            .map_err(|e| SimError::Config(format!("{p}: {e}")))?;
     }
     Ok(())
 }
@@ -681,12 +686,13 @@ pub fn instances(
 /// Every strategy on every instance, in parallel; rows in (instance,
 /// strategy) order whatever the thread count. `tick` after each run.
 pub fn run(
+    registry: &Registry,
     insts: &[Instance],
     test: &Test,
     seed: u64,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<Row>, SimError> {
-    check(test)?;
+    check(registry, test)?;
     let strategies = test.strategies();
     let work: Vec<(usize, usize)> = (0..insts.len())
         .flat_map(|i| (0..strategies.len()).map(move |s| (i, s)))
@@ -696,7 +702,7 @@ pub fn run(
         .map(|&(i, s)| {
             let inst = &insts[i];
             let (label, policy) = &strategies[s];
-            let metrics = run_strategy(inst, &test.machines, policy, seed)?;
+            let metrics = run_strategy(registry, inst, &test.machines, policy, seed)?;
             tick();
             Ok(Row {
                 test: test.number,

@@ -5,6 +5,7 @@
 //! (No-Fairness: the `workflow-fcfs` queue) under identical grid
 //! conditions; σ_s, σ_m, μ, makespans and slowdowns.
 
+pub mod experiment;
 pub mod grid;
 pub mod observe;
 pub mod stats;
@@ -17,12 +18,11 @@ use self::stats::{area, std_dev};
 use self::world::{WorkflowOutcome, World, slot_speed};
 use crate::engine::{RunStats, Simulation};
 use crate::errors::SimError;
-use fairsched_core::registry::{build_allocate, build_control, build_order};
-use fairsched_core::{Platform, Scheduler, Time, derive_seed};
-use fairsched_trace::workflow::WorkflowSource;
+use fairsched_core::{Platform, PolicySpec, Registry, Scheduler, Time, derive_seed};
+use fairsched_trace::workflow::{LoadOptions, WorkflowSource};
 use rand::SeedableRng;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The paper's workflow sets (builtin profile names).
 pub fn experiment(n: u32) -> Option<&'static [&'static str]> {
@@ -43,10 +43,15 @@ pub enum System {
     /// The `workflow-fcfs` queue (earlier workflows first), no Control;
     /// raises mirrored from a Fairness run, if any.
     NoFairness,
+    /// Another order policy, or the `priority` queue and another Control.
+    With {
+        order: PolicySpec,
+        control: Option<PolicySpec>,
+    },
 }
 
 /// What one run gives.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunOutcome {
     pub workflows: Vec<WorkflowOutcome>,
     /// σ of the slowdowns (population).
@@ -96,6 +101,7 @@ pub fn instances(
 /// returns the world (workflow outcomes, raises), the η_u series and the
 /// engine's counts; `mirror`: raise instants to replay (No-Fairness only).
 pub(crate) fn simulate(
+    registry: &Registry,
     grid: &Grid,
     seed: u64,
     sources: &[WorkflowSource],
@@ -111,22 +117,28 @@ pub(crate) fn simulate(
             "workflow-fairness: tau {tau} is not in [0, 1) (η_u lies in [0, 1], so the controller would never act)"
         )));
     }
-    let (order, control) = match system {
+    let (order, control): (PolicySpec, _) = match system {
         System::Fairness { tau, every } => (
-            "priority",
-            Some(build_control(
-                &format!("workflow-fairness[tau={tau},every={every}]")
-                    .parse()
-                    .map_err(|e| SimError::Config(format!("workflow-fairness: {e}")))?,
-            )?),
+            "priority".parse().expect("registered"),
+            Some(
+                registry.build_control(
+                    &format!("workflow-fairness[tau={tau},every={every}]")
+                        .parse()
+                        .map_err(|e| SimError::Config(format!("workflow-fairness: {e}")))?,
+                )?,
+            ),
         ),
-        System::NoFairness => ("workflow-fcfs", None),
+        System::NoFairness => ("workflow-fcfs".parse().expect("registered"), None),
+        System::With { order, control } => (
+            order.clone(),
+            control.as_ref().map(|c| registry.build_control(c)).transpose()?,
+        ),
     };
     let core = Scheduler::new(
         &Platform::pool(grid.initial_slots),
         derive_seed(seed, 1),
-        build_allocate(&"single-pool".parse().expect("registered"))?,
-        build_order(&order.parse().expect("registered"))?,
+        registry.build_allocate(&"single-pool".parse().expect("registered"))?,
+        registry.build_order(&order)?,
         control,
     );
     let mut world = World::new(grid.clone(), seed, instances(sources, seed, spacing)).mirror(mirror);
@@ -144,6 +156,7 @@ pub(crate) fn simulate(
 /// Runs `system` once on `grid` with `seed`; `mirror`: raise instants to
 /// replay (No-Fairness only).
 pub fn run(
+    registry: &Registry,
     grid: &Grid,
     seed: u64,
     sources: &[WorkflowSource],
@@ -151,7 +164,7 @@ pub fn run(
     system: &System,
     mirror: Vec<Time>,
 ) -> Result<RunOutcome, SimError> {
-    let (mut world, eta, stats) = simulate(grid, seed, sources, spacing, system, mirror)?;
+    let (mut world, eta, stats) = simulate(registry, grid, seed, sources, spacing, system, mirror)?;
     let workflows = world.outcomes();
     let first = workflows.iter().map(|w| w.submit_s).fold(f64::INFINITY, f64::min);
     let end = world.end();
@@ -191,13 +204,16 @@ fn thin(series: &[(Time, f64)], until: Time, n: usize) -> Vec<(f64, f64)> {
     out
 }
 
-/// Fairness and No-Fairness on the same grid.
-#[derive(Clone, Debug, Serialize)]
+/// Fairness and No-Fairness on the same grid (and the `with` systems).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Pair {
     pub repetition: u32,
     pub seed: u64,
     pub fairness: RunOutcome,
     pub no_fairness: RunOutcome,
+    /// The systems added to the paper's two, on the same grid, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<RunOutcome>,
 }
 
 /// How a pair of runs is set up.
@@ -229,6 +245,7 @@ impl Default for Protocol {
 /// One repetition: Fairness first, then No-Fairness on the same grid with
 /// the Fairness run's lifts mirrored (if `p.mirror`), as the paper did.
 pub fn pair(
+    registry: &Registry,
     grid: &Grid,
     seed: u64,
     sources: &[WorkflowSource],
@@ -238,15 +255,51 @@ pub fn pair(
         tau: p.tau,
         every: p.every,
     };
-    let f = run(grid, seed, sources, p.spacing, &system, Vec::new())?;
+    let f = run(registry, grid, seed, sources, p.spacing, &system, Vec::new())?;
     let raises = if p.mirror { f.raises.clone() } else { Vec::new() };
-    let nf = run(grid, seed, sources, p.spacing, &System::NoFairness, raises)?;
+    let nf = run(
+        registry,
+        grid,
+        seed,
+        sources,
+        p.spacing,
+        &System::NoFairness,
+        raises,
+    )?;
     Ok((f, nf))
+}
+
+/// Repetition `r` (1-based in the results) of the experiment seeded by
+/// `seed`: the pair, then each `with` system on the same grid (its seed
+/// derived as [`repetitions`] does).
+pub fn repetition(
+    registry: &Registry,
+    grid: &Grid,
+    seed: u64,
+    sources: &[WorkflowSource],
+    p: &Protocol,
+    with: &[System],
+    r: u32,
+) -> Result<Pair, SimError> {
+    let s = derive_seed(seed, 0x5E7 + r as u64);
+    let (fairness, no_fairness) = pair(registry, grid, s, sources, p)?;
+    let with = with
+        .iter()
+        .map(|sys| run(registry, grid, s, sources, p.spacing, sys, Vec::new()))
+        .collect::<Result<_, _>>()?;
+    Ok(Pair {
+        repetition: r + 1,
+        seed: s,
+        fairness,
+        no_fairness,
+        with,
+    })
 }
 
 /// `n` pairs, with seeds derived from `seed`, in parallel; results in
 /// repetition order whatever the thread count.
 pub fn repetitions(
+    registry: &Registry,
     grid: &Grid,
     seed: u64,
     sources: &[WorkflowSource],
@@ -257,15 +310,65 @@ pub fn repetitions(
     (0..n)
         .into_par_iter()
         .map(|r| {
-            let s = derive_seed(seed, 0x5E7 + r as u64);
-            let (fairness, no_fairness) = pair(grid, s, sources, p)?;
+            let pair = repetition(registry, grid, seed, sources, p, &[], r)?;
             tick();
-            Ok(Pair {
-                repetition: r + 1,
-                seed: s,
-                fairness,
-                no_fairness,
-            })
+            Ok(pair)
+        })
+        .collect()
+}
+
+/// The workflows `names` stand for: a built-in profile (gate, simubloch,
+/// field2, pet-sorteo) unless a file of that name exists (or always, with
+/// `builtins`), else a WfCommons JSON or TOML profile file; errors name
+/// the file.
+pub fn load_sources(names: &[String], builtins: bool) -> Result<Vec<WorkflowSource>, SimError> {
+    let opts = LoadOptions::default();
+    let mut sources = Vec::new();
+    for n in names {
+        if n.trim().is_empty() {
+            return Err(SimError::Usage(format!(
+                "an empty workflow name in the list `{}` (give files or the built-in gate, simubloch, field2, pet-sorteo, comma-separated)",
+                names.join(",")
+            )));
+        }
+        let s = match WorkflowSource::builtin(n) {
+            Some(s) if builtins || !std::path::Path::new(n).exists() => s,
+            _ => WorkflowSource::load(std::path::Path::new(n), &opts)
+                .map_err(|e| SimError::Config(e.to_string()))?,
+        };
+        sources.push(s);
+    }
+    Ok(sources)
+}
+
+/// What the tables' `input` column says for each of `names` (as
+/// [`load_sources`] reads them): a built-in profile's name, a file's name
+/// without its folder, or the path as given when two different paths
+/// share that name.
+pub fn input_labels(names: &[String], builtins: bool) -> Vec<String> {
+    let file_name = |n: &String| -> Option<String> {
+        let builtin = WorkflowSource::builtin(n).is_some() && (builtins || !std::path::Path::new(n).exists());
+        if builtin {
+            return None;
+        }
+        std::path::Path::new(n)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+    };
+    let short: Vec<Option<String>> = names.iter().map(file_name).collect();
+    names
+        .iter()
+        .zip(&short)
+        .map(|(n, s)| match s {
+            Some(s)
+                if !names
+                    .iter()
+                    .zip(&short)
+                    .any(|(m, t)| m != n && t.as_ref() == Some(s)) =>
+            {
+                s.clone()
+            }
+            _ => n.clone(),
         })
         .collect()
 }
@@ -308,10 +411,30 @@ mod tests {
         let sources = [WorkflowSource::builtin("simubloch").expect("builtin")];
         for tau in [1.0, 1.5, -0.1, f64::NAN] {
             let system = System::Fairness { tau, every: 0.0 };
-            let e = run(&Grid::constant(5), 1, &sources, Time::ZERO, &system, Vec::new()).unwrap_err();
+            let e = run(
+                &Registry::builtin(),
+                &Grid::constant(5),
+                1,
+                &sources,
+                Time::ZERO,
+                &system,
+                Vec::new(),
+            )
+            .unwrap_err();
             assert!(e.to_string().contains("not in [0, 1)"), "{tau}: {e}");
         }
         let system = System::Fairness { tau: 0.0, every: 0.0 };
-        assert!(run(&Grid::constant(5), 1, &sources, Time::ZERO, &system, Vec::new()).is_ok());
+        assert!(
+            run(
+                &Registry::builtin(),
+                &Grid::constant(5),
+                1,
+                &sources,
+                Time::ZERO,
+                &system,
+                Vec::new()
+            )
+            .is_ok()
+        );
     }
 }

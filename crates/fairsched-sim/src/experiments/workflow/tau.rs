@@ -36,7 +36,16 @@ pub fn eta_samples(
     sources: &[WorkflowSource],
     spacing: Time,
 ) -> Result<EtaRun, SimError> {
-    let (world, eta, _) = simulate(grid, seed, sources, spacing, &System::NoFairness, Vec::new())?;
+    let builtin = fairsched_core::Registry::builtin();
+    let (world, eta, _) = simulate(
+        &builtin,
+        grid,
+        seed,
+        sources,
+        spacing,
+        &System::NoFairness,
+        Vec::new(),
+    )?;
     let end = world.end();
     let mut series = eta.series;
     let keep = series.iter().take_while(|p| p.0 <= end).count();
@@ -133,7 +142,16 @@ mod tests {
         let spacing = Time::from_millis(300_000);
         let s = sources();
         let full = eta_samples(&grid, 7, &s, spacing).unwrap();
-        let out = run(&grid, 7, &s, spacing, &System::NoFairness, Vec::new()).unwrap();
+        let out = run(
+            &fairsched_core::Registry::builtin(),
+            &grid,
+            7,
+            &s,
+            spacing,
+            &System::NoFairness,
+            Vec::new(),
+        )
+        .unwrap();
         assert!(full.series.iter().all(|p| p.0 <= full.end));
         assert!(full.series.iter().any(|p| p.1 > 0.0), "workflows side by side");
         assert_eq!(thin(&full.series, full.end, SERIES_POINTS), out.eta);
@@ -147,7 +165,16 @@ mod tests {
         let spacing = Time::from_millis(5_000);
         let s = sources();
         let t = tau(&grid, 3, &s, spacing, 3, 0.05, &|| {}).unwrap();
-        let p = repetitions(&grid, 3, &s, &super::super::Protocol::default(), 3, &|| {}).unwrap();
+        let p = repetitions(
+            &fairsched_core::Registry::builtin(),
+            &grid,
+            3,
+            &s,
+            &super::super::Protocol::default(),
+            3,
+            &|| {},
+        )
+        .unwrap();
         let seeds: Vec<u64> = t.repetitions.iter().map(|r| r.seed).collect();
         assert_eq!(seeds, p.iter().map(|p| p.seed).collect::<Vec<_>>());
         assert_eq!(t.nonzero, t.histogram.counts.iter().sum::<u64>());

@@ -70,7 +70,7 @@ fn hash_unit(seed: u64, keys: &[u64]) -> f64 {
 }
 
 /// What happened to one workflow.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct WorkflowOutcome {
     pub name: String,
     pub submit_s: f64,
@@ -135,6 +135,12 @@ pub struct World {
     pub raises: Vec<Time>,
     lifted: rustc_hash::FxHashSet<TaskId>,
     mirror: Vec<Time>,
+    /// Runs drawn to fail, and when: the failure of the run that started
+    /// then. A run stopped before (killed with its pilot, requeued) takes
+    /// its failure with it; the wake-up then finds nothing and sends
+    /// nothing, so the core never steps at an instant only the hidden
+    /// runtime of a run that no longer exists explains.
+    failing: FxHashMap<TaskId, Time>,
 }
 
 impl World {
@@ -179,6 +185,7 @@ impl World {
             raises: Vec::new(),
             lifted: Default::default(),
             mirror: Vec::new(),
+            failing: FxHashMap::default(),
         }
     }
 
@@ -335,7 +342,11 @@ impl Agent for World {
                 self.next_background(now, ctx);
             }
             FAIL => {
-                ctx.send(Event::Fail { task: TaskId(arg) })?;
+                let task = TaskId(arg);
+                if self.failing.get(&task) == Some(&now) {
+                    self.failing.remove(&task);
+                    ctx.send(Event::Fail { task })?;
+                }
             }
             RAISE => {
                 if let Some((_, id)) = self.waiting.pop_first() {
@@ -374,15 +385,16 @@ impl Agent for World {
                         } else {
                             nominal
                         };
-                        let at = hash_unit(self.seed, &[wf as u64, i as u64, attempt, 1]) * run;
-                        ctx.wake_at(now + secs(at), FAIL | task.0);
+                        let at = now + secs(hash_unit(self.seed, &[wf as u64, i as u64, attempt, 1]) * run);
+                        self.failing.insert(*task, at);
+                        ctx.wake_at(at, FAIL | task.0);
                     }
                 }
             }
-            Action::Stop {
-                task, requeued: true, ..
-            } => {
-                if let Some(&o) = self.order_of.get(task) {
+            Action::Stop { task, requeued, .. } => {
+                // The run is over: its failure will not come.
+                self.failing.remove(task);
+                if *requeued && let Some(&o) = self.order_of.get(task) {
                     self.waiting.insert(o, *task);
                 }
             }
@@ -392,6 +404,7 @@ impl Agent for World {
             Action::Priority { task, .. } if self.lifted.insert(*task) => self.raises.push(now),
             Action::Ended(rec) => {
                 let id = rec.spec.id;
+                self.failing.remove(&id);
                 if let Some(o) = self.order_of.remove(&id) {
                     self.waiting.remove(&o);
                 }
@@ -446,5 +459,79 @@ impl Agent for World {
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Simulation;
+    use fairsched_core::{Observer, Platform, Registry, Scheduler, View};
+    use fairsched_trace::workflow::{Dist, WfTask};
+
+    /// The instants at which the core took a step.
+    #[derive(Default)]
+    struct Steps(Vec<Time>);
+    impl Observer for Steps {
+        fn on_step(&mut self, now: Time, _: &[Action], _: &View) {
+            self.0.push(now);
+        }
+    }
+
+    /// One slot whose pilot leaves after 10 s, every run drawn to fail at
+    /// a uniform point of its 10⁷ s: the pilot's departure kills the run
+    /// first (its failure, hidden, would come much later), and with no
+    /// slot left nothing else happens. No step may come after the kill:
+    /// before the fix, the failure's wake-up stepped the core at the
+    /// instant the killed run's hidden runtime gave.
+    #[test]
+    fn the_failure_of_a_killed_run_never_steps_the_core() {
+        let grid = Grid {
+            initial_slots: 1,
+            max_slots: 1,
+            join_per_hour: 0.0,
+            lifetime: Dist::Constant { value: 10.0 },
+            failure: 1.0,
+            retries: 3,
+            ..Grid::constant(1)
+        };
+        let wf = Workflow {
+            name: "one".into(),
+            activities: vec!["a".into()],
+            tasks: vec![WfTask {
+                name: "t".into(),
+                activity: 0,
+                parents: Vec::new(),
+                phases: [Time::ZERO, Time::ZERO, Time::from_secs(10_000_000), Time::ZERO],
+            }],
+        };
+        for seed in 0..20 {
+            let r = Registry::builtin();
+            let core = Scheduler::new(
+                &Platform::pool(1),
+                1,
+                r.build_allocate(&"single-pool".parse().unwrap()).unwrap(),
+                r.build_order(&"priority".parse().unwrap()).unwrap(),
+                None,
+            );
+            let mut world = World::new(grid.clone(), seed, vec![(Time::ZERO, wf.clone())]);
+            let mut steps = Steps::default();
+            let stats = {
+                let mut sim = Simulation::new(core);
+                sim.add_agent(&mut world);
+                sim.run_agents(&mut steps).unwrap()
+            };
+            assert_eq!(
+                steps.0.last(),
+                Some(&Time::from_secs(10)),
+                "seed {seed}: {:?}",
+                steps.0
+            );
+            assert_eq!(stats.end, Time::from_secs(10), "seed {seed}");
+            assert_eq!(
+                world.wfs[0].resubmissions, 1,
+                "seed {seed}: the killed run was resubmitted"
+            );
+        }
     }
 }

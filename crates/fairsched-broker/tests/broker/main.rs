@@ -1,0 +1,6 @@
+//! The integration tests of `fairsched-broker`, one test binary (one link).
+
+mod dashboard;
+mod decode;
+mod identity;
+mod log;

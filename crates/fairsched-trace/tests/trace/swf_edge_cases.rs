@@ -1,0 +1,438 @@
+//! SWF reader edge cases on small inline texts.
+
+use crate::common::{gzip, line, ok_line, temp_file};
+use fairsched_trace::{ReadOptions, SwfJob, SwfReader, TraceError};
+
+fn read_all(text: &str) -> Result<Vec<SwfJob>, TraceError> {
+    SwfReader::from_reader("test.swf", text.as_bytes()).collect()
+}
+
+#[test]
+fn comments_anywhere_and_blank_lines() {
+    let text = format!(
+        "; Version: 2.2\n\n{}; a comment between jobs\n   \n\t\n  ; indented comment\n{}\n; trailing comment",
+        ok_line(1, 0),
+        ok_line(2, 10).trim_end()
+    );
+    let mut r = SwfReader::from_reader("test.swf", text.as_bytes());
+    let jobs: Vec<SwfJob> = r.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(jobs.iter().map(|j| j.job_number).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(r.jobs(), 2);
+    assert_eq!(r.lines(), 9);
+    assert_eq!(r.bad_lines_skipped(), 0);
+}
+
+#[test]
+fn last_line_without_newline() {
+    let jobs = read_all(ok_line(7, 3).trim_end()).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].job_number, 7);
+}
+
+#[test]
+fn empty_input() {
+    assert!(read_all("").unwrap().is_empty());
+    assert!(read_all("; only a comment\n\n").unwrap().is_empty());
+}
+
+#[test]
+fn tabs_and_runs_of_spaces() {
+    let text = "  1\t0 \t 5\t\t100  4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1 -1\t\n";
+    let j = read_all(text).unwrap()[0];
+    assert_eq!(
+        (j.job_number, j.wait_time, j.run_time, j.user_id, j.group_id),
+        (1, 5, 100, 7, 2)
+    );
+}
+
+#[test]
+fn unknown_fields_are_kept_as_minus_one() {
+    let j = read_all("-1 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n").unwrap()[0];
+    assert_eq!(
+        j,
+        SwfJob {
+            submit_time: 0,
+            ..SwfJob::UNKNOWN
+        }
+    );
+}
+
+/// SWF counts submit times from the log's start (0 = its first job): a
+/// negative field 2, -1 (unknown) included, is a located line error, which
+/// a lenient reader skips and counts like any other.
+#[test]
+fn negative_submit_time_is_a_located_line_error() {
+    let text = format!(
+        "; MaxProcs: 8\n{}2 -10 0 50 2 -1 -1 2 200 -1 1 8 1 -1 -1 -1 -1 -1\n{}",
+        ok_line(1, 0),
+        ok_line(3, 5)
+    );
+    let err = read_all(&text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test.swf:3: field 2 (submit_time): \"-10\" is negative: SWF submit times are seconds \
+         from the log's start (0 or more; -1, unknown, cannot be replayed)"
+    );
+    assert!(err.is_line_error());
+    let mut r = SwfReader::with_options("test.swf", text.as_bytes(), ReadOptions::LENIENT);
+    let jobs: Vec<i64> = r.by_ref().map(|j| j.unwrap().job_number).collect();
+    assert_eq!(jobs, [1, 3]);
+    assert_eq!(r.bad_lines_skipped(), 1);
+    assert!(
+        r.skipped_examples()[0]
+            .to_string()
+            .starts_with("test.swf:3: field 2 (submit_time): \"-10\"")
+    );
+    let unknown = read_all("\t7   -1 0 50 2 -1 -1 2 200 -1 1 8 1 -1 -1 -1 -1 -1\n").unwrap_err();
+    assert!(
+        unknown
+            .to_string()
+            .starts_with("test.swf:1: field 2 (submit_time): \"-1\" is negative"),
+        "{unknown}"
+    );
+    // A stream (what `simulate` reads) stops at the same line.
+    let stream = fairsched_trace::JobStream::from_reader("test.swf", text.as_bytes(), Default::default());
+    assert!(
+        stream
+            .unwrap_err()
+            .to_string()
+            .starts_with("test.swf:3: field 2 (submit_time)")
+    );
+}
+
+/// A well-known numeric header key with a value that is not valid for it
+/// is left in `other` and reported once per key, naming the line, whether
+/// it comes before the jobs or among them; the scan and `trace info` carry
+/// the warnings and say where the processor count comes from instead.
+#[test]
+fn bad_numeric_header_values_are_reported_with_their_line() {
+    let text = format!(
+        "; Version: 2.2\n; MaxProcs: abc\n; MaxNodes: -5\n{}; MaxProcs: also bad\n; UnixStartTime: soon\n{}",
+        ok_line(1, 0),
+        ok_line(2, 5)
+    );
+    let mut r = SwfReader::from_reader("hdr.swf", text.as_bytes());
+    assert_eq!(r.by_ref().count(), 2);
+    let said: Vec<String> = r.header_warnings().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        said,
+        [
+            "hdr.swf:2: header `MaxProcs: abc` ignored: not a whole number of processors, 1 or more",
+            "hdr.swf:3: header `MaxNodes: -5` ignored: not a whole number of nodes, 1 or more",
+            "hdr.swf:6: header `UnixStartTime: soon` ignored: not a whole number of seconds",
+        ]
+    );
+    assert_eq!(r.header().max_procs, None);
+    assert!(r.header_warnings()[0].is_max_procs());
+
+    let scan = fairsched_trace::scan_reader("hdr.swf", text.as_bytes(), false).unwrap();
+    assert_eq!(scan.header_warnings, r.header_warnings());
+    let info = fairsched_trace::TraceInfo::from_scan(&scan);
+    assert_eq!(info.processors, Some(4));
+    assert_eq!(
+        info.processors_source,
+        fairsched_trace::PROCESSORS_FROM_JOBS_MAXPROCS_IGNORED
+    );
+    assert_eq!(info.warnings, said);
+    let shown = info.to_string();
+    assert!(
+        shown.contains("warning        hdr.swf:2: header `MaxProcs: abc` ignored"),
+        "{shown}"
+    );
+
+    // A valid value after a bad one is used, and the bad one still said.
+    let text = format!("; MaxProcs: -5\n; MaxProcs: 16\n{}", ok_line(1, 0));
+    let scan = fairsched_trace::scan_reader("hdr.swf", text.as_bytes(), false).unwrap();
+    assert_eq!(scan.header.max_procs, Some(16));
+    assert_eq!(scan.header_warnings.len(), 1);
+    assert_eq!(
+        fairsched_trace::TraceInfo::from_scan(&scan).processors_source,
+        fairsched_trace::PROCESSORS_FROM_HEADER
+    );
+    // A header-only scan holds the warnings of the lines before the first job.
+    let (_dir, path) = temp_file(
+        "hdr.swf",
+        b"; MaxProcs: 0\n1 0 0 10 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1 -1\n",
+    );
+    let head = fairsched_trace::scan_header(&path, false).unwrap();
+    assert_eq!(head.header_warnings.len(), 1);
+    assert_eq!(head.header_warnings[0].line, 1);
+}
+
+#[test]
+fn decimals_in_float_fields_and_integer_valued_decimals_elsewhere() {
+    let text = "1 0 5 12.0 4 552.21 1024.5 4 200 2.5 1 7 2 -1 1 -1 -1 -1\n";
+    let j = read_all(text).unwrap()[0];
+    assert_eq!(j.run_time, 12);
+    assert_eq!(
+        (j.avg_cpu_time, j.used_memory, j.requested_memory),
+        (552.21, 1024.5, 2.5)
+    );
+}
+
+#[test]
+fn crlf_line_ends() {
+    let text = format!(
+        "; MaxProcs: 64\r\n{}\r\n\r\n{}\r\n",
+        ok_line(1, 0).trim_end(),
+        ok_line(2, 5).trim_end()
+    );
+    let mut r = SwfReader::from_reader("crlf.swf", text.as_bytes());
+    let jobs: Vec<SwfJob> = r.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[1].think_time, -1);
+    assert_eq!(r.header().max_procs, Some(64));
+}
+
+#[test]
+fn header_keys_parsed() {
+    let text = format!(
+        "; Version: 2.2\n; Computer: Linux cluster (Seth)\n; Installation: HPC2N\n; MaxJobs: 527371\n\
+         ; MaxRecords: 202871\n; UnixStartTime: 1027839845\n; TimeZone: 3600\n\
+         ; TimeZoneString: Europe/Stockholm\n; StartTime: Sun Jul 28 09:04:05 CEST 2002\n\
+         ; EndTime:   Mon Jan 16 20:31:24 CET 2006\n; MaxNodes: 240\n;\n\
+         ;              http://www.hpc2n.umu.se/\n{}; MaxProcs: 240\n; Note: late key\n",
+        ok_line(1, 0)
+    );
+    let mut r = SwfReader::from_reader("HPC2N.swf", text.as_bytes());
+    assert_eq!(r.by_ref().count(), 1);
+    let h = r.header();
+    assert_eq!(h.max_procs, Some(240));
+    assert_eq!(h.max_nodes, Some(240));
+    assert_eq!(h.max_jobs, Some(527_371));
+    assert_eq!(h.max_records, Some(202_871));
+    assert_eq!(h.unix_start_time, Some(1_027_839_845));
+    assert_eq!(h.time_zone, Some(3600));
+    assert_eq!(h.time_zone_string.as_deref(), Some("Europe/Stockholm"));
+    assert_eq!(h.start_time.as_deref(), Some("Sun Jul 28 09:04:05 CEST 2002"));
+    assert_eq!(h.end_time.as_deref(), Some("Mon Jan 16 20:31:24 CET 2006"));
+    assert_eq!(h.installation.as_deref(), Some("HPC2N"));
+    assert_eq!(h.computer.as_deref(), Some("Linux cluster (Seth)"));
+    assert_eq!(
+        h.other,
+        [
+            ("Version".into(), "2.2".into()),
+            ("Note".into(), "late key".into())
+        ]
+    );
+}
+
+#[test]
+fn seventeen_fields_names_file_line_and_count() {
+    let text = format!(
+        "; header\n{}1 0 5 100 4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1\n",
+        ok_line(1, 0)
+    );
+    let err = read_all(&text).unwrap_err();
+    match &err {
+        TraceError::FieldCount { path, line, found } => {
+            assert_eq!(path.to_str(), Some("test.swf"));
+            assert_eq!((*line, *found), (3, 17));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(err.to_string(), "test.swf:3: expected 18 fields, found 17");
+}
+
+#[test]
+fn nineteen_fields_is_an_error() {
+    let text = "1 0 5 100 4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1 -1 99\n";
+    assert!(matches!(
+        read_all(text),
+        Err(TraceError::FieldCount {
+            line: 1,
+            found: 19,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn non_numeric_field_message_names_file_line_and_field() {
+    let text = format!(
+        "{}{}2 10 0 abc 4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1 -1\n",
+        "; c\n".repeat(1232),
+        ok_line(1, 0)
+    );
+    let err = read_all(&text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test.swf:1234: field 4 (run_time): \"abc\" is not a number"
+    );
+    assert!(err.is_line_error());
+    let TraceError::Parse {
+        field, index, value, ..
+    } = err
+    else {
+        panic!()
+    };
+    assert_eq!((field, index, value.as_str()), ("run_time", 4, "abc"));
+}
+
+#[test]
+fn fractional_value_in_integer_field() {
+    let err = read_all("1 0 5 12.5 4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1 -1\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test.swf:1: field 4 (run_time): \"12.5\" is not an integer"
+    );
+}
+
+#[test]
+fn strict_reader_continues_after_a_bad_line() {
+    let text = format!("{}garbage\n{}", ok_line(1, 0), ok_line(2, 1));
+    let items: Vec<_> = SwfReader::from_reader("t.swf", text.as_bytes()).collect();
+    assert_eq!(items.len(), 3);
+    assert!(items[0].is_ok() && items[1].is_err() && items[2].is_ok());
+}
+
+#[test]
+fn lenient_mode_skips_and_counts() {
+    let text = format!(
+        "{}1 2 3\n{}x 0 5 100 4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1 -1\n{}1 0 5 100 4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1 -1 -1\n",
+        ok_line(1, 0),
+        ok_line(2, 1),
+        ok_line(3, 2)
+    );
+    let mut r = SwfReader::with_options("bad.swf", text.as_bytes(), ReadOptions::LENIENT);
+    let jobs: Vec<SwfJob> = r.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(jobs.iter().map(|j| j.job_number).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!((r.jobs(), r.bad_lines_skipped(), r.lines()), (3, 3, 6));
+    let examples: Vec<String> = r.skipped_examples().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        examples,
+        [
+            "bad.swf:2: expected 18 fields, found 3",
+            "bad.swf:4: field 1 (job_number): \"x\" is not a number",
+            "bad.swf:6: expected 18 fields, found 19",
+        ]
+    );
+}
+
+#[test]
+fn gzip_file_is_detected_by_magic() {
+    let text = format!("; MaxProcs: 8\n{}{}", ok_line(1, 0), ok_line(2, 3));
+    // Deliberately no .gz suffix: detection is by content.
+    let (_dir, path) = temp_file("trace.swf", &gzip(text.as_bytes()));
+    let mut r = SwfReader::open(&path).unwrap();
+    assert_eq!(r.by_ref().collect::<Result<Vec<_>, _>>().unwrap().len(), 2);
+    assert_eq!(r.header().max_procs, Some(8));
+}
+
+#[test]
+fn concatenated_gzip_members() {
+    let mut bytes = gzip(ok_line(1, 0).as_bytes());
+    bytes.extend(gzip(ok_line(2, 1).as_bytes()));
+    let (_dir, path) = temp_file("multi.swf.gz", &bytes);
+    assert_eq!(SwfReader::open(&path).unwrap().count(), 2);
+}
+
+#[test]
+fn truncated_gzip_names_the_file() {
+    let text: String = (1..=5000).map(|i| ok_line(i, i)).collect();
+    let full = gzip(text.as_bytes());
+    let cut = &full[..full.len() * 2 / 3];
+    let (_dir, path) = temp_file("cut.swf.gz", cut);
+    let mut r = SwfReader::open(&path).unwrap();
+    let mut ok = 0u64;
+    let err = loop {
+        match r.next() {
+            Some(Ok(_)) => ok += 1,
+            Some(Err(e)) => break e,
+            None => panic!("truncated stream read to the end without error"),
+        }
+    };
+    let TraceError::Truncated { path: p, line } = &err else {
+        panic!("unexpected {err:?}")
+    };
+    assert_eq!(p, &path);
+    assert_eq!(*line, ok);
+    assert!(ok > 0 && ok < 5000);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cut.swf.gz") && msg.contains(&format!("after line {ok}")),
+        "{msg}"
+    );
+    // The stream is over after a stream error.
+    assert!(r.next().is_none());
+}
+
+#[test]
+fn missing_file_is_an_io_error_naming_it() {
+    let err = SwfReader::open("/nonexistent/dir/x.swf").unwrap_err();
+    assert!(matches!(err, TraceError::Io { .. }));
+    assert!(err.to_string().starts_with("/nonexistent/dir/x.swf: "), "{err}");
+}
+
+#[test]
+fn non_utf8_bytes_do_not_panic() {
+    let mut text = b"; Computer: caf\xe9\n".to_vec();
+    text.extend_from_slice(b"1 0 5 \xff\xfe 4 -1 -1 4 200 -1 1 7 2 -1 1 -1 -1 -1\n");
+    let mut r = SwfReader::from_reader("latin1.swf", &text[..]);
+    let err = r.next().unwrap().unwrap_err();
+    assert!(
+        err.to_string().starts_with("latin1.swf:2: field 4 (run_time): "),
+        "{err}"
+    );
+    assert_eq!(r.header().computer.as_deref(), Some("caf\u{fffd}"));
+}
+
+#[test]
+fn long_lines_span_buffer_refills() {
+    // A comment longer than the reader's chunk, then a job.
+    let text = format!("; {}\n{}", "x".repeat(600_000), line(1, 0, 5, 1, 1, 1, 1));
+    let jobs = read_all(&text).unwrap();
+    assert_eq!(jobs.len(), 1);
+}
+
+#[test]
+fn readers_and_streams_are_send() {
+    fn send<T: Send>() {}
+    send::<SwfReader<fairsched_trace::FileSource>>();
+    send::<fairsched_trace::JobStream>();
+    send::<TraceError>();
+}
+
+mod arbitrary_input {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines built from SWF-ish tokens and junk, so that many lines get deep into the parser.
+    fn swf_like() -> impl Strategy<Value = Vec<u8>> {
+        let token = prop_oneof![
+            Just("-1".to_string()),
+            "[0-9]{1,20}",
+            "-?[0-9]{0,6}\\.[0-9]{0,25}",
+            "[-+.eE0-9a-z]{1,6}",
+            Just(";".to_string()),
+            Just(": ".to_string()),
+        ];
+        let sep = prop_oneof![Just(" "), Just("\t"), Just("  "), Just("\r\n"), Just("\n")];
+        proptest::collection::vec((token, sep), 0..80).prop_map(|v| {
+            v.into_iter()
+                .flat_map(|(t, s)| [t, s.to_string()])
+                .collect::<String>()
+                .into_bytes()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            for lenient in [false, true] {
+                let r = SwfReader::with_options("fuzz.swf", &bytes[..], ReadOptions { lenient });
+                for item in r.take(1000) {
+                    let _ = item.map_err(|e| e.to_string());
+                }
+            }
+        }
+
+        #[test]
+        fn never_panics_on_swf_like_text(bytes in swf_like()) {
+            let mut r = SwfReader::with_options("fuzz.swf", &bytes[..], ReadOptions::LENIENT);
+            let n = r.by_ref().filter(Result::is_ok).count() as u64;
+            prop_assert_eq!(n, r.jobs());
+            let _ = fairsched_trace::JobStream::from_reader("fuzz.swf", &bytes[..], Default::default());
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! The integration tests of `fairsched-worker`, one test binary (one link).
+
+mod duration;
+mod executor;
+mod opts;
+mod wire;
