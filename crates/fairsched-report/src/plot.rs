@@ -580,7 +580,7 @@ pub fn bar_chart(c: &BarChart) -> Result<String, String> {
         // with the values; room above the data for the legend.
         let (lo, hi) = if c.log_y {
             let (a, b) = finite().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(v.log10()), b.max(v.log10()))
+                (a.min(libm::log10(v)), b.max(libm::log10(v)))
             });
             if a.is_finite() {
                 // At least half a decade under the smallest bar's top.
@@ -645,7 +645,7 @@ pub fn bar_chart(c: &BarChart) -> Result<String, String> {
             } else {
                 base.filled()
             };
-            let y = |v: f64| if log_y { v.log10() } else { v };
+            let y = |v: f64| if log_y { libm::log10(v) } else { v };
             let bars: Vec<_> = s
                 .values
                 .iter()

@@ -1078,7 +1078,7 @@ fn scale(max: f64) -> (f64, String) {
     if !(max.is_finite() && max >= 1e4) {
         return (1.0, String::new());
     }
-    let e = ((max.log10() / 3.0).floor() as i32) * 3;
+    let e = ((libm::log10(max) / 3.0).floor() as i32) * 3;
     (10f64.powi(e), format!("10{} ", superscript(e)))
 }
 

@@ -9,7 +9,7 @@ use rustfft::num_complex::Complex;
 pub fn fgn_autocovariance(k: usize, h: f64) -> f64 {
     let k = k as f64;
     let e = 2.0 * h;
-    0.5 * ((k + 1.0).powf(e) - 2.0 * k.powf(e) + (k - 1.0).abs().powf(e))
+    0.5 * (libm::pow(k + 1.0, e) - 2.0 * libm::pow(k, e) + libm::pow((k - 1.0).abs(), e))
 }
 
 /// `n` values of unit-variance fractional Gaussian noise with Hurst exponent `h` ∈ (0, 1),
@@ -53,7 +53,7 @@ fn normal_pair(rng: &mut Pcg64Mcg) -> (f64, f64) {
     // 1 − u ∈ (0, 1] keeps the log finite.
     let u: f64 = 1.0 - rng.random::<f64>();
     let v: f64 = rng.random::<f64>();
-    let r = (-2.0 * u.ln()).sqrt();
+    let r = (-2.0 * libm::log(u)).sqrt();
     let t = std::f64::consts::TAU * v;
-    (r * t.cos(), r * t.sin())
+    (r * libm::cos(t), r * libm::sin(t))
 }

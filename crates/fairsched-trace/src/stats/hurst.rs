@@ -1,7 +1,7 @@
 //! Hurst exponent estimators for a stationary series (fGn-like: increments, not a path).
 //!
 //! Each estimator fits a power law over scales or frequencies; the scale grids are fixed
-//! here so that the validation on synthetic fGn (`tests/stats.rs`, `docs/pffp-stats.md`)
+//! here so that the validation on synthetic fGn (`tests/trace/stats.rs`, `docs/pffp-stats.md`)
 //! measures exactly what runs on logs. All return `None` when the series is too short
 //! (< [`MIN_LEN`]) or degenerate (constant).
 
@@ -17,7 +17,7 @@ pub const MIN_LEN: usize = 256;
 #[serde(rename_all = "kebab-case")]
 pub enum Estimator {
     /// Abry–Veitch: Haar wavelet detail variance per octave j, weighted regression of
-    /// log2 E[d_j²] on j, slope 2H − 1 (with the Gaussian log bias correction).
+    /// `log2 E[d_j²]` on j, slope 2H − 1 (with the Gaussian log bias correction).
     AbryVeitch,
     /// Rescaled range: mean R/S of non-overlapping blocks of size m, slope H.
     RescaledRange,
@@ -117,9 +117,9 @@ fn log_scales(lo: usize, hi: usize, count: usize) -> Vec<usize> {
     if hi < lo {
         return Vec::new();
     }
-    let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
+    let (a, b) = (libm::log(lo as f64), libm::log(hi as f64));
     let mut v: Vec<usize> = (0..count)
-        .map(|i| (a + (b - a) * i as f64 / (count - 1).max(1) as f64).exp().round() as usize)
+        .map(|i| libm::exp(a + (b - a) * i as f64 / (count - 1).max(1) as f64).round() as usize)
         .collect();
     v.dedup();
     v
@@ -133,7 +133,7 @@ fn mean(x: &[f64]) -> f64 {
 fn loglog(points: impl Iterator<Item = (usize, f64)>) -> Option<f64> {
     let (xs, ys): (Vec<f64>, Vec<f64>) = points
         .filter(|(_, y)| y.is_finite() && *y > 0.0)
-        .map(|(m, y)| ((m as f64).ln(), y.ln()))
+        .map(|(m, y)| (libm::log(m as f64), libm::log(y)))
         .unzip();
     slope(&xs, &ys, None)
 }
@@ -275,7 +275,7 @@ fn periodogram_slope(p: &[f64], n: usize) -> Option<f64> {
     let m = (p.len() / 10).max(4);
     let (xs, ys): (Vec<f64>, Vec<f64>) = (0..m)
         .filter(|&i| p[i] > 0.0)
-        .map(|i| (freq(i, n).ln(), p[i].ln()))
+        .map(|i| (libm::log(freq(i, n)), libm::log(p[i])))
         .unzip();
     Some((1.0 - slope(&xs, &ys, None)?) / 2.0)
 }
@@ -285,7 +285,7 @@ fn periodogram_slope(p: &[f64], n: usize) -> Option<f64> {
 fn boxed_periodogram(p: &[f64], n: usize) -> Option<f64> {
     let m = (p.len() / 10).max(4);
     let boxes = 50usize;
-    let edges = |b: usize| ((m as f64).powf(b as f64 / boxes as f64)).floor() as usize;
+    let edges = |b: usize| libm::pow(m as f64, b as f64 / boxes as f64).floor() as usize;
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     let mut start = 0;
     for b in 1..=boxes {
@@ -295,10 +295,10 @@ fn boxed_periodogram(p: &[f64], n: usize) -> Option<f64> {
         }
         let k = (end - start) as f64;
         let mi = p[start..end].iter().sum::<f64>() / k;
-        let ml = (start..end).map(|i| freq(i, n).ln()).sum::<f64>() / k;
+        let ml = (start..end).map(|i| libm::log(freq(i, n))).sum::<f64>() / k;
         if mi > 0.0 {
             xs.push(ml);
-            ys.push(mi.ln());
+            ys.push(libm::log(mi));
         }
         start = end;
     }
@@ -308,16 +308,16 @@ fn boxed_periodogram(p: &[f64], n: usize) -> Option<f64> {
 /// Local Whittle: minimises `R(H) = ln((1/m) Σ λ_j^{2H−1} I_j) − (2H − 1)(1/m) Σ ln λ_j`
 /// over H ∈ [0.01, 1.49] by golden-section search, m = ⌊n^0.65⌋.
 fn local_whittle(p: &[f64], n: usize) -> Option<f64> {
-    let m = ((n as f64).powf(0.65) as usize).min(p.len());
+    let m = (libm::pow(n as f64, 0.65) as usize).min(p.len());
     if m < 8 {
         return None;
     }
-    let lam: Vec<f64> = (0..m).map(|i| freq(i, n).ln()).collect();
+    let lam: Vec<f64> = (0..m).map(|i| libm::log(freq(i, n))).collect();
     let mean_log = lam.iter().sum::<f64>() / m as f64;
     let r = |h: f64| {
         let e = 2.0 * h - 1.0;
-        let s: f64 = (0..m).map(|i| (e * lam[i]).exp() * p[i]).sum::<f64>() / m as f64;
-        s.ln() - e * mean_log
+        let s: f64 = (0..m).map(|i| libm::exp(e * lam[i]) * p[i]).sum::<f64>() / m as f64;
+        libm::log(s) - e * mean_log
     };
     let (mut a, mut b) = (0.01f64, 1.49f64);
     let g = (5f64.sqrt() - 1.0) / 2.0;
@@ -361,9 +361,9 @@ fn abry_veitch(x: &[f64]) -> Option<f64> {
         let mu = energy / nj;
         if mu > 0.0 {
             // E[log2 of a mean of nj χ²₁/1] − log2 E ≈ g(nj) = ψ(nj/2)/ln 2 − log2(nj/2).
-            let g = (digamma(nj / 2.0) - (nj / 2.0).ln()) / std::f64::consts::LN_2;
+            let g = (digamma(nj / 2.0) - libm::log(nj / 2.0)) / std::f64::consts::LN_2;
             js.push(j as f64);
-            ys.push(mu.log2() - g);
+            ys.push(libm::log2(mu) - g);
             ws.push(nj);
         }
         a = next;
@@ -380,5 +380,5 @@ fn digamma(mut x: f64) -> f64 {
         x += 1.0;
     }
     let f = 1.0 / (x * x);
-    r + x.ln() - 0.5 / x - f * (1.0 / 12.0 - f * (1.0 / 120.0 - f * (1.0 / 252.0)))
+    r + libm::log(x) - 0.5 / x - f * (1.0 / 12.0 - f * (1.0 / 120.0 - f * (1.0 / 252.0)))
 }

@@ -48,7 +48,7 @@ pub fn fit_pareto(x: &[f64]) -> Option<ParetoFit> {
     for (i, &v) in s.iter().enumerate() {
         if i == 0 || v != s[i - 1] {
             values.push(v);
-            logs.push(v.ln());
+            logs.push(libm::log(v));
             first.push(i);
         }
     }
@@ -56,7 +56,7 @@ pub fn fit_pareto(x: &[f64]) -> Option<ParetoFit> {
     // suffix[i] = Σ_{k ≥ i} ln s[k]
     let mut suffix = vec![0.0; n + 1];
     for i in (0..n).rev() {
-        suffix[i] = suffix[i + 1] + s[i].ln();
+        suffix[i] = suffix[i + 1] + libm::log(s[i]);
     }
     // Candidate distinct indices whose tail is big enough.
     let eligible = first.iter().take_while(|&&f| n - f >= MIN_TAIL).count();
@@ -89,7 +89,7 @@ pub fn fit_pareto(x: &[f64]) -> Option<ParetoFit> {
         for k in c..d {
             let below = (first[k] - start) as f64 / tf;
             let upto = (if k + 1 < d { first[k + 1] } else { n } - start) as f64 / tf;
-            let f = 1.0 - (beta * (ln_s - logs[k])).exp();
+            let f = 1.0 - libm::exp(beta * (ln_s - logs[k]));
             ks = ks.max((f - below).abs()).max((upto - f).abs());
         }
         if best.as_ref().is_none_or(|b| ks < b.ks) {

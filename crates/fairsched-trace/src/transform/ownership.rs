@@ -24,7 +24,7 @@ pub fn ownership_zipf(total: u32, k: u32, s: f64) -> Result<Vec<u32>> {
             "Zipf exponent must be finite and >= 0, got {s}"
         )));
     }
-    let weights: Vec<f64> = (1..=k).map(|i| f64::from(i).powf(-s)).collect();
+    let weights: Vec<f64> = (1..=k).map(|i| libm::pow(f64::from(i), -s)).collect();
     let sum: f64 = weights.iter().sum();
     let quotas: Vec<f64> = weights.iter().map(|w| f64::from(total) * w / sum).collect();
     let mut shares: Vec<u32> = quotas.iter().map(|q| q.floor() as u32).collect();

@@ -113,7 +113,7 @@ impl Dist {
                 min,
                 max,
             } => {
-                let mut x = median * (sigma * standard_normal(rng)).exp();
+                let mut x = median * libm::exp(sigma * standard_normal(rng));
                 if let Some(m) = min {
                     x = x.max(m);
                 }
@@ -156,7 +156,7 @@ impl Dist {
 fn standard_normal<R: rand::Rng + ?Sized>(rng: &mut R) -> f64 {
     let u1 = 1.0 - rng.random::<f64>(); // (0, 1]: ln is finite
     let u2 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    (-2.0 * libm::log(u1)).sqrt() * libm::cos(std::f64::consts::TAU * u2)
 }
 
 /// One activity of a [`Profile`].

@@ -264,14 +264,15 @@ impl World {
 
     fn next_join(&mut self, now: Time, ctx: &mut AgentCtx) {
         if self.grid.join_per_hour > 0.0 && self.unfinished > 0 {
-            let gap = -(1.0 - self.pilots.random::<f64>()).ln() * 3600.0 / self.grid.join_per_hour;
+            let gap = -libm::log(1.0 - self.pilots.random::<f64>()) * 3600.0 / self.grid.join_per_hour;
             ctx.wake_at(now + secs(gap), JOIN);
         }
     }
 
     fn next_background(&mut self, now: Time, ctx: &mut AgentCtx) {
         if self.grid.background_per_hour > 0.0 && self.unfinished > 0 {
-            let gap = -(1.0 - self.background.random::<f64>()).ln() * 3600.0 / self.grid.background_per_hour;
+            let gap =
+                -libm::log(1.0 - self.background.random::<f64>()) * 3600.0 / self.grid.background_per_hour;
             ctx.wake_at(now + secs(gap), ARRIVE);
         }
     }
