@@ -70,12 +70,16 @@ pub struct FilterOptions {
 /// is enabled.
 ///
 /// A record is dropped for exactly one reason, tested in this order, so that
-/// `records == runtime_unknown + runtime_nonpositive + procs_unknown + dropped_failed
-/// + dropped_cancelled + kept`.
+/// `records == submit_unknown + runtime_unknown + runtime_nonpositive + procs_unknown
+/// + dropped_failed + dropped_cancelled + kept`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilterCounts {
     /// Records given to [`clean`] (parsed job lines).
     pub records: u64,
+    /// Submit time -1 (unknown): dropped (nothing to replay it at). The
+    /// Archive's logs write a line of -1 in every field for a job they know
+    /// nothing of.
+    pub submit_unknown: u64,
     /// Run time -1 (unknown): dropped.
     pub runtime_unknown: u64,
     /// Run time 0 or negative other than -1: dropped.
@@ -104,7 +108,8 @@ pub struct FilterCounts {
 impl FilterCounts {
     /// Records dropped, all reasons together.
     pub fn dropped(&self) -> u64 {
-        self.runtime_unknown
+        self.submit_unknown
+            + self.runtime_unknown
             + self.runtime_nonpositive
             + self.procs_unknown
             + self.dropped_failed
@@ -112,9 +117,10 @@ impl FilterCounts {
     }
 
     /// `(name, count, what happens)` for each counter, in a fixed order, for reports.
-    pub fn rows(&self) -> [(&'static str, u64, &'static str); 12] {
+    pub fn rows(&self) -> [(&'static str, u64, &'static str); 13] {
         [
             ("records", self.records, "parsed job lines"),
+            ("submit_unknown", self.submit_unknown, "submit time -1: dropped"),
             ("runtime_unknown", self.runtime_unknown, "run time -1: dropped"),
             (
                 "runtime_nonpositive",
@@ -158,7 +164,8 @@ impl FilterCounts {
 ///
 /// The stages, in order (validity first, then the user's optional filters, so a dropped
 /// record is attributed to its most basic defect):
-/// 1. count status 0 / 5 (always);
+/// 1. count status 0 / 5 (always); submit time -1 → `submit_unknown` (dropped:
+///    nothing to replay the job at);
 /// 2. run time: -1 → `runtime_unknown`, ≤ 0 → `runtime_nonpositive` (dropped: a job that
 ///    does not run cannot be simulated);
 /// 3. processors: allocated if > 0, else requested if > 0 (`procs_from_requested`), else
@@ -171,6 +178,10 @@ pub fn clean(job: &SwfJob, opts: FilterOptions, counts: &mut FilterCounts) -> Op
     counts.status_failed += u64::from(failed);
     counts.status_cancelled += u64::from(cancelled);
 
+    if job.submit_time < 0 {
+        counts.submit_unknown += 1;
+        return None;
+    }
     if job.run_time == -1 {
         counts.runtime_unknown += 1;
         return None;
@@ -232,9 +243,9 @@ pub fn clean_with(
         return clean(rec, filter, counts);
     }
     let allocated_known = rec.allocated_procs > 0;
-    // `clean` reaches its processor stage only for a positive run time;
-    // there it would have counted a fallback to field 8.
-    if rec.run_time > 0 && !allocated_known {
+    // `clean` reaches its processor stage only for a known submit time and
+    // a positive run time; there it would have counted a fallback to field 8.
+    if rec.submit_time >= 0 && rec.run_time > 0 && !allocated_known {
         counts.procs_from_requested += 1;
     }
     let job = clean(
@@ -285,13 +296,29 @@ mod tests {
         assert!(clean(&rec(5, 2, 2, 5), opts, &mut c).is_none());
         let j = clean(&rec(5, 2, 2, 1), opts, &mut c).unwrap();
         assert_eq!((j.runtime, j.procs, j.requested_time), (5, 2, None));
+        // A job line of -1 everywhere (the Archive's unknown job), and one
+        // whose submit time alone is unknown: dropped for that first.
+        for r in [
+            SwfJob::UNKNOWN,
+            SwfJob {
+                submit_time: -1,
+                ..rec(5, -1, 3, 0)
+            },
+        ] {
+            assert!(clean(&r, opts, &mut c).is_none());
+            let mut differ = 0;
+            let before = c;
+            assert!(clean_with(&r, ProcsFrom::Requested, opts, &mut c, &mut differ).is_none());
+            assert_eq!(c.procs_from_requested, before.procs_from_requested);
+        }
         let expected = FilterCounts {
-            records: 9,
+            records: 13,
+            submit_unknown: 4,
             runtime_unknown: 1,
             runtime_nonpositive: 2,
             procs_from_requested: 1,
             procs_unknown: 2,
-            status_failed: 2,
+            status_failed: 4,
             status_cancelled: 1,
             dropped_failed: 1,
             dropped_cancelled: 1,

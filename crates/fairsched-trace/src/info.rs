@@ -32,7 +32,7 @@ pub struct TraceInfo {
     pub kept_jobs: u64,
     /// Distinct users among kept jobs.
     pub users: u64,
-    /// Distinct users among all job lines.
+    /// Distinct users among the job lines with a known submit time.
     pub raw_users: u64,
     /// First kept submit time (s).
     pub first_submit: Option<i64>,

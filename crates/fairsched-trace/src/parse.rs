@@ -192,11 +192,13 @@ struct Num {
 const NOT_A_NUMBER: &str = "is not a number";
 const NOT_AN_INTEGER: &str = "is not an integer";
 const OUT_OF_RANGE: &str = "is out of range";
-/// Field 2 below 0. The Parallel Workloads Archive's definition of SWF
+/// Field 2 below -1. The Parallel Workloads Archive's definition of SWF
 /// counts submit times in seconds from the log's start, "the earliest time
-/// the log refers to is zero"; `-1` (unknown) leaves nothing to replay.
+/// the log refers to is zero", and -1 means unknown in every field: a job
+/// whose submit time is unknown is read (and dropped by the filters,
+/// counted as `submit_unknown`); any other negative value breaks the format.
 pub(crate) const NEGATIVE_SUBMIT: &str = "is negative: SWF submit times are seconds from the log's start (0 or \
-                                          more; -1, unknown, cannot be replayed)";
+                                          more, or -1 for unknown)";
 
 /// Integer field, slow path: `[+-]digits[.zeros]`, or any finite integer-valued float
 /// (`1e3`). Rejects fractions, overflow and non-numbers with a reason.
@@ -266,7 +268,7 @@ fn parse_float_slow(tok: &[u8]) -> Result<f64, &'static str> {
 ///
 /// A line with the wrong number of fields is reported as such even if one of its fields is
 /// also not a number (the structure is the bigger problem). Every field may be `-1`
-/// (unknown) but the submit time (field 2), which must be 0 or more ([`NEGATIVE_SUBMIT`]).
+/// (unknown); the submit time (field 2) may not be below that ([`NEGATIVE_SUBMIT`]).
 #[inline]
 pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
     let job = parse_fields(line).map_err(|e| match e {
@@ -276,7 +278,7 @@ pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
         },
         count => count,
     })?;
-    if job.submit_time < 0 {
+    if job.submit_time < -1 {
         return Err(negative_submit(line));
     }
     Ok(job)
@@ -413,11 +415,17 @@ mod tests {
         assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, i64::MAX);
     }
 
-    /// Field 2 alone must not be negative, whatever its spelling; the
-    /// error points at the token, past any run of separators.
+    /// Field 2 alone must not be below -1 (unknown), whatever its
+    /// spelling; the error points at the token, past any run of
+    /// separators.
     #[test]
     fn negative_submit_times_are_rejected() {
-        for text in ["-10", "-1", "-1.0", "-9223372036854775808", "-1e3"] {
+        for text in ["-1", "-1.0", "-1e0"] {
+            let mut f = base();
+            f[1] = text;
+            assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, -1, "{text}");
+        }
+        for text in ["-10", "-2", "-2.0", "-9223372036854775808", "-1e3"] {
             let mut f = base();
             f[1] = text;
             let l = format!("  {}", f.join(" \t ")).into_bytes();

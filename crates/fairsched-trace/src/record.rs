@@ -28,18 +28,19 @@ pub const FIELD_NAMES: [&str; 18] = [
 
 /// One job record of an SWF log, exactly as written (no cleaning).
 ///
-/// `-1` means "unknown" in every field and is kept as `-1` (`-1.0` for the float fields),
-/// except the submit time: [`crate::SwfReader`] refuses a negative field 2 (a
+/// `-1` means "unknown" in every field and is kept as `-1` (`-1.0` for the float fields).
+/// A submit time below `-1` breaks the format: [`crate::SwfReader`] refuses it (a
 /// [`crate::TraceError::Parse`] naming the line; `--lenient` skips it), since SWF counts
-/// submit times from the log's start and a job submitted at an unknown time cannot be
-/// replayed. Fields 6, 7 and 10 are `f64` because some logs write decimals there; every
+/// submit times from the log's start. A job submitted at an unknown time (`-1`, as the
+/// Archive's logs write a job line they know nothing of) is read, then dropped and
+/// counted by [`crate::clean`] (`submit_unknown`): it cannot be replayed. Fields 6, 7 and 10 are `f64` because some logs write decimals there; every
 /// other field is an integer (an integer-valued decimal such as `12.0` is accepted on input).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SwfJob {
     /// 1. Job number (a counter starting at 1 in most logs).
     pub job_number: i64,
-    /// 2. Submit time, seconds since the log's start (`UnixStartTime`), never negative
-    ///    when read.
+    /// 2. Submit time, seconds since the log's start (`UnixStartTime`); `-1`
+    ///    (unknown) is the only negative value read.
     pub submit_time: i64,
     /// 3. Wait time in the queue, seconds.
     pub wait_time: i64,

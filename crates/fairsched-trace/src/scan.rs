@@ -27,7 +27,9 @@ pub struct TraceScan {
     pub lines: u64,
     /// Job lines parsed (the "raw job count").
     pub raw_jobs: u64,
-    /// Distinct user ids among raw jobs.
+    /// Distinct user ids among raw jobs, but those of a line whose submit
+    /// time is unknown (the Archive's line of -1 for a job it knows nothing
+    /// of, whose "user -1" is no user).
     pub raw_users: u64,
     /// Distinct user ids among kept jobs.
     pub users: u64,
@@ -134,7 +136,9 @@ pub(crate) struct ScanAcc {
 
 impl ScanAcc {
     pub(crate) fn add(&mut self, rec: &SwfJob) {
-        self.raw_users.insert(rec.user_id);
+        if rec.submit_time >= 0 {
+            self.raw_users.insert(rec.user_id);
+        }
         if rec.allocated_procs > 0 {
             self.max_alloc = self.max_alloc.max(Some(rec.allocated_procs));
         }

@@ -19,6 +19,7 @@ fn crafted() -> String {
         line(10, 9, 50, -1, 32, 5, 14), // procs_from_requested + status_cancelled
         "garbage line\n".to_string(),   // bad line (lenient)
         line(11, 3, 50, 1, 1, 1, 15),   // kept, submitted out of order
+        line(12, -1, 50, 2, 2, 1, 16),  // submit_unknown (user 16 not counted in the file)
     ]
     .concat()
 }
@@ -28,7 +29,8 @@ fn clean_counts_each_filter() {
     let scan = scan_reader("crafted.swf", crafted().as_bytes(), true).unwrap();
     println!("{}", TraceInfo::from_scan(&scan));
     let expected = FilterCounts {
-        records: 11,
+        records: 12,
+        submit_unknown: 1,
         runtime_unknown: 1,
         runtime_nonpositive: 2,
         procs_from_requested: 2,
@@ -42,7 +44,7 @@ fn clean_counts_each_filter() {
         kept: 6,
     };
     assert_eq!(scan.counts, expected);
-    assert_eq!(scan.raw_jobs, 11);
+    assert_eq!(scan.raw_jobs, 12);
     assert_eq!(scan.raw_users, 6);
     assert_eq!(scan.users, 5); // user 11 only has dropped jobs
     assert_eq!((scan.first_submit, scan.last_submit), (Some(0), Some(9)));

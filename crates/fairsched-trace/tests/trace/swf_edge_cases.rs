@@ -57,9 +57,9 @@ fn unknown_fields_are_kept_as_minus_one() {
     );
 }
 
-/// SWF counts submit times from the log's start (0 = its first job): a
-/// negative field 2, -1 (unknown) included, is a located line error, which
-/// a lenient reader skips and counts like any other.
+/// SWF counts submit times from the log's start (0 = its first job), -1
+/// meaning unknown: a field 2 below -1 is a located line error, which a
+/// lenient reader skips and counts like any other.
 #[test]
 fn negative_submit_time_is_a_located_line_error() {
     let text = format!(
@@ -71,7 +71,7 @@ fn negative_submit_time_is_a_located_line_error() {
     assert_eq!(
         err.to_string(),
         "test.swf:3: field 2 (submit_time): \"-10\" is negative: SWF submit times are seconds \
-         from the log's start (0 or more; -1, unknown, cannot be replayed)"
+         from the log's start (0 or more, or -1 for unknown)"
     );
     assert!(err.is_line_error());
     let mut r = SwfReader::with_options("test.swf", text.as_bytes(), ReadOptions::LENIENT);
@@ -83,12 +83,16 @@ fn negative_submit_time_is_a_located_line_error() {
             .to_string()
             .starts_with("test.swf:3: field 2 (submit_time): \"-10\"")
     );
-    let unknown = read_all("\t7   -1 0 50 2 -1 -1 2 200 -1 1 8 1 -1 -1 -1 -1 -1\n").unwrap_err();
+    // -1 is unknown, as in every field: the line reads (the filters drop
+    // it); -2 breaks the format.
+    let unknown = read_all("\t7   -1 0 50 2 -1 -1 2 200 -1 1 8 1 -1 -1 -1 -1 -1\n").unwrap();
+    assert_eq!(unknown[0].submit_time, -1);
+    let below = read_all("\t7   -2 0 50 2 -1 -1 2 200 -1 1 8 1 -1 -1 -1 -1 -1\n").unwrap_err();
     assert!(
-        unknown
+        below
             .to_string()
-            .starts_with("test.swf:1: field 2 (submit_time): \"-1\" is negative"),
-        "{unknown}"
+            .starts_with("test.swf:1: field 2 (submit_time): \"-2\" is negative"),
+        "{below}"
     );
     // A stream (what `simulate` reads) stops at the same line.
     let stream = fairsched_trace::JobStream::from_reader("test.swf", text.as_bytes(), Default::default());
