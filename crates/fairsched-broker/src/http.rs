@@ -19,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use fairsched_worker::wire::{DrainReply, PollRequest, RegisterRequest, ReportRequest};
+use fairsched_proto::wire::{DrainReply, PollRequest, RegisterRequest, ReportRequest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -45,6 +45,25 @@ pub struct ServeOpts {
     pub db: PathBuf,
     pub listen: String,
     pub settings: Settings,
+    /// Stops the broker as SIGTERM does (a program that runs one in a
+    /// thread of its own); `None`: signals only.
+    pub stop: Option<Stop>,
+}
+
+/// Stops a broker [`serve`] runs, from the same program: requests in
+/// flight are answered, every acknowledged write is committed, and
+/// `serve` returns.
+#[derive(Clone, Debug, Default)]
+pub struct Stop(Arc<tokio::sync::Notify>);
+
+impl Stop {
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+    /// Asks the broker to stop (before or after it started).
+    pub fn stop(&self) {
+        self.0.notify_one();
+    }
 }
 
 type Job = Box<dyn FnOnce(&mut Broker) + Send>;
@@ -151,7 +170,7 @@ fn decode<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T,
     decode_bytes(&body)
 }
 
-/// [`decode`] on bytes: never panics, whatever the input.
+/// `decode` on bytes: never panics, whatever the input.
 pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     // Every body is an object (serde would also take a struct written as
     // an array, e.g. `[]` for one whose fields all have defaults).
@@ -829,7 +848,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         tokio::spawn(publish_dashboard(publisher, changes_rx));
         ready(addr);
         axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown(stop_tx))
+            .with_graceful_shutdown(shutdown(stop_tx, opts.stop.clone()))
             .await
             .map_err(|e| e.to_string())
     });
@@ -848,12 +867,19 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
     served
 }
 
-async fn shutdown(stopping: watch::Sender<bool>) {
+async fn shutdown(stopping: watch::Sender<bool>, stop: Option<Stop>) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let asked = async {
+        match stop {
+            Some(s) => s.0.notified().await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
+        _ = asked => {}
     }
     eprintln!("fairsched serve: shutting down (requests in flight are answered first)");
     let _ = stopping.send(true);

@@ -10,8 +10,10 @@
 //!   submission.
 //! - [`dashboard`]: the live page at `/` and the snapshot it shows.
 
-pub mod api;
+/// The API's bodies (they live in `fairsched-proto`).
+pub use fairsched_proto::api;
 pub mod dashboard;
+pub mod export;
 pub mod http;
 pub mod identity;
 pub mod live;

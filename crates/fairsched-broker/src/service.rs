@@ -1,5 +1,5 @@
 //! The broker's state machine, without HTTP: requests in, replies out.
-//! One thread owns it ([`crate::serve`]); a batch of requests becomes one
+//! One thread owns it ([`crate::http::serve`]); a batch of requests becomes one
 //! group commit — each write request is one step of the core, logged with
 //! what the service derived from it (task descriptions, worker slots,
 //! outcomes) in the same transaction, and only then answered.
@@ -30,7 +30,7 @@
 //! released tasks, whose core id is taken at release (`tasks.core_id`;
 //! [`Broker::core_id`] and [`Broker::public_id`] translate, the maps holding
 //! only live released tasks). Both come from one increasing sequence
-//! ([`Broker::take_id`]), so a number is never the public id of one task and
+//! (`Broker::take_id`), so a number is never the public id of one task and
 //! the core id of another. Relaxing the log layer's check instead would let a
 //! buggy caller slip an id in below others; this way the core and the log
 //! stay as strict as before and the translation is the service's alone.
@@ -45,7 +45,7 @@ use fairsched_core::{
     Action, EndRecord, Event, Kind, MachineId, OrgId, Outcome, Phase, Registry, SlotId, TaskId, TaskSpec,
     Time, WorkflowId, WorkflowRef,
 };
-use fairsched_worker::wire::{
+use fairsched_proto::wire::{
     Assignment, Phase as WirePhase, PollReply, RegisterReply, ReportEvent, ReportReply, ReportRequest, RunKey,
 };
 use rusqlite::{OptionalExtension, params};
@@ -96,7 +96,7 @@ pub const SCHEMA: &str = concat!(
     added_tables!()
 );
 
-/// [`added_tables!`], for [`Broker::open`].
+/// `added_tables!`, for [`Broker::open`].
 pub const ADDED_TABLES: &str = added_tables!();
 
 /// Columns of `tasks` added since schema 2 was first written.
@@ -1203,7 +1203,7 @@ impl Broker {
             .unwrap_or_else(|| "unknown".into())
     }
 
-    /// `user`'s satisfaction now (see [`Satisfaction`]); `None` while
+    /// `user`'s satisfaction now (see `Satisfaction`); `None` while
     /// nothing is deserved yet.
     pub fn satisfaction(&self, user: i64) -> Option<f64> {
         self.sat.value(user, self.clock().millis())
@@ -2769,7 +2769,7 @@ pub fn history(path: &Path) -> Result<History, String> {
 mod tests {
     use super::*;
     use crate::store::Config;
-    use fairsched_worker::wire::Report;
+    use fairsched_proto::wire::Report;
 
     fn at(u: i64, live: i64) -> (i64, i64) {
         (u, live)

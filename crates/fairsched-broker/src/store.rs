@@ -322,7 +322,7 @@ impl Store {
     }
 
     /// Writes `snap` (one transaction) and drops all but the newest
-    /// [`SNAPSHOTS_KEPT`]. A snapshot of a step not logged is refused.
+    /// `SNAPSHOTS_KEPT`. A snapshot of a step not logged is refused.
     pub fn write_snapshot(&mut self, snap: &Snapshot) -> Result<(), StoreError> {
         if snap.seq < 0 || snap.seq >= self.next_seq {
             return Err(StoreError::Corrupt {

@@ -1,5 +1,5 @@
 //! The JSON bodies of the user and admin endpoints (docs/protocol.md);
-//! the worker protocol's are `fairsched_worker::wire`. The broker decodes
+//! the worker protocol's are [`crate::wire`]. The broker decodes
 //! requests strictly (an unknown field is a 400 naming it); clients read
 //! replies leniently.
 

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::errors::WireError;
+use crate::WireError;
 
 /// A task's id, as the broker numbers them.
 pub type TaskId = u64;

@@ -9,13 +9,13 @@
 //!
 //! It is on the simulator's hot path (one line per task, ~200,000 for a
 //! full log). The simulator's thread only copies each task's figures (a
-//! [`Row`], 96 bytes) into a batch; a thread of its own formats the lines
+//! `Row`, 96 bytes) into a batch; a thread of its own formats the lines
 //! and writes them, a few batches behind (on a machine with a core to
 //! spare the file costs the run no wall time; if no thread can be started
 //! the lines are written inline, the same bytes). A line is assembled in
 //! bytes: integers with `itoa`, whole seconds without the formatting
 //! machinery, and the bounded slowdown's four decimals exactly from the
-//! float's bits ([`fixed4`]) — the same bytes as `format!("{:.4}")`,
+//! float's bits (`fixed4`) — the same bytes as `format!("{:.4}")`,
 //! without its slow exact path.
 
 use fairsched_core::metrics::TaskMetrics;

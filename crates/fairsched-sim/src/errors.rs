@@ -42,8 +42,8 @@ pub enum SimError {
     #[error("plotting: {0}")]
     Plot(String),
     /// Slurm's tools failed or answered what they should not.
-    #[error("{0}")]
-    Slurm(String),
+    #[error(transparent)]
+    Slurm(#[from] fairsched_slurm::SlurmError),
     /// A sweep's folder, record or parts.
     #[error("{0}")]
     Sweep(String),
@@ -59,6 +59,7 @@ impl SimError {
         match self {
             SimError::Usage(_) => true,
             SimError::Out(e) => e.is_usage(),
+            SimError::Slurm(e) => e.is_usage(),
             _ => false,
         }
     }

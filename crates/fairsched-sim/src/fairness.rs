@@ -28,7 +28,7 @@
 //!   (the summary's). The span is known only when the run is over (the
 //!   first submit and the last end), and keeping every run would cost 24
 //!   bytes a run, so ψ over time is kept on a grid of round instants
-//!   ([`PsiGrid`]): each run adds the coefficients of its exact quadratic
+//!   (`PsiGrid`): each run adds the coefficients of its exact quadratic
 //!   piece where it starts and ends (difference arrays over at most
 //!   [`GRID_KEYS`] grid points, the grid's step growing by whole
 //!   multiples as the span does: O(organizations) memory, O(1) per run). The instants are then grid points; ψ is 0 at the first

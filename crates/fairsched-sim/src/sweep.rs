@@ -23,9 +23,9 @@ use crate::errors::SimError;
 use crate::experiment::{Done, Experiment, Host, open_out, write_outcome};
 use crate::experiments::workflow::experiment::WorkflowFairness;
 use crate::experiments::{diet::experiment::DietEthic, pffp::experiment::Pffp, shapley::experiment::Shapley};
-use crate::slurm;
 use fairsched_core::Registry;
 use fairsched_report::OutDir;
+use fairsched_slurm as slurm;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
@@ -228,21 +228,34 @@ fn script(sweep: &SweepFile, dir: &Path, part_command: &[String]) -> Result<Stri
     Ok(s)
 }
 
-/// Submits experiment `E` with `args` as a Slurm array into `out`: checks
-/// and plans it (the instances are counted, a mistake shows here), writes
-/// sweep.json and the script into the folder, and submits the array.
-pub fn submit<E: Experiment>(
+/// A sweep's folder, written but not submitted: `sweep.json`, the batch
+/// script, an empty `parts/`. [`Prepared::sbatch`] submits it; or its
+/// array tasks can be run by hand, [`run_part`] for each instance.
+pub struct Prepared {
+    /// The folder, absolute.
+    pub dir: PathBuf,
+    pub instances: usize,
+    /// The batch script (also in the folder as [`SCRIPT`]).
+    pub script: String,
+    sweep: SweepFile,
+}
+
+/// Prepares experiment `E` with `args` as a Slurm array in `out`: checks
+/// and plans it (the instances are counted, a mistake shows here), and
+/// writes sweep.json and the script into the folder.
+pub fn prepare<E: Experiment>(
     args: &E::Args,
     out: &Path,
     force: bool,
     how: &Submit,
     registry: &Registry,
     host: &dyn Host,
-) -> Result<Submitted, SimError> {
+) -> Result<Prepared, SimError> {
     if !E::SWEEPS {
         return Err(SimError::Usage(format!(
-            "--slurm-array: experiment {} does not run as a Slurm sweep",
-            E::NAME
+            "--slurm-array: experiment {} does not run as a Slurm sweep (these do: {})",
+            E::NAME,
+            sweepable().join(", ")
         )));
     }
     if let Some(p) = &how.partition {
@@ -261,11 +274,8 @@ pub fn submit<E: Experiment>(
         what: "the current folder".into(),
         source: e,
     })?;
-    let abs = std::path::absolute(dir.path()).map_err(|e| SimError::Io {
-        what: dir.path().display().to_string(),
-        source: e,
-    })?;
-    let mut sweep = SweepFile {
+    let abs = absolute(dir.path())?;
+    let sweep = SweepFile {
         format: FORMAT.into(),
         experiment: E::NAME.into(),
         args: serde_json::to_value(args).map_err(|e| SimError::Sweep(format!("the arguments: {e}")))?,
@@ -291,28 +301,56 @@ pub fn submit<E: Experiment>(
     crate::experiment::note_kept(&dir, &kept, host);
     dir.write(SWEEP_JSON, &fairsched_report::files::json_bytes(&sweep))?;
     slurm::write_script(&abs, SCRIPT, &text)?;
-    let shown = out.join(SCRIPT);
-    let job = slurm::sbatch(&[], &text).map_err(|e| {
-        // The array limit is named only when Slurm refused the array's size.
-        let hint = if e.to_string().to_ascii_lowercase().contains("array") {
-            "; Slurm's MaxArraySize, in `scontrol show config`, limits an array"
-        } else {
-            ""
-        };
-        SimError::Sweep(format!(
-            "submitting {} ({n} array task{}{hint}): {e}",
-            shown.display(),
-            if n == 1 { "" } else { "s" }
-        ))
-    })?;
-    sweep.job_id = Some(job);
-    dir.write(SWEEP_JSON, &fairsched_report::files::json_bytes(&sweep))?;
     dir.finish()?;
-    Ok(Submitted {
-        job,
-        instances: n,
+    Ok(Prepared {
         dir: abs,
+        instances: n,
+        script: text,
+        sweep,
     })
+}
+
+impl Prepared {
+    /// Submits the array with `sbatch`, and records its job id.
+    pub fn sbatch(mut self) -> Result<Submitted, SimError> {
+        let n = self.instances;
+        let shown = self.dir.join(SCRIPT);
+        let job = slurm::sbatch(&[], &self.script).map_err(|e| {
+            // The array limit is named only when Slurm refused the array's size.
+            let hint = if e.to_string().to_ascii_lowercase().contains("array") {
+                "; Slurm's MaxArraySize, in `scontrol show config`, limits an array"
+            } else {
+                ""
+            };
+            SimError::Sweep(format!(
+                "submitting {} ({n} array task{}{hint}): {e}",
+                shown.display(),
+                if n == 1 { "" } else { "s" }
+            ))
+        })?;
+        self.sweep.job_id = Some(job);
+        fairsched_report::write_atomic(
+            &self.dir.join(SWEEP_JSON),
+            &fairsched_report::files::json_bytes(&self.sweep),
+        )?;
+        Ok(Submitted {
+            job,
+            instances: n,
+            dir: self.dir,
+        })
+    }
+}
+
+/// [`prepare`], then [`Prepared::sbatch`].
+pub fn submit<E: Experiment>(
+    args: &E::Args,
+    out: &Path,
+    force: bool,
+    how: &Submit,
+    registry: &Registry,
+    host: &dyn Host,
+) -> Result<Submitted, SimError> {
+    prepare::<E>(args, out, force, how, registry, host)?.sbatch()
 }
 
 /// Writes instance `index`'s part, atomically, once sure that reading it
@@ -467,6 +505,19 @@ fn args_of<E: Experiment>(sweep: &SweepFile) -> Result<E::Args, SimError> {
             E::NAME
         ))
     })
+}
+
+/// The experiments that run as Slurm sweeps.
+pub fn sweepable() -> Vec<&'static str> {
+    [
+        (Shapley::NAME, Shapley::SWEEPS),
+        (Pffp::NAME, Pffp::SWEEPS),
+        (DietEthic::NAME, DietEthic::SWEEPS),
+        (WorkflowFairness::NAME, WorkflowFairness::SWEEPS),
+    ]
+    .into_iter()
+    .filter_map(|(n, s)| s.then_some(n))
+    .collect()
 }
 
 /// Calls `$f::<E>` for the experiment named `$name`.

@@ -18,7 +18,7 @@
 //! line `; job J (Q processors): records A-B` precedes the tasks of each
 //! job of the log.
 //!
-//! Field 11 ([`status`]): a task the simulation completed ran its logged
+//! Field 11 (`status`): a task the simulation completed ran its logged
 //! run time and keeps the log's status (a job the log marks failed, 0, or
 //! cancelled, 5, is still failed or cancelled here). A task the
 //! simulation stopped: `0` when killed once it had run its requested time

@@ -3,13 +3,13 @@
 //! and reads what the tools print, so any Slurm whose `sbatch` is on the
 //! `PATH` (or named by `$FAIRSCHED_SBATCH` and friends) will do.
 
-use crate::errors::SimError;
+use crate::SlurmError;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn slurm(msg: String) -> SimError {
-    SimError::Slurm(msg)
+fn slurm(msg: String) -> SlurmError {
+    SlurmError::Failed(msg)
 }
 
 /// A Slurm tool's program name, overridable for tests and odd installs by
@@ -20,7 +20,7 @@ pub fn program(tool: &str) -> String {
 
 /// Runs a Slurm tool; its standard output, or an error that names the
 /// command and carries what it printed on standard error.
-pub fn run(tool: &str, args: &[String], stdin: Option<&str>) -> Result<String, SimError> {
+pub fn run(tool: &str, args: &[String], stdin: Option<&str>) -> Result<String, SlurmError> {
     run_env(tool, args, stdin, &[])
 }
 
@@ -31,7 +31,7 @@ pub fn run_env(
     args: &[String],
     stdin: Option<&str>,
     env: &[(&str, &str)],
-) -> Result<String, SimError> {
+) -> Result<String, SlurmError> {
     let prog = program(tool);
     let mut cmd = Command::new(&prog);
     cmd.args(args)
@@ -78,14 +78,14 @@ pub fn run_env(
 /// Submits a batch script (its text, starting with `#!`) with these extra
 /// `sbatch` options; the job id Slurm gave it (with `--parsable`, the part
 /// before any `;cluster`).
-pub fn sbatch(options: &[String], script: &str) -> Result<u64, SimError> {
+pub fn sbatch(options: &[String], script: &str) -> Result<u64, SlurmError> {
     sbatch_env(options, script, &[])
 }
 
 /// [`sbatch`] with these variables in its environment (with
 /// `--export=ALL`, the job gets them: a secret stays off the disk and off
 /// every command line).
-pub fn sbatch_env(options: &[String], script: &str, env: &[(&str, &str)]) -> Result<u64, SimError> {
+pub fn sbatch_env(options: &[String], script: &str, env: &[(&str, &str)]) -> Result<u64, SlurmError> {
     let mut args = vec!["--parsable".to_owned()];
     args.extend(options.iter().cloned());
     let out = run_env("sbatch", &args, Some(script), env)?;
@@ -93,7 +93,7 @@ pub fn sbatch_env(options: &[String], script: &str, env: &[(&str, &str)]) -> Res
 }
 
 /// `sbatch --parsable`'s answer: `ID` or `ID;CLUSTER`.
-pub fn parse_job_id(out: &str) -> Result<u64, SimError> {
+pub fn parse_job_id(out: &str) -> Result<u64, SlurmError> {
     let line = out.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     let id = line.split(';').next().unwrap_or("");
     id.parse()
@@ -102,8 +102,8 @@ pub fn parse_job_id(out: &str) -> Result<u64, SimError> {
 
 /// Makes `dir` and writes a batch script there (mode 755), for the record
 /// and for a user who wants to resubmit it by hand.
-pub fn write_script(dir: &Path, name: &str, script: &str) -> Result<std::path::PathBuf, SimError> {
-    let io = |what: String| move |source| SimError::Io { what, source };
+pub fn write_script(dir: &Path, name: &str, script: &str) -> Result<std::path::PathBuf, SlurmError> {
+    let io = |what: String| move |source| SlurmError::Io { what, source };
     std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
     let path = dir.join(name);
     std::fs::write(&path, script).map_err(io(format!("cannot write {}", path.display())))?;
@@ -117,9 +117,9 @@ pub fn write_script(dir: &Path, name: &str, script: &str) -> Result<std::path::P
 }
 
 /// Quotes a word for a POSIX shell (the script's command lines).
-pub fn shell_quote(word: &str) -> Result<String, SimError> {
+pub fn shell_quote(word: &str) -> Result<String, SlurmError> {
     Ok(shlex::try_quote(word)
-        .map_err(|e| SimError::Usage(format!("{word:?} cannot go on a shell command line: {e}")))?
+        .map_err(|e| SlurmError::Usage(format!("{word:?} cannot go on a shell command line: {e}")))?
         .into_owned())
 }
 

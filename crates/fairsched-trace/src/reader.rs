@@ -83,7 +83,7 @@ pub struct SwfReader<R> {
 impl SwfReader<FileSource> {
     /// Opens a file, strict mode. Gzip is detected from the magic bytes (`1f 8b`), not the
     /// name; concatenated gzip members are read in full. A gzip file is decompressed on a
-    /// thread of its own, [`GZ_AHEAD`] chunks ahead of the parser (the same bytes: on a
+    /// thread of its own, `GZ_AHEAD` chunks ahead of the parser (the same bytes: on a
     /// machine with a core to spare, decompression costs no wall time), or inline if no
     /// thread can be started.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {

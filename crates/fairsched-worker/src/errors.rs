@@ -1,13 +1,6 @@
 //! The crate's typed errors; `run` wraps them in `anyhow` with context.
 
-/// A worker-protocol body that parses as JSON but breaks a rule of the protocol.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum WireError {
-    /// A `reports` entry that is neither a phase, an exit code nor a signal.
-    #[error("report: {0}")]
-    Report(&'static str),
-}
+pub use fairsched_proto::WireError;
 
 /// A duration such as `500ms`, `10s` or `2m` that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -68,7 +68,8 @@ pub mod errors;
 mod executor;
 mod guard;
 mod slurm;
-pub mod wire;
+/// The worker protocol's bodies (they live in `fairsched-proto`).
+pub use fairsched_proto::wire;
 
 pub use duration::parse_duration;
 pub use errors::{ParseDurationError, WireError};

@@ -24,7 +24,7 @@ pub enum ExperimentCommand {
     ///   fairsched experiment shapley --table 2 --traces LPC-EGEE --instances 20 --out results/t2
     ///   fairsched experiment shapley --figure 1 --instances 5
     ///   fairsched experiment shapley --trace data/KTH-SP2-1996-2.1-cln.swf.gz:100 --orgs 3 --instances 20
-    ///   fairsched experiment shapley --instances 10 --traces LPC-EGEE --with 'fair-share' --with round-robin
+    ///   fairsched experiment shapley --instances 10 --traces LPC-EGEE --with fair-share
     #[command(verbatim_doc_comment)]
     Shapley(ShapleyArgs),
     /// PFFP (allocation under runtime uncertainty): Tests 1–5 of the
@@ -93,7 +93,7 @@ pub struct Common {
     /// NAME[key=value,...], see `fairsched policies`).
     #[arg(long = "with", value_name = "SPEC")]
     with: Vec<PolicySpec>,
-    /// Output directory (default: results/<experiment>…). A folder an
+    /// Output directory (default: `results/<experiment>…`). A folder an
     /// earlier run wrote (it holds .fairsched-out) is cleared of that run's
     /// files first; other files stay. With --slurm-array, the sweep's folder
     /// (sweep.json, sweep.sbatch, parts/), where `experiment collect`
@@ -236,7 +236,7 @@ pub struct DietArgs {
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(diet::SCENARIOS),
           required_unless_present = "scenario_file", conflicts_with = "scenario_file")]
     scenario: Option<String>,
-    /// A set-up of your own (TOML: servers, [[user]] tables with arrival,
+    /// A set-up of your own (TOML: servers, `[[user]]` tables with arrival,
     /// deadline, n_min, n_max, duration, count).
     #[arg(long, value_name = "FILE")]
     scenario_file: Option<PathBuf>,
@@ -445,7 +445,7 @@ fn drive<E: Experiment>(args: E::Args, c: &Common, registry: &Registry) -> anyho
     );
     sayln!(
         "  fairsched experiment collect {}",
-        fairsched_sim::slurm::shell_quote(&s.dir.to_string_lossy())?
+        fairsched_slurm::shell_quote(&s.dir.to_string_lossy())?
     );
     Ok(())
 }

@@ -3,12 +3,13 @@
 //! which talk to a running broker over HTTP (docs/protocol.md).
 
 use crate::term::{sayln, usage};
-use anyhow::{Context, bail};
 use fairsched_broker::api::*;
+use fairsched_broker::export::{Exported, platform_toml};
 use fairsched_broker::http::{ServeOpts, serve};
 use fairsched_broker::service::Settings;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use fairsched_client::dag::{activity_commands, workflow_file};
+use fairsched_client::text::{explain_text, task_table};
+use fairsched_client::{Client, Role, TOKENS_FILE, quickstart};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,26 +28,14 @@ pub struct Conn {
     pub token: Option<String>,
 }
 
-/// Credentials `fairsched serve --quickstart` writes for the commands run
-/// from the same directory.
-pub const TOKENS_FILE: &str = "fairsched.tokens";
-
-/// The value of `key` in ./fairsched.tokens, if the file is there.
-pub(crate) fn quickstart(key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(TOKENS_FILE).ok()?;
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .find(|(k, _)| k.trim() == key)
-        .map(|(_, v)| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-}
-
-/// Who this command acts as, for the quickstart file.
-#[derive(Clone, Copy)]
-pub(crate) enum Role {
-    User,
-    Admin,
+impl Conn {
+    /// The client's connection.
+    pub fn conn(&self) -> fairsched_client::Conn {
+        fairsched_client::Conn {
+            broker: self.broker.clone(),
+            token: self.token.clone(),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -95,7 +84,7 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
     let mut created = false;
     if a.quickstart {
         if !a.db.exists() {
-            tokens = Some(quickstart_init(&a.db)?);
+            tokens = Some(quickstart_init(&a.db, registry)?);
             created = true;
         } else if std::path::Path::new(TOKENS_FILE).exists() {
             // Same broker again: keep the tokens, refresh the URL below.
@@ -122,6 +111,7 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
             snapshot_every: a.snapshot_every,
             registry: registry.clone(),
         },
+        stop: None,
     };
     let listening = std::cell::Cell::new(false);
     let served = serve(opts, |addr| {
@@ -148,12 +138,11 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
 }
 
 /// Creates `db` for a one-machine trial: its tokens.
-fn quickstart_init(db: &std::path::Path) -> anyhow::Result<Vec<(&'static str, String)>> {
-    let live = fairsched_broker::Live::create(
-        db,
-        &fairsched_broker::Config::default(),
-        &fairsched_core::Registry::builtin(),
-    )?;
+fn quickstart_init(
+    db: &std::path::Path,
+    registry: &fairsched_core::Registry,
+) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let live = fairsched_broker::Live::create(db, &fairsched_broker::Config::default(), registry)?;
     let store = live.store();
     let admin = store.admin_token()?;
     store.add_org("local")?;
@@ -318,89 +307,6 @@ pub enum UserCmd {
     },
 }
 
-pub(crate) struct Client {
-    agent: ureq::Agent,
-    base: String,
-    auth: String,
-}
-
-impl Client {
-    pub(crate) fn new(c: &Conn, role: Role) -> anyhow::Result<Client> {
-        let key = match role {
-            Role::User => "user",
-            Role::Admin => "admin",
-        };
-        let token = c
-            .token
-            .clone()
-            .filter(|t| !t.trim().is_empty())
-            .or_else(|| quickstart(key));
-        let Some(token) = token else {
-            return Err(usage(format!(
-                "no token: give --token T or set FAIRSCHED_TOKEN (or run from the folder of `fairsched serve --quickstart`, whose {TOKENS_FILE} has one)"
-            )));
-        };
-        let broker = c
-            .broker
-            .clone()
-            .or_else(|| quickstart("broker"))
-            .unwrap_or_else(|| "http://127.0.0.1:8080".into());
-        if !broker.starts_with("http://") && !broker.starts_with("https://") {
-            return Err(usage(format!(
-                "--broker `{broker}`: expected a URL like http://127.0.0.1:8080"
-            )));
-        }
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
-        Ok(Client {
-            agent,
-            base: broker.trim_end_matches('/').to_string(),
-            auth: format!("Bearer {}", token.trim()),
-        })
-    }
-
-    pub(crate) fn call<T: DeserializeOwned>(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&impl Serialize>,
-    ) -> anyhow::Result<T> {
-        let url = format!("{}{path}", self.base);
-        let resp = match (method, body) {
-            ("GET", _) => self.agent.get(&url).header("Authorization", &self.auth).call(),
-            (_, Some(b)) => self
-                .agent
-                .post(&url)
-                .header("Authorization", &self.auth)
-                .header("Content-Type", "application/json")
-                .send(&serde_json::to_vec(b)?[..]),
-            (_, None) => self
-                .agent
-                .post(&url)
-                .header("Authorization", &self.auth)
-                .send_empty(),
-        };
-        let mut resp = resp.with_context(|| format!("cannot reach the broker at {}", self.base))?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .body_mut()
-            .with_config()
-            .limit(256 << 20)
-            .read_to_string()
-            .with_context(|| format!("{method} {url}: reading the reply"))?;
-        if !(200..300).contains(&status) {
-            let why = serde_json::from_str::<ErrorBody>(&text)
-                .map(|e| e.error)
-                .unwrap_or(text);
-            bail!("{method} {path}: {status}: {}", why.trim());
-        }
-        serde_json::from_str(&text).with_context(|| format!("{method} {path}: malformed reply"))
-    }
-}
-
 pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
     if a.workflow.is_none() && !a.commands.is_empty() {
         // clap's `requires` does not see it: the command after `--`
@@ -420,7 +326,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
             t.priority = t.priority.or(a.priority);
             t.optional = a.optional;
         }
-        let client = Client::new(&a.conn, Role::User)?;
+        let client = Client::new(&a.conn.conn(), Role::User)?;
         let req = SubmitRequest {
             tasks,
             org: None,
@@ -438,7 +344,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
     if command.trim().is_empty() {
         return Err(usage("the command after `--` is empty"));
     }
-    let client = Client::new(&a.conn, Role::User)?;
+    let client = Client::new(&a.conn.conn(), Role::User)?;
     let tasks = (0..a.count)
         .map(|i| {
             let sub = |s: &str| s.replace("{i}", &i.to_string());
@@ -471,7 +377,7 @@ fn warn_optional(client: &Client, a: &SubmitArgs, r: &SubmitReply) {
         return;
     }
     let Some(&first) = r.ids.first() else { return };
-    if let Some(order) = crate::cmd_optional::not_diet_ethic(client, first) {
+    if let Some(order) = client.not_diet_ethic(first) {
         eprintln!(
             "fairsched submit: warning: the broker's order policy is `{order}`, not `diet-ethic`: --optional changes nothing there (only diet-ethic runs mandatory tasks first)"
         );
@@ -489,319 +395,8 @@ fn print_ids(r: &SubmitReply, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--command ACTIVITY=CMD` flags, by activity.
-fn activity_commands(flags: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for f in flags {
-        let Some((activity, cmd)) = f.split_once('=') else {
-            return Err(usage(format!("--command `{f}`: expected ACTIVITY=CMD")));
-        };
-        let activity = activity.trim();
-        if activity.is_empty() || cmd.trim().is_empty() {
-            return Err(usage(format!(
-                "--command `{f}`: expected ACTIVITY=CMD, both non-empty"
-            )));
-        }
-        if out.iter().any(|(a, _)| a == activity) {
-            return Err(usage(format!("--command: activity `{activity}` given twice")));
-        }
-        out.push((activity.to_string(), cmd.to_string()));
-    }
-    Ok(out)
-}
-
-/// One task of a TOML workflow file.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DagTask {
-    name: String,
-    #[serde(default)]
-    command: Option<String>,
-    #[serde(default)]
-    activity: Option<String>,
-    #[serde(default)]
-    after: Vec<String>,
-    #[serde(default)]
-    stage_in: Option<String>,
-    #[serde(default)]
-    stage_out: Option<String>,
-    #[serde(default)]
-    priority: Option<i64>,
-}
-
-/// A TOML workflow file: `name`, then `[[task]]` tables.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DagFile {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default, rename = "task")]
-    tasks: Vec<DagTask>,
-}
-
-/// A task's activity when it names none: its name without trailing
-/// digits, `_`, `-` and `.` (`work-12` → `work`); the whole name if
-/// nothing would be left.
-pub(crate) fn default_activity(name: &str) -> &str {
-    let a = name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '_' | '-' | '.'));
-    if a.is_empty() { name } else { a }
-}
-
-/// Reads `--workflow FILE`: a WfCommons trace (by its name `.json`,
-/// `.json.gz` or `.gz`, or a content starting with `{` or gzip's magic
-/// bytes) whose tasks get their activity's command from `commands`, or
-/// else a TOML DAG. Tasks come out parents first, `after` holding indices.
-pub(crate) fn workflow_file(
-    path: &std::path::Path,
-    commands: &[(String, String)],
-) -> anyhow::Result<(WorkflowSpec, Vec<NewTask>)> {
-    use fairsched_trace::workflow::{LoadOptions, WorkflowSource};
-    let lower = path.to_string_lossy().to_ascii_lowercase();
-    let json = if lower.ends_with(".json") || lower.ends_with(".gz") {
-        true
-    } else if lower.ends_with(".toml") {
-        false
-    } else {
-        let mut head = [0u8; 64];
-        let n = std::fs::File::open(path)
-            .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-            .with_context(|| format!("--workflow {}", path.display()))?;
-        let head = &head[..n];
-        head.starts_with(&[0x1f, 0x8b]) || head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-    };
-    if !json {
-        return toml_workflow(path, commands);
-    }
-    let w = match WorkflowSource::load(path, &LoadOptions::default())? {
-        WorkflowSource::Trace(w) => w,
-        WorkflowSource::Profile(_) => {
-            bail!(
-                "{}: a workflow profile, not a DAG of tasks (give a TOML file of [[task]] tables or a WfCommons trace)",
-                path.display()
-            )
-        }
-    };
-    let missing: Vec<&str> = w
-        .activities
-        .iter()
-        .filter(|a| !commands.iter().any(|(c, _)| c == *a))
-        .map(String::as_str)
-        .collect();
-    if !missing.is_empty() {
-        return Err(usage(format!(
-            "{}: give the command of every activity with --command ACTIVITY=CMD; missing: {}",
-            path.display(),
-            missing.join(", ")
-        )));
-    }
-    if let Some((a, _)) = commands.iter().find(|(a, _)| !w.activities.contains(a)) {
-        return Err(usage(format!(
-            "--command {a}=…: {} has no activity `{a}` (it has {})",
-            path.display(),
-            w.activities.join(", ")
-        )));
-    }
-    if w.tasks.len() > MAX_TASKS_PER_SUBMIT {
-        bail!(
-            "{}: {} tasks; a workflow has at most {MAX_TASKS_PER_SUBMIT}",
-            path.display(),
-            w.tasks.len()
-        );
-    }
-    let tasks = w
-        .tasks
-        .iter()
-        .map(|t| {
-            let activity = &w.activities[t.activity as usize];
-            let cmd = &commands
-                .iter()
-                .find(|(a, _)| a == activity)
-                .expect("checked above")
-                .1;
-            NewTask {
-                command: cmd.replace("{name}", &t.name),
-                name: Some(t.name.clone()),
-                activity: Some(t.activity),
-                after: t.parents.clone(),
-                ..NewTask::default()
-            }
-        })
-        .collect();
-    Ok((
-        WorkflowSpec {
-            name: w.name,
-            activities: w.activities,
-        },
-        tasks,
-    ))
-}
-
-/// A TOML DAG (see [`workflow_file`]), checked: unique names, known
-/// parents, no cycle; sorted parents first (file order among tasks ready
-/// together).
-fn toml_workflow(
-    path: &std::path::Path,
-    commands: &[(String, String)],
-) -> anyhow::Result<(WorkflowSpec, Vec<NewTask>)> {
-    let p = path.display();
-    let text = std::fs::read_to_string(path).with_context(|| format!("--workflow {p}"))?;
-    let file: DagFile = toml::from_str(&text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| format!(":{}", fairsched_trace::toml_key::line_of(&text, s.start)))
-            .unwrap_or_default();
-        anyhow::anyhow!("{p}{at}: {}", e.message().trim())
-    })?;
-    if file.tasks.is_empty() {
-        bail!("{p}: no task (a workflow is `[[task]]` tables with a `name` and a `command`)");
-    }
-    if file.tasks.len() > MAX_TASKS_PER_SUBMIT {
-        bail!(
-            "{p}: {} tasks; a workflow has at most {MAX_TASKS_PER_SUBMIT}",
-            file.tasks.len()
-        );
-    }
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (i, t) in file.tasks.iter().enumerate() {
-        if t.name.trim().is_empty() {
-            bail!("{p}: task #{}: empty name", i + 1);
-        }
-        if index.insert(t.name.as_str(), i).is_some() {
-            bail!("{p}: task \"{}\": two tasks have this name", t.name);
-        }
-    }
-    // Parents by index, checked.
-    let mut parents: Vec<Vec<usize>> = Vec::with_capacity(file.tasks.len());
-    for t in &file.tasks {
-        let mut ps = Vec::with_capacity(t.after.len());
-        for a in &t.after {
-            match index.get(a.as_str()) {
-                Some(&j) => ps.push(j),
-                None => bail!(
-                    "{p}: task \"{}\": after: \"{a}\" is not a task of the workflow",
-                    t.name
-                ),
-            }
-        }
-        ps.sort_unstable();
-        ps.dedup();
-        parents.push(ps);
-    }
-    // Topological order (Kahn), the file's order among ready tasks.
-    let n = file.tasks.len();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut pending: Vec<usize> = parents.iter().map(Vec::len).collect();
-    for (i, ps) in parents.iter().enumerate() {
-        for &j in ps {
-            children[j].push(i);
-        }
-    }
-    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| pending[i] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(i) = ready.pop_first() {
-        order.push(i);
-        for &c in &children[i] {
-            pending[c] -= 1;
-            if pending[c] == 0 {
-                ready.insert(c);
-            }
-        }
-    }
-    if order.len() < n {
-        // A cycle among the tasks left: follow parents until one repeats.
-        let start = (0..n).find(|&i| pending[i] > 0).expect("a task is left");
-        let mut path = vec![start];
-        let mut at = start;
-        loop {
-            at = *parents[at]
-                .iter()
-                .find(|&&j| pending[j] > 0)
-                .expect("a task left has a parent left");
-            if let Some(k) = path.iter().position(|&x| x == at) {
-                // `path` follows parents: reversed, each runs after the one before.
-                let mut cycle: Vec<&str> = path[k..]
-                    .iter()
-                    .rev()
-                    .map(|&i| file.tasks[i].name.as_str())
-                    .collect();
-                cycle.push(cycle[0]);
-                bail!(
-                    "{p}: task \"{}\": a cycle of dependencies: {} (each runs after the one before it)",
-                    file.tasks[at].name,
-                    cycle.join(" → ")
-                );
-            }
-            path.push(at);
-        }
-    }
-    let mut position = vec![0u32; n];
-    for (k, &i) in order.iter().enumerate() {
-        position[i] = k as u32;
-    }
-    let mut activities: Vec<String> = Vec::new();
-    let mut tasks = Vec::with_capacity(n);
-    let mut missing: Vec<String> = Vec::new();
-    for &i in &order {
-        let t = &file.tasks[i];
-        let activity = t
-            .activity
-            .clone()
-            .unwrap_or_else(|| default_activity(&t.name).to_string());
-        let a = match activities.iter().position(|x| *x == activity) {
-            Some(a) => a,
-            None => {
-                activities.push(activity.clone());
-                activities.len() - 1
-            }
-        };
-        let command = match (&t.command, commands.iter().find(|(x, _)| *x == activity)) {
-            (Some(c), _) => c.clone(),
-            (None, Some((_, c))) => c.clone(),
-            (None, None) => {
-                if !missing.contains(&activity) {
-                    missing.push(activity.clone());
-                }
-                String::new()
-            }
-        };
-        if command.trim().is_empty() && t.command.is_some() {
-            bail!("{p}: task \"{}\": command: empty", t.name);
-        }
-        let mut after: Vec<u32> = parents[i].iter().map(|&j| position[j]).collect();
-        after.sort_unstable();
-        tasks.push(NewTask {
-            command: command.replace("{name}", &t.name),
-            name: Some(t.name.clone()),
-            stage_in: t.stage_in.clone(),
-            stage_out: t.stage_out.clone(),
-            priority: t.priority,
-            activity: Some(a as u32),
-            after,
-            ..NewTask::default()
-        });
-    }
-    if !missing.is_empty() {
-        return Err(usage(format!(
-            "{p}: tasks without a `command`, and no --command ACTIVITY=CMD for their activity: {}",
-            missing.join(", ")
-        )));
-    }
-    if let Some((a, _)) = commands.iter().find(|(a, _)| !activities.contains(a)) {
-        return Err(usage(format!(
-            "--command {a}=…: {p} has no activity `{a}` (it has {})",
-            activities.join(", ")
-        )));
-    }
-    let name = file.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "workflow".into())
-    });
-    Ok((WorkflowSpec { name, activities }, tasks))
-}
-
 pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.conn, Role::User)?;
+    let client = Client::new(&a.conn.conn(), Role::User)?;
     let s: StatusReply = client.call("GET", "/v1/status", None::<&()>)?;
     let tasks: Option<TasksReply> = if a.tasks {
         Some(client.call("GET", "/v1/tasks", None::<&()>)?)
@@ -847,81 +442,15 @@ fn terminal_width() -> usize {
         .unwrap_or(120)
 }
 
-/// `s` cut to `width` characters, `…` marking a cut.
-fn fit(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// The `status --tasks` table: a header, then a line per task. A `user`
-/// column when the list names users (the admin's), a `reason` column,
-/// cut to fit `width`, when some task has a reason.
-fn task_table(t: &TasksReply, width: usize) -> Vec<String> {
-    let users = !t.users.is_empty();
-    let reasons = t.tasks.iter().any(|t| t.reason.is_some());
-    let user_of = |u: i64| t.users.get(&u).cloned().unwrap_or_else(|| u.to_string());
-    let user_w = t
-        .tasks
-        .iter()
-        .map(|x| user_of(x.user).chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(4, 16);
-    // With a reason after it, the name gets a column of its own.
-    let name_w = t
-        .tasks
-        .iter()
-        .map(|x| x.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(4, 24);
-    let row = |id: &str, state: &str, attempts: &str, exit: &str, user: &str, name: &str, reason: &str| {
-        let mut l = format!("{id:>8}  {state:<10} {attempts:>8} {exit:>5}  ");
-        if users {
-            l.push_str(&format!("{:<user_w$}  ", fit(user, user_w)));
-        }
-        if reasons {
-            l.push_str(&format!("{:<name_w$}  ", fit(name, name_w)));
-            let room = width.saturating_sub(l.chars().count()).max(20);
-            l.push_str(&fit(reason, room));
-        } else {
-            l.push_str(name);
-        }
-        l.trim_end().to_string()
-    };
-    let mut out = vec![row("id", "state", "attempts", "exit", "user", "name", "reason")];
-    for x in &t.tasks {
-        let exit = match (x.exit_code, x.signal) {
-            (Some(c), _) => c.to_string(),
-            (None, Some(s)) => format!("sig{s}"),
-            _ => "-".into(),
-        };
-        out.push(row(
-            &x.id.to_string(),
-            &x.state,
-            &x.attempts.to_string(),
-            &exit,
-            &user_of(x.user),
-            &x.name,
-            x.reason.as_deref().unwrap_or(""),
-        ));
-    }
-    out
-}
-
 pub fn cancel_cmd(a: TaskArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.conn, Role::User)?;
+    let client = Client::new(&a.conn.conn(), Role::User)?;
     let t: TaskOut = client.call("POST", &format!("/v1/tasks/{}/cancel", a.id), None::<&()>)?;
     sayln!("{} {}", t.id, t.state);
     Ok(())
 }
 
 pub fn explain_cmd(a: ExplainArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.conn, Role::User)?;
+    let client = Client::new(&a.conn.conn(), Role::User)?;
     let v: serde_json::Value = client.call("GET", &format!("/v1/tasks/{}/explain", a.id), None::<&()>)?;
     if a.json {
         sayln!("{}", serde_json::to_string_pretty(&v)?);
@@ -933,136 +462,10 @@ pub fn explain_cmd(a: ExplainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A number as JSON has it, to 3 decimals at most (`12.5`, `3`).
-fn num(v: &serde_json::Value) -> String {
-    match v.as_f64() {
-        Some(x) if v.is_f64() => {
-            let s = format!("{x:.3}");
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        }
-        _ => v.to_string(),
-    }
-}
-
-/// `explain`'s text: the line saying why, then `key: value` lines of what
-/// the broker sent (`explain --json` prints all of it).
-fn explain_text(id: u64, v: &serde_json::Value) -> Vec<String> {
-    let mut out = vec![format!(
-        "task {id}: {}",
-        v["why"].as_str().unwrap_or("(the broker says nothing)")
-    )];
-    let mut line = |k: &str, val: String| {
-        let key = if k.is_empty() {
-            String::new()
-        } else {
-            format!("{k}:")
-        };
-        out.push(format!("{key:<13} {val}"));
-    };
-    let state = v["state"].as_str().unwrap_or("?");
-    let mut st = state.to_string();
-    if let Some(p) = v.get("priority").filter(|p| !p.is_null()) {
-        st.push_str(&format!(", priority {}", num(p)));
-    }
-    if let Some(n) = v.get("attempts").and_then(|n| n.as_u64()) {
-        st.push_str(&format!(", run {n}"));
-    }
-    if let Some(w) = v.get("worker").filter(|w| !w.is_null()) {
-        st.push_str(&format!(", on worker {}", num(w)));
-    }
-    line("state", st);
-    if let Some(r) = v.get("reason").and_then(|r| r.as_str()) {
-        line("reason", r.to_string());
-    }
-    let p = &v["policy"];
-    if let Some(order) = p["order"].as_str() {
-        let mut s = order.to_string();
-        if let Some(c) = p["control"].as_str() {
-            s.push_str(&format!(", control {c}"));
-        }
-        if let Some(al) = p["allocate"].as_str().filter(|a| *a != "single-pool") {
-            s.push_str(&format!(", allocate {al}"));
-        }
-        line("policy", s);
-    }
-    if let Some(w) = v.get("waiting_for").and_then(|w| w.as_array())
-        && !w.is_empty()
-    {
-        let ids: Vec<String> = w.iter().map(num).collect();
-        line("waiting for", format!("task(s) {}", ids.join(", ")));
-    }
-    if let Some(ahead) = v.get("ahead_by_priority_then_fifo") {
-        line(
-            "queue",
-            format!(
-                "{} waiting task(s) ahead by priority then submission order ({} of the same user), {} submitted before it",
-                num(ahead),
-                num(&v["ahead_of_same_user"]),
-                num(&v["ahead_in_submission_order"])
-            ),
-        );
-    }
-    if let Some(slots) = v.get("slots") {
-        line(
-            "slots",
-            format!("{} in all, {} free", num(slots), num(&v["free_slots"])),
-        );
-    }
-    let org = match (v.get("org_name").and_then(|n| n.as_str()), v.get("org")) {
-        (Some(n), _) => Some(n.to_string()),
-        (None, Some(o)) if !o.is_null() => Some(format!("#{}", num(o))),
-        _ => None,
-    };
-    if let Some(org) = org {
-        let mut s = org;
-        if let Some(n) = v.get("org_slots") {
-            s.push_str(&format!(
-                ": contributes {} slot(s), runs {} task(s)",
-                num(n),
-                num(&v["org_running"])
-            ));
-        }
-        line("organization", s);
-    }
-    if let Some(n) = v.get("user_running") {
-        line("user", format!("runs {} task(s)", num(n)));
-    }
-    if let Some(f) = v.get("fairness").and_then(|f| f.as_object()) {
-        let mut first = true;
-        for (k, x) in f {
-            let val = match x.as_object() {
-                Some(m) => m
-                    .iter()
-                    .map(|(o, y)| format!("{o} {}", num(y)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                None => num(x),
-            };
-            line(if first { "fairness" } else { "" }, format!("{k} = {val}"));
-            first = false;
-        }
-    }
-    match v.get("user_satisfaction") {
-        Some(s) if !s.is_null() => line(
-            "satisfaction",
-            format!(
-                "{} (the slot-time its user's runs got over the slot-time it deserved)",
-                num(s)
-            ),
-        ),
-        Some(_) => line("satisfaction", "- (nothing deserved yet)".into()),
-        None => {}
-    }
-    if let Some(w) = v.get("workflow").filter(|w| !w.is_null()) {
-        line("workflow", num(w));
-    }
-    out
-}
-
 pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
     match c {
         AdminLive::Org(OrgCmd::Add { conn, name }) => {
-            let r: OrgReply = Client::new(&conn, Role::Admin)?.call(
+            let r: OrgReply = Client::new(&conn.conn(), Role::Admin)?.call(
                 "POST",
                 "/v1/admin/orgs",
                 Some(&OrgRequest { name }),
@@ -1070,7 +473,7 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             sayln!("{}", r.id);
         }
         AdminLive::User(UserCmd::Add { conn, name, org }) => {
-            let r: UserReply = Client::new(&conn, Role::Admin)?.call(
+            let r: UserReply = Client::new(&conn.conn(), Role::Admin)?.call(
                 "POST",
                 "/v1/admin/users",
                 Some(&UserRequest { name, org }),
@@ -1078,7 +481,7 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             sayln!("{}", r.token);
         }
         AdminLive::WorkerToken { conn, org } => {
-            let r: TokenReply = Client::new(&conn, Role::Admin)?.call(
+            let r: TokenReply = Client::new(&conn.conn(), Role::Admin)?.call(
                 "POST",
                 "/v1/admin/worker-tokens",
                 Some(&WorkerTokenRequest { org }),
@@ -1104,15 +507,28 @@ pub struct ExportArgs {
     platform: Option<PathBuf>,
 }
 
-/// What an export wrote.
-pub struct Exported {
-    pub jobs: u64,
-    pub skipped: u64,
+/// Writes the broker's history at `db` as an SWF log, and its
+/// organizations as a platform file.
+pub fn export(
+    db: &std::path::Path,
+    swf: &std::path::Path,
+    platform: Option<&std::path::Path>,
+) -> anyhow::Result<Exported> {
+    let (e, h) = fairsched_broker::export::export(db, swf)?;
+    if let Some(p) = platform {
+        fairsched_report::write_atomic(p, platform_toml(&h).as_bytes())?;
+    }
+    Ok(e)
 }
 
 pub fn export_cmd(a: ExportArgs) -> anyhow::Result<()> {
     let e = match export(&a.db, &a.swf, a.platform.as_deref()) {
-        Err(e) if broken_pipe(&e) => return Ok(()),
+        Err(e)
+            if e.downcast_ref::<fairsched_broker::export::ExportError>()
+                .is_some_and(|e| e.broken_pipe()) =>
+        {
+            return Ok(());
+        }
         e => e?,
     };
     let to_stdout = a.swf == std::path::Path::new("-");
@@ -1137,97 +553,4 @@ pub fn export_cmd(a: ExportArgs) -> anyhow::Result<()> {
         sayln!("{summary}");
     }
     Ok(())
-}
-
-/// Whether `e` comes from writing to a closed pipe (`export --swf - | head`).
-fn broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
-/// Writes the broker's history at `db` as an SWF log (and a platform file).
-/// SWF counts whole seconds: a run shorter than a second is written as 1 s.
-/// `swf` = `-`: standard output.
-pub fn export(
-    db: &std::path::Path,
-    swf: &std::path::Path,
-    platform: Option<&std::path::Path>,
-) -> anyhow::Result<Exported> {
-    use fairsched_trace::SwfWriter;
-    let h = fairsched_broker::service::history(db).map_err(anyhow::Error::msg)?;
-    let e = if swf == std::path::Path::new("-") {
-        let out = std::io::BufWriter::new(std::io::stdout().lock());
-        write_history(SwfWriter::plain("standard output", out), db, &h)?
-    } else {
-        write_history(SwfWriter::create(swf)?, db, &h)?
-    };
-    if let Some(p) = platform {
-        let mut s = String::from(
-            "# Organizations of a fairsched broker (`fairsched export`): the most slots its\n# workers held at once, and its users (SWF field 12).\nunlisted = \"error\"\n",
-        );
-        for (id, name, slots) in &h.orgs {
-            let users: Vec<String> = h
-                .users
-                .iter()
-                .filter(|u| u.2 == *id)
-                .map(|u| u.0.to_string())
-                .collect();
-            s.push_str(&format!(
-                "\n[[org]]\nname = {name:?}\nprocs = {slots}\nusers = [{}]\n",
-                users.join(", ")
-            ));
-        }
-        fairsched_report::write_atomic(p, s.as_bytes())?;
-    }
-    Ok(e)
-}
-
-fn write_history<W: std::io::Write>(
-    mut w: fairsched_trace::SwfWriter<W>,
-    db: &std::path::Path,
-    h: &fairsched_broker::service::History,
-) -> anyhow::Result<Exported> {
-    use fairsched_trace::{SwfHeader, SwfJob};
-    let total: u32 = h.orgs.iter().map(|o| o.2).sum();
-    let mut header = SwfHeader::default();
-    header.set("Version", "2.2");
-    header.set("Computer", "a fairsched broker");
-    header.set("Installation", &format!("exported from {}", db.display()));
-    header.set("UnixStartTime", &(h.epoch_ms / 1000).to_string());
-    header.set("MaxProcs", &total.max(1).to_string());
-    header.set(
-        "Note",
-        "field 12 is the broker's user id, field 13 its organization id; times are rounded to seconds (a run under 1 s is 1 s)",
-    );
-    w.write_header(&header)?;
-    let (mut jobs, mut skipped) = (0, 0);
-    for t in &h.tasks {
-        let Some(start) = t.start_ms else {
-            skipped += 1;
-            continue;
-        };
-        let secs = |ms: i64| ms.div_euclid(1000);
-        let job = SwfJob {
-            job_number: t.id as i64,
-            submit_time: secs(t.submit_ms),
-            wait_time: (start - t.submit_ms).max(0) / 1000,
-            run_time: ((t.end_ms - start).max(0) + 999).div_euclid(1000).max(1),
-            allocated_procs: 1,
-            requested_procs: 1,
-            status: match t.state.as_str() {
-                "completed" => 1,
-                "cancelled" => 5,
-                _ => 0,
-            },
-            user_id: t.user,
-            group_id: t.org as i64,
-            ..SwfJob::default()
-        };
-        w.write_job(&job)?;
-        jobs += 1;
-    }
-    w.finish()?;
-    Ok(Exported { jobs, skipped })
 }

@@ -117,7 +117,7 @@ pub struct Args {
     /// in .gz), readable by `fairsched trace info` and other SWF tools.
     ///
     /// A plain name (schedule.swf) goes in the run's folder: OUT/NAME with
-    /// one --policy, OUT/<policy>/NAME for each of several. A path with a
+    /// one --policy, `OUT/<policy>/NAME` for each of several. A path with a
     /// folder (./schedule.swf, /tmp/s.swf) is written there, with one
     /// --policy only (exit 2 otherwise: one file cannot hold several
     /// schedules). Each simulated job's record is kept as read from the

@@ -80,7 +80,7 @@ enum Command {
 
 /// Parses the command line. Every option that takes a value accepts one
 /// that starts with `-`, so `--seed -1` is refused by the flag's own parser
-/// ("invalid value '-1' for '--seed <SEED>'") instead of clap's "unexpected
+/// ("invalid value '-1' for '--seed \<SEED\>'") instead of clap's "unexpected
 /// argument '-1'", and `--priority -1` is a priority. No option has a
 /// numeric short name, so nothing else reads as a number.
 fn parse_cli() -> Cli {

@@ -11,7 +11,7 @@
 //!   platform); 2 the command line is wrong: clap's own errors, and values
 //!   that parse but are refused before anything is read ([`usage`]).
 //! - Every result file says which program wrote it: [`tool`], put first
-//!   in each `summary.json` and `tau.json` by [`summary_json`].
+//!   in each `summary.json` and `tau.json` (`fairsched_sim::experiment::summary_json`).
 
 use std::fmt;
 use std::io::{self, Write};
@@ -69,13 +69,6 @@ pub fn tool() -> fairsched_sim::run::Tool {
         commit: env!("FAIRSCHED_GIT_COMMIT").into(),
         command: fairsched_report::files::command_line(),
     }
-}
-
-/// `value` as pretty JSON with [`tool`] first, as `"tool": {...}`:
-/// what every command writes as its `summary.json` (`value` must
-/// serialize as a map, and have no `tool` of its own).
-pub fn summary_json(value: &impl serde::Serialize) -> Vec<u8> {
-    fairsched_sim::experiment::summary_json(tool(), value)
 }
 
 /// On SIGINT (Ctrl-C) or SIGTERM: waits for a commit of result files under
@@ -136,7 +129,7 @@ pub fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Whether the error is the command line's: a [`usage`] error, a
-/// library's (`fairsched_sim::SimError::is_usage`), or an `--out` folder
+/// library's (`SimError::is_usage`, `ClientError::is_usage`), or an `--out` folder
 /// refused (`fairsched_report::OutError::is_usage`).
 fn is_usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
@@ -145,6 +138,8 @@ fn is_usage(e: &anyhow::Error) -> bool {
                 .is_some_and(fairsched_report::OutError::is_usage)
             || c.downcast_ref::<fairsched_sim::SimError>()
                 .is_some_and(fairsched_sim::SimError::is_usage)
+            || c.downcast_ref::<fairsched_client::ClientError>()
+                .is_some_and(fairsched_client::ClientError::is_usage)
     })
 }
 
@@ -204,10 +199,13 @@ mod tests {
             experiment: &'static str,
             seed: u64,
         }
-        let text = String::from_utf8(summary_json(&S {
-            experiment: "x",
-            seed: 3,
-        }))
+        let text = String::from_utf8(fairsched_sim::experiment::summary_json(
+            tool(),
+            &S {
+                experiment: "x",
+                seed: 3,
+            },
+        ))
         .unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["tool"]["name"], "fairsched");

@@ -7,7 +7,7 @@ use fairsched_broker::api::{NewTask, WorkflowSpec};
 use fairsched_broker::dashboard::{self, Dashboard, QUEUE_SHOWN, RECENT_KEPT};
 use fairsched_broker::service::{Broker, Settings, Write, Written};
 use fairsched_broker::{Config, Live};
-use fairsched_worker::wire::{Report, ReportRequest, RunKey};
+use fairsched_proto::wire::{Report, ReportRequest, RunKey};
 use serde_json::Value;
 use std::path::PathBuf;
 

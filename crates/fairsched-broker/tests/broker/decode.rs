@@ -5,7 +5,7 @@
 use fairsched_broker::api::{OrgRequest, SubmitRequest, UserRequest, WorkerTokenRequest};
 use fairsched_broker::http::decode_bytes;
 use fairsched_broker::service::ApiError;
-use fairsched_worker::wire::{PollRequest, RegisterRequest, ReportRequest};
+use fairsched_proto::wire::{PollRequest, RegisterRequest, ReportRequest};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 

@@ -52,15 +52,23 @@ fn clairvoyant_or_unknown_policies_are_refused_before_any_file() {
     }
 }
 
-/// `easy` needs requested run times, which live tasks never give; a policy
-/// of another kind named where an order policy goes says which flag takes
-/// it (and that `mst` is clairvoyant anyway).
+/// `easy` and `mst-user` read requested run times, which live tasks never
+/// give (their registry entries say so); a policy of another kind named
+/// where an order policy goes says which flag takes it (and that `mst` is
+/// clairvoyant anyway).
 #[test]
 fn easy_and_misplaced_policies_are_refused_with_why() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("f.db");
     for (args, says) in [
-        (&["--policy", "easy"][..], "needs requested run times"),
+        (
+            &["--policy", "easy"][..],
+            "`easy` reads the users' runtime estimates",
+        ),
+        (
+            &["--allocate", "mst-user"][..],
+            "`mst-user` reads the users' runtime estimates",
+        ),
         (
             &["--policy", "mst"][..],
             "`mst` is an allocate policy (--allocate), and it is clairvoyant: refused",

@@ -317,9 +317,9 @@ fn bad_sweeps_and_bad_parts_are_named() {
         r,
         &[
             "experiment",
-            "diet-ethic",
-            "--scenario",
-            "night-consecutive",
+            "workflow-fairness",
+            "--exp",
+            "1",
             "--slurm-array",
             "--out",
             "d",
@@ -328,9 +328,11 @@ fn bad_sweeps_and_bad_parts_are_named() {
     );
     assert_eq!(exit(&o), Some(2));
     assert!(
-        text(&o)
-            .1
-            .contains("diet-ethic does not run as a Slurm sweep (these do: shapley, pffp)")
+        text(&o).1.contains(
+            "workflow-fairness does not run as a Slurm sweep (these do: shapley, pffp, diet-ethic)"
+        ),
+        "{}",
+        text(&o).1
     );
     let trace = format!("{}:100", kth());
     let sweep = |extra: &[&str]| {

@@ -1,0 +1,208 @@
+//! # fairsched-client
+//!
+//! One typed HTTP client of the live service (docs/protocol.md), used by
+//! the command line's calls (`submit`, `status`, `cancel`, `explain`,
+//! `admin …`) and by the Diet-ethic client-side dispatcher
+//! ([`dispatcher`]); what a workflow file says ([`dag`]); and the words of
+//! an explanation and of a task list ([`text`]).
+//!
+//! ```no_run
+//! use fairsched_client::{Client, Conn, Role};
+//! use fairsched_proto::api::StatusReply;
+//! let client = Client::new(&Conn::default(), Role::User)?;
+//! let s: StatusReply = client.call("GET", "/v1/status", None::<&()>)?;
+//! println!("{} running", s.running);
+//! # Ok::<(), fairsched_client::ClientError>(())
+//! ```
+
+pub mod dag;
+pub mod dispatcher;
+pub mod text;
+
+use fairsched_proto::api::ErrorBody;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::time::Duration;
+
+/// Credentials `fairsched serve --quickstart` writes for the commands run
+/// from the same directory.
+pub const TOKENS_FILE: &str = "fairsched.tokens";
+
+/// What went wrong talking to a broker.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The caller's mistake (a missing token, a malformed URL, a workflow
+    /// file that does not say what to run): `fairsched` exits with 2.
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot reach the broker at {base}: {source}")]
+    Unreachable {
+        base: String,
+        #[source]
+        source: Box<ureq::Error>,
+    },
+    /// The broker answered with an error status.
+    #[error("{method} {path}: {status}: {message}")]
+    Refused {
+        method: String,
+        path: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{method} {path}: malformed reply: {why}")]
+    Malformed {
+        method: String,
+        path: String,
+        why: String,
+    },
+    /// A file the caller named (a workflow).
+    #[error("{0}")]
+    File(String),
+}
+
+impl ClientError {
+    /// Whether it is the caller's mistake.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, ClientError::Usage(_))
+    }
+}
+
+/// The value of `key` in ./fairsched.tokens, if the file is there.
+pub fn quickstart(key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(TOKENS_FILE).ok()?;
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Where the broker is and who is asking; what is not given comes from
+/// ./fairsched.tokens, else the broker is `http://127.0.0.1:8080`.
+#[derive(Clone, Debug, Default)]
+pub struct Conn {
+    pub broker: Option<String>,
+    pub token: Option<String>,
+}
+
+/// Who a command acts as, for the quickstart file.
+#[derive(Clone, Copy, Debug)]
+pub enum Role {
+    User,
+    Admin,
+}
+
+/// A broker's client: one connection pool, one token.
+pub struct Client {
+    agent: ureq::Agent,
+    base: String,
+    auth: String,
+}
+
+impl Client {
+    pub fn new(c: &Conn, role: Role) -> Result<Client, ClientError> {
+        let key = match role {
+            Role::User => "user",
+            Role::Admin => "admin",
+        };
+        let token = c
+            .token
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| quickstart(key));
+        let Some(token) = token else {
+            return Err(ClientError::Usage(format!(
+                "no token: give --token T or set FAIRSCHED_TOKEN (or run from the folder of `fairsched serve --quickstart`, whose {TOKENS_FILE} has one)"
+            )));
+        };
+        let broker = c
+            .broker
+            .clone()
+            .or_else(|| quickstart("broker"))
+            .unwrap_or_else(|| "http://127.0.0.1:8080".into());
+        if !broker.starts_with("http://") && !broker.starts_with("https://") {
+            return Err(ClientError::Usage(format!(
+                "--broker `{broker}`: expected a URL like http://127.0.0.1:8080"
+            )));
+        }
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        Ok(Client {
+            agent,
+            base: broker.trim_end_matches('/').to_string(),
+            auth: format!("Bearer {}", token.trim()),
+        })
+    }
+
+    /// `method path` with `body` (JSON), its reply read as `T`; an error
+    /// status is [`ClientError::Refused`] with the broker's reason.
+    pub fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<T, ClientError> {
+        let url = format!("{}{path}", self.base);
+        let malformed = |why: String| ClientError::Malformed {
+            method: method.into(),
+            path: path.into(),
+            why,
+        };
+        let resp = match (method, body) {
+            ("GET", _) => self.agent.get(&url).header("Authorization", &self.auth).call(),
+            (_, Some(b)) => {
+                let bytes = serde_json::to_vec(b).map_err(|e| malformed(e.to_string()))?;
+                self.agent
+                    .post(&url)
+                    .header("Authorization", &self.auth)
+                    .header("Content-Type", "application/json")
+                    .send(&bytes[..])
+            }
+            (_, None) => self
+                .agent
+                .post(&url)
+                .header("Authorization", &self.auth)
+                .send_empty(),
+        };
+        let mut resp = resp.map_err(|e| ClientError::Unreachable {
+            base: self.base.clone(),
+            source: Box::new(e),
+        })?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(256 << 20)
+            .read_to_string()
+            .map_err(|e| malformed(format!("reading the reply: {e}")))?;
+        if !(200..300).contains(&status) {
+            let why = serde_json::from_str::<ErrorBody>(&text)
+                .map(|e| e.error)
+                .unwrap_or(text);
+            return Err(ClientError::Refused {
+                method: method.into(),
+                path: path.into(),
+                status,
+                message: why.trim().to_string(),
+            });
+        }
+        serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))
+    }
+
+    /// The broker's order policy, read from the explanation of `task` (one
+    /// of the caller's), when it is not `diet-ethic` — the only one that
+    /// tells optional tasks from mandatory ones. `None` when it is, or
+    /// when the broker does not say.
+    pub fn not_diet_ethic(&self, task: u64) -> Option<String> {
+        let path = format!("/v1/tasks/{task}/explain");
+        let v = self.call::<serde_json::Value>("GET", &path, None::<&()>).ok()?;
+        let order = v["policy"]["order"].as_str()?;
+        let name = order.split('[').next().unwrap_or(order).trim();
+        (name != "diet-ethic").then(|| order.to_string())
+    }
+}
