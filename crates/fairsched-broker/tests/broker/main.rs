@@ -4,3 +4,4 @@ mod dashboard;
 mod decode;
 mod identity;
 mod log;
+mod out_of_tree;

@@ -578,7 +578,12 @@ fn policies_lists_the_registry() {
     assert_eq!(v.as_array().unwrap().len(), registry.entries().len());
     // What each reads, as its entry declares it.
     for p in v.as_array().unwrap() {
-        let e = registry.find(p["name"].as_str().unwrap()).unwrap();
+        let kind = match p["kind"].as_str().unwrap() {
+            "order" => fairsched_core::Kind::Order,
+            "allocate" => fairsched_core::Kind::Allocate,
+            _ => fairsched_core::Kind::Control,
+        };
+        let e = registry.entry(kind, p["name"].as_str().unwrap()).unwrap();
         assert_eq!(p["reads"], e.reads().name(), "{p}");
     }
 }
@@ -823,4 +828,37 @@ fn trace_stats_reports_finite_statistics_of_the_bundled_log() {
     let bad = run(&["trace", "stats", "/no/such/log.swf"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/no/such/log.swf"));
+}
+
+/// `--with` names a registered policy of the kind the experiment runs
+/// beside its own: a usage error (exit 2) naming it otherwise, before any
+/// work.
+#[test]
+fn with_names_no_registered_policy_is_a_usage_error() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["shapley", "--with", "nope"], "order policies: "),
+        (&["pffp", "--test", "2", "--with", "nope"], "allocate policies: "),
+        (
+            &["diet-ethic", "--scenario", "night-consecutive", "--with", "nope"],
+            "order policies: ",
+        ),
+        (
+            &["workflow-fairness", "--exp", "1", "--with", "nope"],
+            "order or control policies: ",
+        ),
+        (
+            &["pffp", "--test", "2", "--with", "fcfs"],
+            "\"fcfs\" is an order policy; this experiment runs allocate policies",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["experiment"];
+        all.extend_from_slice(args);
+        all.push("--no-progress");
+        let o = run(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {err}");
+        assert!(err.contains(says), "{all:?}: {err}");
+        assert!(o.stdout.is_empty(), "{all:?} did work first");
+    }
 }

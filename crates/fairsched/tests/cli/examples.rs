@@ -132,7 +132,7 @@ const LIVE: &[(&str, &str)] = &[
 ];
 
 const WALKTHROUGH: &str = "examples::the_readme_live_service_runs_as_written";
-/// Pilots on the real Slurm (crates/fairsched/tests/slurm_pilots.rs).
+/// Pilots on the real Slurm (crates/fairsched/tests/cli/slurm_pilots.rs).
 const PILOTS: &str = "slurm_pilots::five_hundred_tasks_of_two_users_run_once_on_pilots_with_fair_share";
 const PILOTS_DRAIN: &str = "slurm_pilots::a_pilot_drains_before_its_wall_time_and_exits_cleanly";
 const PILOTS_CANCEL: &str = "slurm_pilots::a_pilot_cancelled_with_scancel_mid_task_loses_nothing";
@@ -575,7 +575,7 @@ fn every_example_is_classified() {
         }
         let (file, name) = test.split_once("::").expect("FILE::TEST");
         let source =
-            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/{file}.rs")))
+            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/cli/{file}.rs")))
                 .unwrap_or_default();
         if !source.contains(&format!("fn {name}()")) {
             problems.push(format!("LIVE: no test `{test}` (for `{t}`)"));
@@ -1263,4 +1263,55 @@ fn the_readme_live_service_runs_as_written() {
             serde_json::from_str(&fs::read_to_string(out.join(p).join("summary.json")).unwrap()).unwrap();
         assert!(s["jobs"].as_u64().unwrap() >= 4, "{s:#}");
     }
+}
+
+/// `examples/custom_policy.rs` (docs/extending.md) runs as documented: its
+/// two out-of-tree policies through a comparison, the Shapley experiment,
+/// a sweep and a live broker. `cargo test` builds it beside the binary
+/// under test; a filtered run (`--test cli`) does not: then it says how.
+#[test]
+fn the_custom_policy_example_runs_as_documented() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_fairsched"));
+    let example = bin.with_file_name("examples").join("custom_policy");
+    assert!(
+        example.is_file(),
+        "{} is not built: `cargo test --workspace` builds it (or `cargo build --example custom_policy` first)",
+        example.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(&example)
+        .arg(&out)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    for says in [
+        "estimates shown: least-running-org (blind) 0, shortest-estimate-first ",
+        "  least-running-org  ",
+        "3. the sweep's 3 parts collected",
+        "4. the broker refuses shortest-estimate-first: ",
+        "the worker ran, in order: ",
+        "restarted from the snapshot after step ",
+        "all done: results in ",
+    ] {
+        assert!(stdout.contains(says), "no {says:?} in:\n{stdout}");
+    }
+    // Both policies ran in the comparison, each into a folder of its own.
+    for p in ["fcfs", "least-running-org", "shortest-estimate-first"] {
+        let summary = out.join("compare").join(p).join("summary.json");
+        let s: Value = serde_json::from_slice(&fs::read(&summary).unwrap()).unwrap();
+        assert!(s["jobs"].as_u64().unwrap() > 1000, "{p}: {s}");
+    }
+    // The blind policy alternated the two organizations as slots freed up.
+    let ran = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("the worker ran, in order: "))
+        .unwrap();
+    assert!(ran.starts_with("physics biology physics biology"), "{ran}");
 }

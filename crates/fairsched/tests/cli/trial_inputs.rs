@@ -142,13 +142,6 @@ fn a_negative_submit_time_is_a_located_error() {
         assert_eq!(code, Some(1), "{err}");
         assert!(err.contains(&located), "trace {cmd}: {err}");
     }
-    // -1 (unknown) is no better: there is no time to submit the job at.
-    let unknown = log(dir.path(), "unknown.swf", &job(1, "-1", 10, "1", 1));
-    let (_, err) = fails(&["trace", "info", &unknown]);
-    assert!(
-        err.contains(&format!("{unknown}:1: field 2 (submit_time): \"-1\" is negative")),
-        "{err}"
-    );
 
     // --lenient skips the line and counts it; the two other jobs run.
     let (stdout, _) = ok(&[
@@ -685,4 +678,130 @@ fn a_missing_log_leaves_no_new_folder() {
         &kept,
     ]);
     assert!(Path::new(&kept).is_dir());
+}
+
+/// The Parallel Workloads Archive writes a job line of -1 in every field,
+/// submit time included, for a job it knows nothing of (one official
+/// cleaned log has 1,190 of them from its line 325 on). Every command that
+/// reads a log drops them and counts them (`submit_unknown`), as it does a
+/// job of unknown run time, and its results are those of the log without
+/// them: here the bundled real log (KTH-SP2), as published and with 1,190
+/// such lines after its 324th job.
+#[test]
+fn job_lines_of_unknown_submit_time_are_dropped_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut published = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(fs::File::open(bundled()).unwrap()),
+        &mut published,
+    )
+    .unwrap();
+    let unknown = vec!["-1"; 18].join(" ") + "\n";
+    let mut with_unknown = String::new();
+    let mut jobs = 0;
+    for line in published.split_inclusive('\n') {
+        with_unknown.push_str(line);
+        if !line.starts_with(';') && !line.trim().is_empty() {
+            jobs += 1;
+            if jobs == 324 {
+                with_unknown.push_str(&unknown.repeat(1190));
+            }
+        }
+    }
+    // The same file name in two folders: the experiments draw their
+    // windows from the log's name.
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (d, t) in [(&a, &published), (&b, &with_unknown)] {
+        fs::create_dir(d).unwrap();
+        fs::write(d.join("kth.swf"), t).unwrap();
+    }
+    let log = |d: &Path| d.join("kth.swf").to_str().unwrap().to_string();
+    let (la, lb) = (log(&a), log(&b));
+
+    let info = |l: &str| {
+        let (stdout, _) = ok(&["trace", "info", l, "--json"]);
+        serde_json::from_str::<Value>(&stdout).unwrap()
+    };
+    let (ia, ib) = (info(&la), info(&lb));
+    assert_eq!(ib["filters"]["submit_unknown"], 1190, "{ib}");
+    assert_eq!(ia["filters"]["submit_unknown"], 0);
+    assert_eq!(ib["filters"]["kept"], ia["filters"]["kept"]);
+    assert_eq!(
+        ib["raw_users"], ia["raw_users"],
+        "user -1 of an unknown job is no user"
+    );
+    ok(&["trace", "stats", &lb, "--out", &out_in(dir.path(), "stats")]);
+
+    // simulate, and the two experiments that read any log: the same
+    // results, the dropped lines counted.
+    let outs = |name: &str| (out_in(&a, name), out_in(&b, name));
+    let (sa, sb) = outs("sim");
+    for (l, o) in [(&la, &sa), (&lb, &sb)] {
+        let (stdout, _) = ok(&[
+            "simulate",
+            "--trace",
+            l,
+            "--policy",
+            "fcfs",
+            "--orgs",
+            "3",
+            "--window",
+            "0,3000000",
+            "--out",
+            o,
+            "--no-progress",
+        ]);
+        if l == &lb {
+            assert!(stdout.contains("submit_unknown 1190"), "{stdout}");
+        }
+    }
+    let sim = |o: &str, f: &str| fs::read(Path::new(o).join(f)).unwrap();
+    assert!(
+        sim(&sa, "tasks.csv") == sim(&sb, "tasks.csv"),
+        "the schedules differ"
+    );
+    let (ja, jb) = (
+        json(&Path::new(&sa).join("summary.json")),
+        json(&Path::new(&sb).join("summary.json")),
+    );
+    assert_eq!(jb["filters"]["submit_unknown"], 1190);
+    assert_eq!(
+        (&ja["jobs"], &ja["mean_wait_s"]),
+        (&jb["jobs"], &jb["mean_wait_s"])
+    );
+
+    let (ea, eb) = outs("shapley");
+    for (l, o) in [(&la, &ea), (&lb, &eb)] {
+        let t = format!("{l}:100");
+        ok(&[
+            "experiment",
+            "shapley",
+            "--trace",
+            &t,
+            "--instances",
+            "2",
+            "--out",
+            o,
+            "--no-progress",
+        ]);
+    }
+    let file = |o: &str, f: &str| fs::read(Path::new(o).join(f)).unwrap();
+    assert!(file(&ea, "shapley.csv") == file(&eb, "shapley.csv"));
+    let (pa, pb) = outs("pffp");
+    for (l, o) in [(&la, &pa), (&lb, &pb)] {
+        ok(&[
+            "experiment",
+            "pffp",
+            "--test",
+            "2",
+            "--logs",
+            l,
+            "--instances",
+            "2",
+            "--out",
+            o,
+            "--no-progress",
+        ]);
+    }
+    assert!(file(&pa, "pffp.csv") == file(&pb, "pffp.csv"));
 }
