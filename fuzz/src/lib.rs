@@ -1,5 +1,5 @@
 //! What each fuzz target checks, one module per target. The same modules
-//! are compiled into crates/fairsched-sim/tests/fuzz_regressions.rs, which
+//! are compiled into crates/fairsched-sim/tests/sim/fuzz_regressions.rs, which
 //! replays the committed corpora and crashers on stable.
 
 pub mod flags;

@@ -1,7 +1,7 @@
 //! Code the core must not be able to contain. Off unless built with
 //! `--cfg fairsched_probe` (std access: the build must fail, the core being
 //! `no_std`) or `--cfg fairsched_probe_macros` (compile-time reads: clippy
-//! must refuse them). `tests/discipline.rs` does both.
+//! must refuse them). `tests/core/discipline.rs` does both.
 
 #[cfg(fairsched_probe)]
 pub mod std_access {

@@ -98,7 +98,7 @@ impl AgeBoost {
     /// The task's next crossing is `after` from now; a timer is pending at
     /// every instant a crossing was scheduled for (so the core steps at the
     /// same instants as with one timer per task and crossing, and the
-    /// decisions are the same: `tests/age_boost_model.rs` in fairsched-sim).
+    /// decisions are the same: `tests/sim/age_boost_model.rs` in fairsched-sim).
     fn schedule(&mut self, task: TaskId, now: Time, out: &mut ControlOut) {
         let at = now + self.after;
         self.due.insert(task, at);

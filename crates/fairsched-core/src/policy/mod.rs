@@ -1,4 +1,4 @@
-//! Every policy, one file each, registered in [`crate::registry::REGISTRY`].
+//! Every policy, one file each, registered in [`crate::Registry::builtin`].
 //!
 //! Baselines: `single-pool` and `least-loaded` (Allocate); `fifo`, `fcfs`,
 //! `easy`, `priority`, `round-robin`, `fair-share` (Order); `age-boost`

@@ -5,13 +5,13 @@
 //!
 //! Per organization it keeps finUt, finCon, φ, ψ (all 0 at the start). On
 //! each event (tprev → t), with Δ = t − tprev:
-//! 1. φ[O] += Δ·finCon[O], ψ[O] += Δ·finUt[O];
+//! 1. `φ[O] += Δ·finCon[O]`, `ψ[O] += Δ·finUt[O]`;
 //! 2. for every processor that ran a job J during (tprev, t] (jobs that
 //!    complete at t included): finUt[own(J)] += Δ, finCon[own(m)] += Δ,
 //!    ψ[own(J)] += ½Δ(Δ+1), φ[own(m)] += ½Δ(Δ+1);
 //! 3. each free processor, in a random order, goes to the organization with
 //!    waiting jobs and the largest φ − ψ (ties: lowest index), which starts
-//!    its first waiting job there: finUt[org] += 1, finCon[own(m)] += 1.
+//!    its first waiting job there: `finUt[org] += 1`, `finCon[own(m)] += 1`.
 //!
 //! It never reads a runtime: φ and ψ are its own estimates (the `+1` at a
 //! start makes ψ run ahead of ψsp); metrics use the exact ψsp.

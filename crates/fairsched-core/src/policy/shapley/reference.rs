@@ -15,7 +15,7 @@
 //! their jobs would finish, which only the true runtimes tell: REF is a
 //! [`ClairvoyantOrder`] and reads the [`RuntimeOracle`] for them, and for
 //! nothing else. The real schedule's ψ comes from elapsed times
-//! ([`RealPsi`]).
+//! ([`super::RealPsi`]).
 //!
 //! **Where the paper is silent.** The game is over the organizations the
 //! view knows at a decision (`View::org_count`) with the processors they

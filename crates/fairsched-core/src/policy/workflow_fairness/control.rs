@@ -354,7 +354,7 @@ mod tests {
         Registry::builtin().build_control(spec)
     }
 
-    // End-to-end runs on the simulator: tests/workflow_fairness.rs (an
+    // End-to-end runs on the simulator: tests/core/workflow_fairness.rs (an
     // integration test, so it can name the types the harness takes).
 
     #[test]

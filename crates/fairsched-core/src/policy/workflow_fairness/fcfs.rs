@@ -98,4 +98,4 @@ impl Order for WorkflowFcfs {
     }
 }
 
-// Tests: tests/workflow_fairness.rs (runs on the simulator).
+// Tests: tests/core/workflow_fairness.rs (runs on the simulator).
