@@ -37,7 +37,7 @@ fn cargo(subcommand: &str, rustc_args: &[&str]) -> (bool, String) {
             "never",
         ])
         .arg("--target-dir")
-        .arg(root.join("target/discipline"))
+        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("discipline"))
         .arg("--")
         .args(rustc_args)
         .env_remove("RUSTFLAGS")
