@@ -80,6 +80,7 @@ pub mod experiments;
 pub mod fairness;
 pub mod harness;
 pub mod platform_file;
+pub mod policies;
 pub mod run;
 pub mod semantics;
 pub mod sweep;
