@@ -42,8 +42,15 @@ fn cargo(subcommand: &str, rustc_args: &[&str]) -> (bool, String) {
             "--color",
             "never",
         ])
+        // The target folder of the tests themselves (cargo holds no lock
+        // on it while tests run): the dependencies' metadata is there
+        // already when `cargo clippy` ran first, as in CI.
         .arg("--target-dir")
-        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("discipline"))
+        .arg(
+            Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .parent()
+                .expect("TARGET/tmp"),
+        )
         .arg("--")
         .args(rustc_args)
         .env_remove("RUSTFLAGS")
