@@ -276,7 +276,6 @@ fn shapley_sweep(registry: &Registry, out: &Path, log: &Path) -> Res<()> {
         command: "custom_policy shapley".into(),
     };
     let prepared = sweep::prepare::<Shapley>(&shapley_args(log), &dir, false, &how, registry, &Quiet)?;
-    let here = std::env::current_dir()?;
     for i in 0..prepared.instances {
         // What each array task runs: this program, `run-part DIR I`.
         let status = std::process::Command::new(&how.part_command[0])
@@ -287,7 +286,6 @@ fn shapley_sweep(registry: &Registry, out: &Path, log: &Path) -> Res<()> {
         }
     }
     sweep::collect(&dir, false, registry, &Quiet)?;
-    std::env::set_current_dir(here)?;
     for f in ["shapley.csv", "tables.json", "shapley.svg"] {
         if std::fs::read(dir.join(f))? != std::fs::read(out.join("shapley").join(f))? {
             return Err(format!("the sweep's {f} differs from the local run's").into());

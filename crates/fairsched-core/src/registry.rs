@@ -343,6 +343,38 @@ impl Ctor {
             build: Func::Ptr(f),
         }
     }
+    /// An `Allocate` built by a closure that keeps what it captured (a
+    /// counter, another language's object); `estimates`: whether it reads
+    /// the users' estimates.
+    pub fn shared_allocate(
+        estimates: bool,
+        f: impl Fn(&Params) -> Result<Box<dyn Allocate>, SpecError> + Send + Sync + 'static,
+    ) -> Ctor {
+        Ctor::Allocate {
+            estimates,
+            build: Func::shared(f),
+        }
+    }
+    /// An `Order` built by a closure that keeps what it captured.
+    pub fn shared_order(
+        estimates: bool,
+        f: impl Fn(&Params) -> Result<Box<dyn Order>, SpecError> + Send + Sync + 'static,
+    ) -> Ctor {
+        Ctor::Order {
+            estimates,
+            build: Func::shared(f),
+        }
+    }
+    /// A `Control` built by a closure that keeps what it captured.
+    pub fn shared_control(
+        estimates: bool,
+        f: impl Fn(&Params) -> Result<Box<dyn Control>, SpecError> + Send + Sync + 'static,
+    ) -> Ctor {
+        Ctor::Control {
+            estimates,
+            build: Func::shared(f),
+        }
+    }
     /// The extension point.
     pub const fn kind(&self) -> Kind {
         match self {

@@ -487,15 +487,30 @@ fn absolute(p: &Path) -> Result<PathBuf, SimError> {
     })
 }
 
-/// Goes to the folder the sweep's arguments are relative to.
-fn enter(sweep: &SweepFile) -> Result<(), SimError> {
+/// Goes to the folder the sweep's arguments are relative to (the
+/// process's working directory) until the guard is dropped, which puts
+/// back the one before.
+fn enter(sweep: &SweepFile) -> Result<Back, SimError> {
+    let before = std::env::current_dir().ok();
     std::env::set_current_dir(&sweep.cwd).map_err(|e| SimError::Io {
         what: format!(
             "cannot work from {} (the folder the sweep was submitted from)",
             sweep.cwd.display()
         ),
         source: e,
-    })
+    })?;
+    Ok(Back(before))
+}
+
+/// The working directory to go back to (see [`enter`]).
+struct Back(Option<PathBuf>);
+
+impl Drop for Back {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = std::env::set_current_dir(d);
+        }
+    }
 }
 
 fn args_of<E: Experiment>(sweep: &SweepFile) -> Result<E::Args, SimError> {
@@ -535,7 +550,9 @@ macro_rules! by_name {
 
 /// One array task: instance `index` of the sweep in `dir`, into
 /// `dir/parts/instance-INDEX.json`. Works from the folder the sweep was
-/// submitted from.
+/// submitted from: the process's working directory is that folder while
+/// it runs, and is put back before it returns (other threads of the
+/// program see the change meanwhile).
 pub fn run_part(dir: &Path, index: usize, registry: &Registry, host: &dyn Host) -> Result<(), SimError> {
     let dir = absolute(dir)?;
     let (sweep, _) = read_sweep(&dir)?;
@@ -546,7 +563,7 @@ pub fn run_part(dir: &Path, index: usize, registry: &Registry, host: &dyn Host) 
             sweep.instances.saturating_sub(1)
         )));
     }
-    enter(&sweep)?;
+    let _back = enter(&sweep)?;
     by_name!(
         sweep.experiment.as_str(),
         part_as(&dir, index, &sweep, registry, host)
@@ -577,7 +594,8 @@ pub struct Collected {
 }
 
 /// `collect DIR`: the result files of the sweep in `dir` from its parts;
-/// missing parts are named.
+/// missing parts are named. Works from the folder the sweep was submitted
+/// from, as [`run_part`] does.
 pub fn collect(dir: &Path, force: bool, registry: &Registry, host: &dyn Host) -> Result<Collected, SimError> {
     let shown = dir.to_path_buf();
     let dir = absolute(dir)?;
@@ -609,7 +627,7 @@ pub fn collect(dir: &Path, force: bool, registry: &Registry, host: &dyn Host) ->
     if let Ok(s) = fs::read(dir.join(SCRIPT)) {
         keep.push((SCRIPT, s));
     }
-    enter(&sweep)?;
+    let _back = enter(&sweep)?;
     let experiment = sweep.experiment.clone();
     by_name!(
         experiment.as_str(),

@@ -32,22 +32,26 @@ pub fn with_kinds(
 ) -> Result<Vec<(Kind, PolicySpec)>, SimError> {
     let names = |k: &Kind| k.name();
     let wanted = kinds.iter().map(names).collect::<Vec<_>>().join(" or ");
+    let known = || {
+        let names: Vec<&str> = kinds.iter().flat_map(|&k| registry.names(k)).collect();
+        names.join(", ")
+    };
     let mut out: Vec<(Kind, PolicySpec)> = Vec::new();
     for spec in specs {
         let Some(e) = registry.find_in(&spec.name, kinds) else {
-            let known: Vec<&str> = kinds.iter().flat_map(|&k| registry.names(k)).collect();
             return Err(SimError::Usage(format!(
                 "--with {spec}: no registered policy is named {:?}; {wanted} policies: {}",
                 spec.name,
-                known.join(", ")
+                known()
             )));
         };
         if !kinds.contains(&e.kind()) {
             return Err(SimError::Usage(format!(
-                "--with {spec}: {:?} is {} {} policy; this experiment runs {wanted} policies beside its own",
+                "--with {spec}: {:?} is {} {} policy; this experiment runs {wanted} policies beside its own: {}",
                 e.name,
                 fairsched_core::registry::article(e.kind().name()),
-                e.kind().name()
+                e.kind().name(),
+                known()
             )));
         }
         registry

@@ -3,7 +3,7 @@
 //! in a sweep, like the built-in ones; a blind one is never shown an
 //! estimate, whatever the log says; mistakes are named.
 
-use fairsched_core::registry::{Ctor, Func, Registry};
+use fairsched_core::registry::{Ctor, Registry};
 use fairsched_core::{
     Allocate, Kind, MachineId, Notice, Observer, Order, Pick, PolicySpec, Reads, SimRng, SpecView, TaskId,
     View,
@@ -78,49 +78,45 @@ struct Shown {
     alloc_reader: Arc<AtomicUsize>,
 }
 
-fn lifo(shown: &Arc<AtomicUsize>) -> Func<dyn Order> {
+/// `lifo`, declared to read estimates or not, counting into `shown`.
+fn lifo(estimates: bool, shown: &Arc<AtomicUsize>) -> Ctor {
     let shown = shown.clone();
-    Func::shared(move |_| {
+    Ctor::shared_order(estimates, move |_| {
         Ok(Box::new(Lifo {
             waiting: Vec::new(),
             shown: shown.clone(),
-        }) as Box<dyn Order>)
+        }))
     })
 }
 
-fn first_fit(shown: &Arc<AtomicUsize>) -> Func<dyn Allocate> {
+/// `first-machine`, the same way.
+fn first_machine(estimates: bool, shown: &Arc<AtomicUsize>) -> Ctor {
     let shown = shown.clone();
-    Func::shared(move |_| Ok(Box::new(FirstFit { shown: shown.clone() }) as Box<dyn Allocate>))
+    Ctor::shared_allocate(estimates, move |_| {
+        Ok(Box::new(FirstFit { shown: shown.clone() }))
+    })
 }
 
 /// fairsched's policies, and the same code twice per kind: once blind,
 /// once declared to read estimates.
 fn registry(s: &Shown) -> Registry {
-    let order = |estimates, shown| Ctor::Order {
-        estimates,
-        build: lifo(shown),
-    };
-    let allocate = |estimates, shown| Ctor::Allocate {
-        estimates,
-        build: first_fit(shown),
-    };
     Registry::builtin()
-        .with_order("lifo", "newest first", &[], order(false, &s.blind))
+        .with_order("lifo", "newest first", &[], lifo(false, &s.blind))
         .unwrap()
-        .with_order("lifo-reader", "newest first", &[], order(true, &s.reader))
+        .with_order("lifo-reader", "newest first", &[], lifo(true, &s.reader))
         .unwrap()
         .with_allocate(
             "first-machine",
             "first machine",
             &[],
-            allocate(false, &s.alloc_blind),
+            first_machine(false, &s.alloc_blind),
         )
         .unwrap()
         .with_allocate(
             "first-machine-reader",
             "first machine",
             &[],
-            allocate(true, &s.alloc_reader),
+            first_machine(true, &s.alloc_reader),
         )
         .unwrap()
 }
@@ -265,6 +261,7 @@ fn with_names_a_registered_policy_of_the_experiments_kind_once() {
     assert!(e.contains("\"nope\"") && e.contains("lifo"), "{e}");
     let e = err(&["first-machine"]);
     assert!(e.contains("\"first-machine\" is an allocate policy"), "{e}");
+    assert!(e.contains("beside its own: ") && e.contains("lifo-reader"), "{e}");
     let e = err(&["lifo", "lifo"]);
     assert!(e.contains("given twice"), "{e}");
     let e = err(&["lifo[x=1]"]);
@@ -280,15 +277,7 @@ fn an_out_of_tree_entry_cannot_reuse_a_name() {
     let s = Shown::default();
     for name in ["fcfs", "rand", "mst", "lifo"] {
         let e = registry(&s)
-            .with_order(
-                name,
-                "again",
-                &[],
-                Ctor::Order {
-                    estimates: false,
-                    build: lifo(&s.blind),
-                },
-            )
+            .with_order(name, "again", &[], lifo(false, &s.blind))
             .err()
             .unwrap_or_else(|| panic!("{name} registered twice"));
         assert!(e.to_string().contains(name), "{e}");

@@ -848,7 +848,7 @@ fn with_names_no_registered_policy_is_a_usage_error() {
         ),
         (
             &["pffp", "--test", "2", "--with", "fcfs"],
-            "\"fcfs\" is an order policy; this experiment runs allocate policies",
+            "\"fcfs\" is an order policy; this experiment runs allocate policies beside its own: single-pool, ",
         ),
     ];
     for (args, says) in cases {

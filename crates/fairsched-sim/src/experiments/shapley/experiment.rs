@@ -410,7 +410,9 @@ impl Experiment for Shapley {
             "Δψ/p_tot in seconds: the average unjustified delay (or speed-up) of a unit of work against REF; mean (sample std) over {} random windows of {} s per trace; \"Δψ=0\": windows where the algorithm gave every organization exactly REF's utility (often: no queue formed).",
             a.instances, window
         )];
-        if !figure {
+        // Said when the shared logs run (not for logs of the user's only).
+        let shared_logs = a.trace_files.is_empty() || !a.traces.is_empty();
+        if !figure && shared_logs {
             notes.push(format!(
                 "The paper's {} logs are not available here: not run.",
                 UNAVAILABLE.join(" and ")
