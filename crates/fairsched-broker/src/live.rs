@@ -141,12 +141,7 @@ pub fn build_core(config: &Config, registry: &Registry) -> Result<Scheduler, Liv
             Reads::Estimates => {
                 return Err(LiveError::Config(format!(
                     "`{text}` reads the users' runtime estimates (requested run times, SWF field 9), and live tasks give none: \
-                     it runs in `fairsched simulate` only{}",
-                    if *kind == Kind::Order && s.name == "easy" {
-                        " (for first-come-first-served use `fcfs`)"
-                    } else {
-                        ""
-                    }
+                     it runs in `fairsched simulate` only"
                 )));
             }
         }

@@ -315,10 +315,6 @@ impl ScheduleRecorders {
     }
 }
 
-fn usage(m: impl Into<String>) -> SimError {
-    SimError::Usage(m.into())
-}
-
 impl ScheduleFiles {
     fn check(c: &Comparison, runs: usize) -> Result<ScheduleFiles, SimError> {
         let target = |flag: &str, given: &Option<PathBuf>| -> Result<Option<Target>, SimError> {
@@ -333,17 +329,20 @@ impl ScheduleFiles {
                     || RUN_FILES.contains(&n.as_str())
                     || n.ends_with(".partial")
                 {
-                    return Err(usage(format!(
+                    return Err(SimError::usage(format!(
                         "--{flag} {n}: the run writes a file of that name in its folder; choose another"
                     )));
                 }
                 return Ok(Some(Target::Name(n)));
             }
             if p.file_name().is_none() {
-                return Err(usage(format!("--{flag} {}: not a file name", p.display())));
+                return Err(SimError::usage(format!(
+                    "--{flag} {}: not a file name",
+                    p.display()
+                )));
             }
             if runs > 1 {
-                return Err(usage(format!(
+                return Err(SimError::usage(format!(
                     "--{flag} {}: {runs} policies run and one file cannot hold several schedules; \
                      give a plain file name, written in each policy's folder ({}/<policy>/NAME)",
                     p.display(),
@@ -353,7 +352,7 @@ impl ScheduleFiles {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
                 && !dir.is_dir()
             {
-                return Err(usage(format!(
+                return Err(SimError::usage(format!(
                     "--{flag} {}: folder {} does not exist",
                     p.display(),
                     dir.display()
@@ -364,7 +363,7 @@ impl ScheduleFiles {
         if let (Some(s), Some(b)) = (&c.swf_out, &c.batsim_jobs)
             && s == b
         {
-            return Err(usage(format!(
+            return Err(SimError::usage(format!(
                 "--swf-out and --batsim-jobs both name {}",
                 s.display()
             )));
@@ -497,15 +496,20 @@ pub fn one_org_warnings(c: &Comparison) -> Vec<String> {
 /// Checks a comparison before anything is read: every policy and flag
 /// (the message names the flag; a refusal is [`SimError::Usage`]).
 pub fn check(c: &Comparison) -> Result<Sweep, SimError> {
+    checked(c).map(|(sweep, _)| sweep)
+}
+
+/// [`check`], with where the schedule files go.
+fn checked(c: &Comparison) -> Result<(Sweep, ScheduleFiles), SimError> {
     if c.policies.is_empty() {
-        return Err(usage("give at least one --policy"));
+        return Err(SimError::usage("give at least one --policy"));
     }
     let sweep = Sweep::over_orders(&c.base, &c.policies);
     for r in &sweep.runs {
-        r.config.check().map_err(|e| usage(e.to_string()))?;
+        r.config.check().map_err(|e| SimError::usage(e.to_string()))?;
     }
-    ScheduleFiles::check(c, sweep.runs.len())?;
-    Ok(sweep)
+    let files = ScheduleFiles::check(c, sweep.runs.len())?;
+    Ok((sweep, files))
 }
 
 /// Runs the comparison: checks it, opens the output folder (or uses
@@ -517,8 +521,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
     for w in &warnings {
         host.note(w);
     }
-    let sweep = check(c)?;
-    let schedule_files = ScheduleFiles::check(c, sweep.runs.len())?;
+    let (sweep, schedule_files) = checked(c)?;
     let mut out = match out {
         Some(out) => out,
         None => open_out(&c.out, c.force, host)?,

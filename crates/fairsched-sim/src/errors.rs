@@ -52,6 +52,10 @@ pub enum SimError {
 }
 
 impl SimError {
+    /// A mistake in what the user asked ([`SimError::Usage`]).
+    pub fn usage(m: impl Into<String>) -> SimError {
+        SimError::Usage(m.into())
+    }
     /// Whether it is the caller's mistake in the arguments (exit status 2
     /// on the command line): [`SimError::Usage`], or an output folder
     /// refused ([`fairsched_report::OutError::is_usage`]).

@@ -60,10 +60,6 @@ pub struct DietEthic {
     started: Instant,
 }
 
-fn usage(m: impl Into<String>) -> SimError {
-    SimError::Usage(m.into())
-}
-
 /// What the paper reports per scenario (spec/diet-ethic.md).
 fn paper_says(scenario: &str) -> &'static str {
     match scenario {
@@ -133,15 +129,15 @@ fn num(x: f64) -> String {
 /// The arguments checked; the n_submit values sorted, each once.
 fn checked(a: &Args, registry: &Registry) -> Result<(Args, Option<Setup>), SimError> {
     if a.n_submit.is_empty() || a.n_submit.contains(&0) {
-        return Err(usage("--n-submit: give values ≥ 1"));
+        return Err(SimError::usage("--n-submit: give values ≥ 1"));
     }
     if a.runs == 0 {
-        return Err(usage("--runs 0: nothing to run"));
+        return Err(SimError::usage("--runs 0: nothing to run"));
     }
     let custom = match (&a.scenario, &a.scenario_file) {
         (Some(s), None) => {
             if !SCENARIOS.contains(&s.as_str()) {
-                return Err(usage(format!(
+                return Err(SimError::usage(format!(
                     "--scenario {s:?}: the paper's scenarios are {}",
                     SCENARIOS.join(", ")
                 )));
@@ -149,7 +145,11 @@ fn checked(a: &Args, registry: &Registry) -> Result<(Args, Option<Setup>), SimEr
             None
         }
         (None, Some(p)) => Some(super::scenario_file::load(p)?),
-        _ => return Err(usage("give a --scenario or a --scenario-file (one of them)")),
+        _ => {
+            return Err(SimError::usage(
+                "give a --scenario or a --scenario-file (one of them)",
+            ));
+        }
     };
     let mut a = a.clone();
     a.n_submit.sort_unstable();

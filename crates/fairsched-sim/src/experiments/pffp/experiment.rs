@@ -4,7 +4,7 @@
 //! (Tests 1, 3, 5 with `grid`) — with any registered allocate policy
 //! added to a comparison (`with`).
 
-use super::analysis::{Degradation, RunMetrics, gamma_matrix, profile, taus};
+use super::analysis::{Degradation, gamma_matrix, profile, taus};
 use super::{Cell, Instance, Kind, PAPER_LOGS, Row, Test, WeekLog, paper};
 use crate::experiment::{Body, Experiment, Host, Outcome};
 use crate::experiments::with_specs;
@@ -65,10 +65,6 @@ pub struct Pffp {
     test: Test,
 }
 
-fn usage(m: impl Into<String>) -> SimError {
-    SimError::Usage(m.into())
-}
-
 fn log_name(p: &std::path::Path) -> String {
     p.file_name()
         .map(|f| {
@@ -96,16 +92,18 @@ fn load_logs(a: &Args) -> Result<Vec<WeekLog>, SimError> {
 /// The test as the arguments set it up (no file read).
 fn test_of(a: &Args, registry: &Registry) -> Result<Test, SimError> {
     if a.grid && a.test != 5 {
-        return Err(usage(
+        return Err(SimError::usage(
             "--grid is for Test 5 (Tests 1 and 3 are grids already; 2 and 4 compare strategies)",
         ));
     }
     if let Some(u) = a.utilization
         && !(u > 0.0 && u <= 1.0)
     {
-        return Err(usage(format!("--utilization {u}: expected a fraction in (0, 1]")));
+        return Err(SimError::usage(format!(
+            "--utilization {u}: expected a fraction in (0, 1]"
+        )));
     }
-    let mut test = Test::paper(a.test, a.grid).map_err(|e| usage(e.to_string()))?;
+    let mut test = Test::paper(a.test, a.grid).map_err(|e| SimError::usage(e.to_string()))?;
     if a.utilization.is_some() {
         test.utilization = a.utilization;
     }
@@ -113,7 +111,7 @@ fn test_of(a: &Args, registry: &Registry) -> Result<Test, SimError> {
     match &mut test.kind {
         Kind::Compare(s) => s.extend(with.iter().map(|p| (p.to_string(), p.to_string()))),
         Kind::Grid { .. } if !with.is_empty() => {
-            return Err(usage(format!(
+            return Err(SimError::usage(format!(
                 "--with: Test {}{} tunes PFFP over its φ×ψ grid; strategies are compared in Tests 2, 4 and 5",
                 a.test,
                 if a.grid { " --grid" } else { "" }
@@ -218,56 +216,6 @@ fn rows_csv(rows: &[Row]) -> String {
     out
 }
 
-/// A row of `pffp.csv` as a part holds it: every field, the metrics
-/// nested (a [`Row`] flattens them beside its own `jobs`).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct PartRow {
-    test: u8,
-    instance: u32,
-    log: String,
-    week_start: i64,
-    jobs: u64,
-    tasks: u64,
-    utilization: f64,
-    strategy: String,
-    policy: String,
-    metrics: RunMetrics,
-}
-
-impl From<Row> for PartRow {
-    fn from(r: Row) -> PartRow {
-        PartRow {
-            test: r.test,
-            instance: r.instance,
-            log: r.log,
-            week_start: r.week_start,
-            jobs: r.jobs,
-            tasks: r.tasks,
-            utilization: r.utilization,
-            strategy: r.strategy,
-            policy: r.policy,
-            metrics: r.metrics,
-        }
-    }
-}
-
-impl From<PartRow> for Row {
-    fn from(r: PartRow) -> Row {
-        Row {
-            test: r.test,
-            instance: r.instance,
-            log: r.log,
-            week_start: r.week_start,
-            jobs: r.jobs,
-            tasks: r.tasks,
-            utilization: r.utilization,
-            strategy: r.strategy,
-            policy: r.policy,
-            metrics: r.metrics,
-        }
-    }
-}
-
 fn opt(x: Option<f64>, d: usize) -> String {
     x.map_or_else(|| "—".into(), |x| fixed(x, d))
 }
@@ -275,7 +223,7 @@ fn opt(x: Option<f64>, d: usize) -> String {
 impl Experiment for Pffp {
     const NAME: &'static str = "pffp";
     type Args = Args;
-    type Part = Vec<PartRow>;
+    type Part = Vec<Row>;
     type Summary = Summary;
 
     fn default_out(a: &Args) -> PathBuf {
@@ -291,7 +239,7 @@ impl Experiment for Pffp {
         let mut seen = std::collections::BTreeSet::new();
         for p in &a.logs {
             if !seen.insert(log_name(p)) {
-                return Err(usage(format!("--logs: {} is given twice", p.display())));
+                return Err(SimError::usage(format!("--logs: {} is given twice", p.display())));
             }
         }
         super::check(registry, &test)
@@ -321,19 +269,19 @@ impl Experiment for Pffp {
         (format!("test {}", self.args.test), "weeks")
     }
 
-    fn run(&self, registry: &Registry, index: usize) -> Result<Vec<PartRow>, SimError> {
-        // The strategies of one week, in parallel: rows in strategy order.
-        let rows = super::run(
+    fn run(&self, registry: &Registry, index: usize) -> Result<Vec<Row>, SimError> {
+        // The strategies of one week, in parallel: rows in strategy order
+        // (checked once, by `check` and `plan`).
+        super::run_checked(
             registry,
             &self.insts[index..=index],
             &self.test,
             self.args.seed,
             &|| {},
-        )?;
-        Ok(rows.into_iter().map(PartRow::from).collect())
+        )
     }
 
-    fn report(self, parts: Vec<Vec<PartRow>>, host: &dyn Host) -> Result<Outcome<Summary>, SimError> {
+    fn report(self, parts: Vec<Vec<Row>>, host: &dyn Host) -> Result<Outcome<Summary>, SimError> {
         let Pffp {
             args: a,
             logs,
@@ -345,7 +293,7 @@ impl Experiment for Pffp {
             Kind::Compare(_) => 0.78,
         };
         let strategies = test.strategies();
-        let rows: Vec<Row> = parts.into_iter().flatten().map(Row::from).collect();
+        let rows: Vec<Row> = parts.into_iter().flatten().collect();
 
         let mut notes = test.notes.clone();
         let pool_len = super::pool(&logs, a.seed).len();

@@ -38,7 +38,7 @@ use fairsched_trace::{FilterCounts, Job, LocalClock, StreamOptions, Week, weeks}
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The seven logs the paper names, in its Table 2 order.
 pub const PAPER_LOGS: [&str; 7] = [
@@ -635,8 +635,9 @@ pub fn run_strategy(
     Ok(c.acc.finish(machines.iter().sum()))
 }
 
-/// One strategy on one instance.
-#[derive(Clone, Debug, Serialize)]
+/// One strategy on one instance (also a sweep part's row, read back
+/// exactly).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub test: u8,
     pub instance: u32,
@@ -647,7 +648,6 @@ pub struct Row {
     pub utilization: f64,
     pub strategy: String,
     pub policy: String,
-    #[serde(flatten)]
     pub metrics: RunMetrics,
 }
 
@@ -693,6 +693,18 @@ pub fn run(
     tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<Row>, SimError> {
     check(registry, test)?;
+    run_checked(registry, insts, test, seed, tick)
+}
+
+/// [`run`] once [`check`] passed (an experiment checks once, then runs
+/// each instance).
+pub(crate) fn run_checked(
+    registry: &Registry,
+    insts: &[Instance],
+    test: &Test,
+    seed: u64,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<Row>, SimError> {
     let strategies = test.strategies();
     let work: Vec<(usize, usize)> = (0..insts.len())
         .flat_map(|i| (0..strategies.len()).map(move |s| (i, s)))

@@ -76,10 +76,6 @@ pub struct Shapley {
     base: Config,
 }
 
-fn usage(m: impl Into<String>) -> SimError {
-    SimError::Usage(m.into())
-}
-
 /// Where a log of the experiment comes from.
 enum Source<'a> {
     Shared(&'static SharedLog),
@@ -103,7 +99,7 @@ impl Source<'_> {
 fn sources(a: &Args) -> Result<Vec<Source<'_>>, SimError> {
     let names: Vec<String> = if a.figure {
         if !a.traces.is_empty() || !a.trace_files.is_empty() {
-            return Err(usage(
+            return Err(SimError::usage(
                 "--figure 1 runs on LPC-EGEE (as in the paper): leave out --traces and --trace",
             ));
         }
@@ -122,7 +118,7 @@ fn sources(a: &Args) -> Result<Vec<Source<'_>>, SimError> {
             } else {
                 ""
             };
-            return Err(usage(format!(
+            return Err(SimError::usage(format!(
                 "--traces: unknown log {n:?}{hint}; known: {}",
                 known.join(", ")
             )));
@@ -131,7 +127,7 @@ fn sources(a: &Args) -> Result<Vec<Source<'_>>, SimError> {
     }
     for (file, procs) in &a.trace_files {
         if *procs == 0 || *procs > crate::MAX_PROCS {
-            return Err(usage(format!(
+            return Err(SimError::usage(format!(
                 "--trace {}:{procs}: PROCS must be between 1 and {}",
                 file.display(),
                 crate::MAX_PROCS
@@ -155,7 +151,7 @@ fn sources(a: &Args) -> Result<Vec<Source<'_>>, SimError> {
     let mut seen = std::collections::BTreeSet::new();
     for s in &wanted {
         if !seen.insert(s.name()) {
-            return Err(usage(format!(
+            return Err(SimError::usage(format!(
                 "--traces/--trace: the log {:?} is given twice (names must differ: a log's name seeds its windows)",
                 s.name()
             )));
@@ -167,7 +163,7 @@ fn sources(a: &Args) -> Result<Vec<Source<'_>>, SimError> {
 /// The run's configuration for `a` (the platform file read).
 fn config(a: &Args, registry: &Registry) -> Result<Config, SimError> {
     if !(1..=2).contains(&a.table) {
-        return Err(usage(format!(
+        return Err(SimError::usage(format!(
             "--table {}: the paper has Tables 1 and 2",
             a.table
         )));
@@ -178,7 +174,7 @@ fn config(a: &Args, registry: &Registry) -> Result<Config, SimError> {
     cfg.seed = a.seed;
     if let Some(p) = &a.platform {
         if a.orgs.is_some() || a.ownership.is_some() {
-            return Err(usage(
+            return Err(SimError::usage(
                 "--platform gives the organizations and their processors: leave out --orgs and --ownership",
             ));
         }
@@ -194,7 +190,7 @@ fn config(a: &Args, registry: &Registry) -> Result<Config, SimError> {
         cfg.algorithms.push((spec.to_string(), spec));
     }
     cfg.registry = registry.clone();
-    cfg.check().map_err(|e| usage(e.to_string()))?;
+    cfg.check().map_err(|e| SimError::usage(e.to_string()))?;
     Ok(cfg)
 }
 
@@ -308,7 +304,7 @@ impl Experiment for Shapley {
     fn check(a: &Args, registry: &Registry, host: &dyn Host) -> Result<(), SimError> {
         let base = config(a, registry)?;
         if a.figure && (a.platform.is_some() || a.orgs.is_some()) {
-            return Err(usage(
+            return Err(SimError::usage(
                 "--figure 1 sweeps 2…10 organizations: leave out --orgs and --platform",
             ));
         }
@@ -343,7 +339,7 @@ impl Experiment for Shapley {
             let mut cfg = base.clone();
             if a.figure {
                 cfg.orgs = k;
-                cfg.check().map_err(|e| usage(e.to_string()))?;
+                cfg.check().map_err(|e| SimError::usage(e.to_string()))?;
             }
             cfgs.push(cfg);
         }

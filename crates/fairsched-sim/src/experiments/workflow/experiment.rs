@@ -78,10 +78,6 @@ pub struct WorkflowFairness {
     started: Instant,
 }
 
-fn usage(m: impl Into<String>) -> SimError {
-    SimError::Usage(m.into())
-}
-
 /// The paper's factors, as summary.json has them.
 #[derive(Serialize)]
 pub struct PaperOut {
@@ -154,7 +150,7 @@ fn num(x: Option<f64>, d: usize) -> String {
 fn check_args(a: &Args) -> Result<Vec<String>, SimError> {
     // η_u lies in [0, 1]: with τ_u ≥ 1 the controller would never act.
     if !(0.0..1.0).contains(&a.tau) {
-        return Err(usage(format!(
+        return Err(SimError::usage(format!(
             "--tau {}: give a threshold in [0, 1) (0 ≤ τ_u < 1; η_u lies in [0, 1], so τ_u ≥ 1 never acts)",
             a.tau
         )));
@@ -162,27 +158,27 @@ fn check_args(a: &Args) -> Result<Vec<String>, SimError> {
     // The core's clock counts milliseconds: a shorter period would be
     // rounded (to 0, i.e. every status change) without a word.
     if !(a.every.is_finite() && (a.every == 0.0 || (1.0..=1e7).contains(&a.every))) {
-        return Err(usage(
+        return Err(SimError::usage(
             "--every: give 0 (react at every status change) or seconds from 1 to 10⁷",
         ));
     }
     if !(a.spacing.is_finite() && (0.0..=1e8).contains(&a.spacing)) {
-        return Err(usage("--spacing: give seconds from 0 to 10⁸"));
+        return Err(SimError::usage("--spacing: give seconds from 0 to 10⁸"));
     }
     if a.repetitions == 0 {
-        return Err(usage("--repetitions 0: nothing to run"));
+        return Err(SimError::usage("--repetitions 0: nothing to run"));
     }
     let names: Vec<String> = match (a.exp, a.workflows.is_empty()) {
         (Some(n), true) => super::experiment(n)
-            .ok_or_else(|| usage(format!("--exp {n}: the paper has Experiments 1 to 3")))?
+            .ok_or_else(|| SimError::usage(format!("--exp {n}: the paper has Experiments 1 to 3")))?
             .iter()
             .map(|s| s.to_string())
             .collect(),
         (None, _) => a.workflows.clone(),
-        (Some(_), false) => return Err(usage("give --exp or --workflows, not both")),
+        (Some(_), false) => return Err(SimError::usage("give --exp or --workflows, not both")),
     };
     if names.is_empty() {
-        return Err(usage("--workflows: give at least one workflow"));
+        return Err(SimError::usage("--workflows: give at least one workflow"));
     }
     Ok(names)
 }
