@@ -396,6 +396,8 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         }),
     )?;
     let w = reg.worker;
+    // Its calls carry the session credential the registration returned.
+    let worker = as_(&reg.session)?;
     let cfg = ExecConfig {
         executor: ExecutorKind::Process,
         workdir: out.join("runs"),
@@ -425,6 +427,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
                 Some(&ReportRequest {
                     running: Vec::new(),
                     reports,
+                    polled: None,
                 }),
             )?;
         }

@@ -10,7 +10,7 @@
 use crate::api::*;
 use crate::dashboard;
 use crate::identity::{Principal, hash};
-use crate::service::{ApiError, Broker, LATENCY_BUCKETS_MS, Settings, Write, Written};
+use crate::service::{ApiError, Broker, LATENCY_BUCKETS_MS, Settings, SubmitKey, Write, Written};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -22,8 +22,10 @@ use axum::routing::{get, post};
 use fairsched_proto::wire::{DrainReply, PollRequest, RegisterRequest, ReportRequest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use sha2::Digest as _;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -119,8 +121,7 @@ impl App {
         let token = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(bearer)
             .ok_or_else(|| ApiError::new(401, "no token: send `Authorization: Bearer TOKEN`"))?;
         let h = hash(token);
         if let Some(p) = self.principals.lock().expect("not poisoned").get(&h) {
@@ -134,6 +135,14 @@ impl App {
         self.principals.lock().expect("not poisoned").insert(h, p.clone());
         Ok(p)
     }
+}
+
+/// The token of an `Authorization` header's value: the scheme is
+/// case-insensitive (RFC 9110 §11.1), `Bearer` only.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 impl IntoResponse for ApiError {
@@ -159,15 +168,43 @@ fn json<T: Serialize>(status: StatusCode, body: &T) -> R {
 /// A request body: within the limit, and the JSON this endpoint expects
 /// (the reason names the field and position otherwise).
 fn decode<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let body = body.map_err(|e| {
+    decode_bytes(&body_bytes(body)?)
+}
+
+/// A request body within the limit.
+fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|e| {
         let status = e.status().as_u16();
         if status == 413 {
             ApiError::new(413, format!("body larger than {BODY_LIMIT} bytes"))
         } else {
             ApiError::new(status, e.body_text())
         }
-    })?;
-    decode_bytes(&body)
+    })
+}
+
+/// The longest `Idempotency-Key` accepted.
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// A submission's `Idempotency-Key` header, if any, with its body's digest.
+fn idempotency_key(h: &HeaderMap, body: &[u8]) -> Result<Option<SubmitKey>, ApiError> {
+    let Some(v) = h.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .ok()
+        .filter(|k| (1..=MAX_IDEMPOTENCY_KEY).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            ApiError::new(
+                400,
+                format!("Idempotency-Key: 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"),
+            )
+        })?;
+    Ok(Some(SubmitKey {
+        key: key.to_string(),
+        digest: sha2::Sha256::digest(body).into(),
+    }))
 }
 
 /// `decode` on bytes: never panics, whatever the input.
@@ -201,6 +238,23 @@ fn worker_org(p: &Principal) -> Result<u32, ApiError> {
     }
 }
 
+/// The organization of worker `id`, if `p` is that worker's session.
+fn worker_session(p: &Principal, id: &str) -> Result<(u64, u32), ApiError> {
+    let worker = worker_id(id)?;
+    match p {
+        Principal::Session { org, worker: w } if *w == worker => Ok((worker, *org)),
+        Principal::Session { worker: w, .. } => Err(ApiError::new(
+            403,
+            format!("this session is worker {w}'s, not worker {worker}'s"),
+        )),
+        Principal::Worker { .. } => Err(ApiError::new(
+            403,
+            "a worker's calls carry the session credential its registration returned, not the organization's worker token",
+        )),
+        _ => Err(ApiError::new(403, "this needs a worker's session credential")),
+    }
+}
+
 async fn add_org(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
     admin(&app.who(&h).await?)?;
     let req: OrgRequest = decode(body)?;
@@ -227,7 +281,9 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
     let Principal::User { id, org, .. } = who else {
         return Err(ApiError::new(403, "only users submit tasks"));
     };
-    let req: SubmitRequest = decode(body)?;
+    let body = body_bytes(body)?;
+    let key = idempotency_key(&h, &body)?;
+    let req: SubmitRequest = decode_bytes(&body)?;
     req.check()
         .map_err(|m| ApiError::new(400, format!("request body: {m}")))?;
     if let Some(name) = &req.org {
@@ -252,6 +308,7 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
             org,
             tasks: req.tasks,
             workflow: req.workflow,
+            key,
         })
         .await?
     {
@@ -303,6 +360,8 @@ async fn status(State(app): State<App>, h: HeaderMap) -> R {
 async fn register(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
     let org = worker_org(&app.who(&h).await?)?;
     let req: RegisterRequest = decode(body)?;
+    req.check()
+        .map_err(|m| ApiError::new(400, format!("request body: {m}")))?;
     match app
         .write(Write::Register {
             org,
@@ -327,8 +386,7 @@ async fn poll(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> R {
-    let org = worker_org(&app.who(&h).await?)?;
-    let worker = worker_id(&id)?;
+    let (worker, org) = worker_session(&app.who(&h).await?, &id)?;
     let req: PollRequest = decode(body)?;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms.min(MAX_WAIT_MS));
     let mut generation = app.generation.clone();
@@ -360,8 +418,7 @@ async fn report(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> R {
-    let org = worker_org(&app.who(&h).await?)?;
-    let worker = worker_id(&id)?;
+    let (worker, org) = worker_session(&app.who(&h).await?, &id)?;
     let body: ReportRequest = decode(body)?;
     match app.write(Write::Report { worker, org, body }).await? {
         Written::Reported(r) => json(StatusCode::OK, &r),
@@ -370,15 +427,13 @@ async fn report(
 }
 
 async fn leave(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let org = worker_org(&app.who(&h).await?)?;
-    let worker = worker_id(&id)?;
+    let (worker, org) = worker_session(&app.who(&h).await?, &id)?;
     app.write(Write::Leave { worker, org }).await?;
     json(StatusCode::OK, &serde_json::json!({}))
 }
 
 async fn drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let org = worker_org(&app.who(&h).await?)?;
-    let worker = worker_id(&id)?;
+    let (worker, org) = worker_session(&app.who(&h).await?, &id)?;
     match app.write(Write::Drain { worker, org }).await? {
         Written::Draining { slots } => json(StatusCode::OK, &DrainReply { slots }),
         other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
@@ -697,6 +752,14 @@ fn actor(
         }
         if last_check.elapsed() >= tick {
             last_check = Instant::now();
+            // A report waiting in this batch renews its worker's lease
+            // before leases are checked: a busy broker does not expire a
+            // worker whose heartbeat it has not applied yet.
+            for w in &writes {
+                if let Write::Report { worker, org, .. } = w {
+                    b.touch(*worker, *org);
+                }
+            }
             for w in b.due() {
                 tracing::warn!("a worker lost its lease: its tasks go back to the queue");
                 writes.push(w);
@@ -738,7 +801,13 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         ));
     }
     // One broker per database: a second one would interleave its steps
-    // with ours. The lock goes with the process (even on SIGKILL).
+    // with ours. The lock goes with the process (even on SIGKILL). It is
+    // taken beside the file the path resolves to: two paths to one
+    // database (a link, `..`) take one lock.
+    let mut opts = opts;
+    if let Ok(real) = opts.db.canonicalize() {
+        opts.db = real;
+    }
     let lock_path = {
         let mut p = opts.db.clone().into_os_string();
         p.push(".lock");
@@ -758,6 +827,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&lock_path)
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     if let Err(e) = lock.try_lock() {

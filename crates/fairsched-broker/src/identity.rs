@@ -21,9 +21,16 @@ pub enum Principal {
         name: String,
         org: u32,
     },
-    /// A worker of organization `org`.
+    /// A holder of organization `org`'s worker token: it may register
+    /// workers, nothing else.
     Worker {
         org: u32,
+    },
+    /// One registered worker, by the session credential its registration
+    /// returned: it may poll, report, drain and leave as that worker only.
+    Session {
+        org: u32,
+        worker: u64,
     },
 }
 
@@ -41,7 +48,7 @@ pub fn new_token() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-pub(crate) fn hash(token: &str) -> [u8; 32] {
+pub fn hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 

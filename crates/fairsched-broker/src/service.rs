@@ -37,7 +37,7 @@
 
 use crate::api::*;
 use crate::dashboard::{Recent, What};
-use crate::identity::{IdentityError, Principal};
+use crate::identity::{IdentityError, Principal, hash};
 use crate::live::{Live, LiveError};
 use crate::store::unix_ms;
 use fairsched_core::registry::Picks;
@@ -66,6 +66,12 @@ macro_rules! added_tables {
     CREATE TABLE IF NOT EXISTS shares (
         user_id INTEGER PRIMARY KEY, allocated_ms INTEGER NOT NULL,
         deserved REAL NOT NULL, base REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS submit_keys (
+        user_id INTEGER NOT NULL, key TEXT NOT NULL, digest BLOB NOT NULL,
+        ids TEXT NOT NULL, workflow INTEGER, at_ms INTEGER NOT NULL,
+        PRIMARY KEY (user_id, key)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS worker_sessions (
+        worker INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE);
     CREATE TABLE IF NOT EXISTS share_clock (
         id INTEGER PRIMARY KEY CHECK (id = 0), g REAL NOT NULL, at_ms INTEGER NOT NULL);
 "
@@ -142,6 +148,10 @@ pub struct Settings {
     /// program's with its own added (the same at every restart, or the log
     /// does not replay).
     pub registry: Registry,
+    /// The wall clock (Unix milliseconds), read once, when the broker
+    /// opens: from then on its clock is that reading plus the monotonic
+    /// time since, which a step of the wall clock does not move.
+    pub wall_clock: fn() -> i64,
 }
 
 impl Default for Settings {
@@ -151,6 +161,7 @@ impl Default for Settings {
             max_attempts: 5,
             snapshot_every: crate::live::DEFAULT_SNAPSHOT_EVERY,
             registry: Registry::builtin(),
+            wall_clock: unix_ms,
         }
     }
 }
@@ -203,6 +214,8 @@ pub enum Write {
         org: u32,
         tasks: Vec<NewTask>,
         workflow: Option<WorkflowSpec>,
+        /// The request's `Idempotency-Key`, if it had one.
+        key: Option<SubmitKey>,
     },
     Cancel {
         who: Principal,
@@ -228,6 +241,26 @@ pub enum Write {
         worker: u64,
         org: u32,
     },
+}
+
+/// A submission's `Idempotency-Key` and the SHA-256 of its body: the
+/// same key again from the same user, within [`KEYS_KEPT`], gets the
+/// first reply and submits nothing; with another body, a 409.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubmitKey {
+    pub key: String,
+    pub digest: [u8; 32],
+}
+
+/// How long a submission's idempotency key is remembered.
+pub const KEYS_KEPT: Duration = Duration::from_secs(24 * 3600);
+
+/// A remembered submission: its body's digest and its reply.
+#[derive(Clone, Debug)]
+struct Keyed {
+    digest: [u8; 32],
+    ids: Vec<u64>,
+    workflow: Option<u32>,
 }
 
 /// What a write answers.
@@ -556,8 +589,25 @@ impl Satisfaction {
 
 /// The broker's state: the core with its log, and the service's
 /// bookkeeping around it.
+/// A run handed to a worker and left out of the `running` list of this
+/// many of its reports in a row, each written after the worker applied
+/// the poll reply that handed the run ([`ReportRequest::polled`]), is
+/// lost: its assignment never reached the worker (a reply lost to a
+/// dropped connection, a timeout, a size limit), and it goes back to the
+/// queue as when its worker is lost.
+pub const MISSED_REPORTS: u32 = 2;
+/// A poll reply holds at most this many assignments…
+pub const MAX_ASSIGN_PER_POLL: usize = 1024;
+/// …and at most this many bytes of scripts (one assignment at least,
+/// whatever its size); the rest go with the next polls. A worker reads
+/// replies of up to 64 MiB.
+pub const MAX_POLL_SCRIPT_BYTES: usize = 8 << 20;
+
 pub struct Broker {
     live: Live,
+    /// The clock's origin: the monotonic instant the broker opened, and
+    /// its clock (ms) then.
+    opened: (Instant, i64),
     settings: Settings,
     /// Live tasks (in the core), by core id.
     tasks: HashMap<TaskId, Live_>,
@@ -578,6 +628,10 @@ pub struct Broker {
     next_id: u64,
     next_workflow: u32,
     workers: HashMap<u64, Worker>,
+    /// Each worker's session credential (its SHA-256) → the worker.
+    sessions: HashMap<[u8; 32], u64>,
+    /// Submissions by (user, idempotency key), of the last [`KEYS_KEPT`].
+    submit_keys: HashMap<(i64, String), Keyed>,
     slot_worker: HashMap<SlotId, u64>,
     /// Running tasks by worker, and the worker of each running task.
     running: HashMap<u64, BTreeSet<TaskId>>,
@@ -594,6 +648,16 @@ pub struct Broker {
     /// Handed runs the broker stopped (cancelled, preempted, killed), by
     /// worker, for its next poll reply.
     kills: HashMap<u64, Vec<RunKey>>,
+    /// The number of the last poll reply: this process's random high 32
+    /// bits (a worker's `polled` from before a restart is not this
+    /// process's), and a count.
+    polls: u64,
+    /// The poll reply (its count) that handed each handed run.
+    handed_in: HashMap<TaskId, u64>,
+    /// Handed runs their worker's last reports did not list, and in how
+    /// many reports in a row (with the attempt): at [`MISSED_REPORTS`]
+    /// the run is lost (its assignment never reached the worker).
+    misses: HashMap<TaskId, (u32, u32)>,
     next_slot: u32,
     next_worker: u64,
     timers: Vec<(Time, u64)>,
@@ -641,7 +705,14 @@ impl Broker {
         }
         let store_err = |e: rusqlite::Error| OpenError::Store(format!("{}: {e}", path.display()));
         upgrade(live.store().conn()).map_err(store_err)?;
+        // Never behind the log: a wall clock set back while the broker
+        // was down resumes from the last step.
+        let opened = (
+            Instant::now(),
+            ((settings.wall_clock)() - live.store().epoch_ms()).max(live.now().millis()),
+        );
         let mut b = Broker {
+            opened,
             timers: live.pending_timers().to_vec(),
             live,
             settings,
@@ -664,6 +735,15 @@ impl Broker {
             kills: HashMap::new(),
             next_slot: 0,
             next_worker: 1,
+            sessions: HashMap::new(),
+            submit_keys: HashMap::new(),
+            misses: HashMap::new(),
+            polls: {
+                let mut b = [0u8; 4];
+                getrandom::fill(&mut b).expect("the operating system's random source");
+                u64::from(u32::from_le_bytes(b)) << 32
+            },
+            handed_in: HashMap::new(),
             counts: Counts::default(),
             sat: Satisfaction::default(),
             counters: Counters {
@@ -721,6 +801,47 @@ impl Broker {
                         draining,
                     },
                 );
+            }
+        }
+        {
+            // `at_ms` is the broker's clock, as every `_ms` of the tables.
+            let since = self.clock().millis() - KEYS_KEPT.as_millis() as i64;
+            conn.execute("DELETE FROM submit_keys WHERE at_ms < ?1", [since])?;
+            let mut q = conn.prepare("SELECT user_id, key, digest, ids, workflow FROM submit_keys")?;
+            let rows = q.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<u32>>(4)?,
+                ))
+            })?;
+            for row in rows {
+                let (user, key, digest, ids, workflow) = row?;
+                if let (Ok(digest), Ok(ids)) = (
+                    <[u8; 32]>::try_from(digest.as_slice()),
+                    serde_json::from_str(&ids),
+                ) {
+                    self.submit_keys.insert(
+                        (user, key),
+                        Keyed {
+                            digest,
+                            ids,
+                            workflow,
+                        },
+                    );
+                }
+            }
+        }
+        {
+            let mut q = conn.prepare("SELECT worker, hash FROM worker_sessions")?;
+            let rows = q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+            for row in rows {
+                let (worker, h) = row?;
+                if let Ok(h) = <[u8; 32]>::try_from(h.as_slice()) {
+                    self.sessions.insert(h, worker as u64);
+                }
             }
         }
         {
@@ -912,8 +1033,14 @@ impl Broker {
     }
 
     /// The core's clock now: milliseconds since the database was created.
+    /// The broker's clock: ms since the database was made, by the wall
+    /// clock when the broker opened and the monotonic clock since (a
+    /// wall clock set back froze timers, deadlines and satisfaction until
+    /// it caught up).
     pub fn clock(&self) -> Time {
-        Time::from_millis(unix_ms() - self.live.store().epoch_ms()).max(self.live.now())
+        let (at, ms) = self.opened;
+        let since = i64::try_from(at.elapsed().as_millis()).unwrap_or(i64::MAX);
+        Time::from_millis(ms.saturating_add(since)).max(self.live.now())
     }
 
     /// A task id used by no task yet, public or core (see the module docs).
@@ -943,9 +1070,21 @@ impl Broker {
             .map(|d| (core, d))
     }
 
-    /// Who holds `token`.
+    /// Who holds `token`: a token of the store, or a worker's session.
     pub fn authenticate(&self, token: &str) -> Result<Option<Principal>, ApiError> {
-        self.live.store().authenticate(token).map_err(ApiError::internal)
+        if let Some(p) = self
+            .live
+            .store()
+            .authenticate(token)
+            .map_err(ApiError::internal)?
+        {
+            return Ok(Some(p));
+        }
+        let h = hash(token.trim());
+        Ok(self.sessions.get(&h).and_then(|&worker| {
+            let w = self.workers.get(&worker)?;
+            Some(Principal::Session { org: w.org, worker })
+        }))
     }
 
     pub fn add_org(&self, name: &str) -> Reply<OrgReply> {
@@ -1022,21 +1161,47 @@ impl Broker {
         }
     }
 
+    /// Renews the lease of `worker` (of `org`, alive), as its report
+    /// about to be applied will.
+    pub fn touch(&mut self, worker: u64, org: u32) {
+        if let Some(w) = self.workers.get_mut(&worker)
+            && w.org == org
+            && !w.lost
+        {
+            w.last_seen = Instant::now();
+        }
+    }
+
     /// Assignments not yet handed to `worker`, and its handed runs
     /// stopped since its last poll (renews its lease). A worker never gets
     /// more runs than its slots: a full one gets kills only.
     pub fn poll(&mut self, worker: u64, org: u32) -> Reply<PollReply> {
         self.check_worker(worker, org)?;
         let view = self.live.core().view();
+        self.polls += 1;
+        let seq = self.polls;
         let mut out = Vec::new();
+        let mut bytes = 0;
         if let Some(set) = self.running.get(&worker) {
             for &id in set {
                 let Some(t) = view.task(id) else { continue };
                 let attempt = t.attempts();
-                if !self.delivered.insert((id, attempt)) {
+                if self.delivered.contains(&(id, attempt)) {
                     continue;
                 }
                 let Some(d) = self.tasks.get(&id) else { continue };
+                let size = d.command.len()
+                    + d.stage_in.as_ref().map_or(0, String::len)
+                    + d.stage_out.as_ref().map_or(0, String::len)
+                    + d.name.len();
+                if !out.is_empty()
+                    && (out.len() >= MAX_ASSIGN_PER_POLL || bytes + size > MAX_POLL_SCRIPT_BYTES)
+                {
+                    break; // the next poll takes the rest
+                }
+                bytes += size;
+                self.delivered.insert((id, attempt));
+                self.handed_in.insert(id, seq);
                 self.handed.insert(id, (worker, attempt));
                 out.push(Assignment {
                     task: d.public,
@@ -1051,6 +1216,7 @@ impl Broker {
         Ok(PollReply {
             assign: out,
             kill: self.kills.remove(&worker).unwrap_or_default(),
+            seq,
         })
     }
 
@@ -1120,7 +1286,9 @@ impl Broker {
         let user = match who {
             Principal::Admin => None,
             Principal::User { id, .. } => Some(*id),
-            Principal::Worker { .. } => return Err(ApiError::forbidden("workers have no tasks")),
+            Principal::Worker { .. } | Principal::Session { .. } => {
+                return Err(ApiError::forbidden("workers have no tasks"));
+            }
         };
         let conn = self.live.store().conn();
         let mut q = conn
@@ -1163,7 +1331,9 @@ impl Broker {
         let c = match who {
             Principal::Admin => self.counts.all,
             Principal::User { id, .. } => self.counts.users.get(id).copied().unwrap_or_default(),
-            Principal::Worker { .. } => return Err(ApiError::forbidden("workers have no tasks")),
+            Principal::Worker { .. } | Principal::Session { .. } => {
+                return Err(ApiError::forbidden("workers have no tasks"));
+            }
         };
         let view = self.live.core().view();
         Ok(StatusReply {
@@ -1571,7 +1741,7 @@ impl Broker {
     fn commit(&mut self, plans: Vec<Reply<Plan>>, now: Time, timers: bool) -> Vec<Reply<Written>> {
         let mut steps: Vec<(Time, Vec<Event>)> = Vec::new();
         for p in plans.iter().flatten() {
-            if !p.tables_only() {
+            if !p.tables_only() && !p.noop() {
                 steps.push((now, p.events.clone()));
             }
         }
@@ -1585,7 +1755,11 @@ impl Broker {
         for (_, token) in &due {
             steps.push((now, vec![Event::Timer { token: *token }]));
         }
-        let stepped: Vec<&Plan> = plans.iter().flatten().filter(|p| !p.tables_only()).collect();
+        let stepped: Vec<&Plan> = plans
+            .iter()
+            .flatten()
+            .filter(|p| !p.tables_only() && !p.noop())
+            .collect();
         let tables_only: Vec<&Plan> = plans.iter().flatten().filter(|p| p.tables_only()).collect();
         let now_ms = now.millis();
         let mut staged: Option<Staged> = None;
@@ -1670,6 +1844,10 @@ impl Broker {
                     continue;
                 }
             };
+            if p.noop() {
+                replies.push(Ok(self.apply(p, &[], now)));
+                continue;
+            }
             if p.tables_only() {
                 replies.push(match &tables {
                     Ok(()) => Ok(self.apply(p, &[], now)),
@@ -1677,7 +1855,16 @@ impl Broker {
                 });
                 continue;
             }
-            match results.next().expect("a result per step") {
+            let result = results.next().expect("a result per step");
+            if result.is_err()
+                && let PlanKind::Submit {
+                    user, key: Some(k), ..
+                } = &p.kind
+            {
+                // Not submitted: a retry with this key submits.
+                self.submit_keys.remove(&(*user, k.key.clone()));
+            }
+            match result {
                 Ok(actions) => {
                     self.counters.steps += 1;
                     let reply = self.apply(p, &actions, now);
@@ -1707,7 +1894,28 @@ impl Broker {
                 org,
                 tasks,
                 workflow,
+                key,
             } => {
+                if let Some(k) = &key
+                    && let Some(done) = self.submit_keys.get(&(user, k.key.clone()))
+                {
+                    if done.digest != k.digest {
+                        return Err(ApiError::new(
+                            409,
+                            format!(
+                                "Idempotency-Key `{}` was used for another request: a retry sends the same body, a new request a new key",
+                                k.key
+                            ),
+                        ));
+                    }
+                    return Ok(Plan {
+                        events: Vec::new(),
+                        kind: PlanKind::Replayed {
+                            ids: done.ids.clone(),
+                            workflow: done.workflow,
+                        },
+                    });
+                }
                 check_tasks(&tasks, workflow.as_ref())
                     .map_err(|m| ApiError::bad(format!("request body: {m}")))?;
                 let workflow = workflow.map(|w| {
@@ -1736,6 +1944,18 @@ impl Broker {
                     }
                     parents.push(ps);
                 }
+                if let Some(k) = &key {
+                    // Now, not when committed: a retry in the same batch
+                    // is a replay too. Forgotten again if the commit fails.
+                    self.submit_keys.insert(
+                        (user, k.key.clone()),
+                        Keyed {
+                            digest: k.digest,
+                            ids: ids.clone(),
+                            workflow: workflow.as_ref().map(|(w, _)| *w),
+                        },
+                    );
+                }
                 Ok(Plan {
                     events,
                     kind: PlanKind::Submit {
@@ -1745,6 +1965,7 @@ impl Broker {
                         ids,
                         parents,
                         workflow,
+                        key,
                     },
                 })
             }
@@ -1796,6 +2017,7 @@ impl Broker {
                         first,
                         slots,
                         lease_ms: self.settings.lease.as_millis() as u64,
+                        session: crate::identity::new_token(),
                     },
                 })
             }
@@ -1864,9 +2086,62 @@ impl Broker {
                     .filter(|r| current(r.task, r.attempt).is_none())
                     .copied()
                     .collect();
+                // Runs handed to it that it does not list (nor end here).
+                let listed: HashSet<RunKey> = body.running.iter().copied().collect();
+                let mut missed = Vec::new();
+                for &id in mine.into_iter().flatten() {
+                    let Some(&(w, attempt)) = self.handed.get(&id) else {
+                        continue; // not handed yet
+                    };
+                    let public = self.public_id(id);
+                    let key = RunKey {
+                        task: public,
+                        attempt,
+                    };
+                    if w != worker || ended.contains(&public) || listed.contains(&key) {
+                        continue;
+                    }
+                    // Written after the worker applied the reply that
+                    // handed it (by this process: the high bits)?
+                    let after = body.polled.is_some_and(|p| {
+                        p >> 32 == self.polls >> 32 && self.handed_in.get(&id).is_some_and(|&h| p >= h)
+                    });
+                    if !after {
+                        continue;
+                    }
+                    let n = self.misses.get(&id).filter(|m| m.0 == attempt).map_or(0, |m| m.1) + 1;
+                    missed.push((id, attempt, n));
+                    if n < MISSED_REPORTS {
+                        continue;
+                    }
+                    let attempts = view.task(id).map_or(attempt, |t| t.attempts());
+                    if attempts >= self.settings.max_attempts {
+                        events.push(Event::Fail { task: id });
+                        exits.push((
+                            public,
+                            None,
+                            None,
+                            Some(lost_reason(attempts, self.settings.max_attempts)),
+                        ));
+                    } else {
+                        events.push(Event::Requeue { task: id });
+                    }
+                    tracing::warn!(
+                        worker,
+                        task = public,
+                        attempt,
+                        "the worker's last {MISSED_REPORTS} reports did not list this run: its assignment was lost; the run goes back to the queue"
+                    );
+                }
+                let listed: Vec<TaskId> = listed.iter().filter_map(|r| current(r.task, r.attempt)).collect();
                 Ok(Plan {
                     events,
-                    kind: PlanKind::Report { exits, kill },
+                    kind: PlanKind::Report {
+                        exits,
+                        kill,
+                        missed,
+                        listed,
+                    },
                 })
             }
             Write::Leave { worker, org } => {
@@ -1923,6 +2198,7 @@ impl Broker {
     /// Applies a committed write to the service's bookkeeping; its reply.
     fn apply(&mut self, p: Plan, actions: &[Action], now: Time) -> Written {
         let reply = match p.kind {
+            PlanKind::Replayed { ids, workflow } => Written::Submitted { ids, workflow },
             PlanKind::Submit {
                 user,
                 org,
@@ -1930,6 +2206,7 @@ impl Broker {
                 ids,
                 parents,
                 workflow,
+                ..
             } => {
                 let held_before = self.held.len() as u64;
                 for ((t, &id), ps) in tasks.into_iter().zip(&ids).zip(parents) {
@@ -2064,8 +2341,10 @@ impl Broker {
                 org,
                 first,
                 slots,
+                session,
                 ..
             } => {
+                self.sessions.insert(hash(&session), id);
                 self.recent.note(
                     now.millis(),
                     What::WorkerJoined {
@@ -2091,11 +2370,26 @@ impl Broker {
                 );
                 Written::Registered(RegisterReply {
                     worker: id,
+                    session,
                     lease_ms: self.settings.lease.as_millis() as u64,
                     heartbeat_ms: (self.settings.lease.as_millis() as u64 / 3).max(1),
                 })
             }
-            PlanKind::Report { kill, .. } => Written::Reported(ReportReply { kill }),
+            PlanKind::Report {
+                kill, missed, listed, ..
+            } => {
+                for id in listed {
+                    self.misses.remove(&id);
+                }
+                for (id, attempt, n) in missed {
+                    if n < MISSED_REPORTS {
+                        self.misses.insert(id, (attempt, n));
+                    } else {
+                        self.misses.remove(&id);
+                    }
+                }
+                Written::Reported(ReportReply { kill })
+            }
             PlanKind::Leave { worker, .. } => {
                 if let Some(w) = self.workers.get_mut(&worker) {
                     self.recent
@@ -2204,6 +2498,8 @@ impl Broker {
     fn ended(&mut self, r: &EndRecord) {
         let core = r.spec.id;
         self.handed.remove(&core);
+        self.misses.remove(&core);
+        self.handed_in.remove(&core);
         self.unrun(core);
         let was_running = self.run_start.remove(&core).is_some();
         let public = self.public_id(core);
@@ -2235,6 +2531,8 @@ impl Broker {
     /// worker still alive, that worker's next poll (woken now) kills it.
     /// (Runs a worker ends itself end without a stop.)
     fn stop_handed(&mut self, task: TaskId) {
+        self.misses.remove(&task);
+        self.handed_in.remove(&task);
         let Some((worker, attempt)) = self.handed.remove(&task) else {
             return;
         };
@@ -2322,7 +2620,10 @@ impl Known<'_> {
             // the shares' clock is brought to now, and the slot count read
             // back from the core after the commit.
             PlanKind::Drain { .. } => d.slots_moved = true,
-            PlanKind::Cancel(_) | PlanKind::Withdraw { .. } | PlanKind::Report { .. } => {}
+            PlanKind::Cancel(_)
+            | PlanKind::Withdraw { .. }
+            | PlanKind::Report { .. }
+            | PlanKind::Replayed { .. } => {}
         }
     }
 
@@ -2374,7 +2675,9 @@ fn allowed(who: &Principal, owner: i64, id: u64) -> Reply<()> {
         Principal::Admin => Ok(()),
         Principal::User { id: me, .. } if *me == owner => Ok(()),
         Principal::User { .. } => Err(ApiError::forbidden(format!("task {id} belongs to another user"))),
-        Principal::Worker { .. } => Err(ApiError::forbidden("workers have no tasks")),
+        Principal::Worker { .. } | Principal::Session { .. } => {
+            Err(ApiError::forbidden("workers have no tasks"))
+        }
     }
 }
 
@@ -2412,6 +2715,16 @@ impl Plan {
     fn tables_only(&self) -> bool {
         matches!(self.kind, PlanKind::Withdraw { .. })
     }
+
+    /// Nothing to log: a report with nothing to say (a heartbeat) renews
+    /// the lease in memory only, so an idle worker does not grow the log.
+    fn noop(&self) -> bool {
+        match &self.kind {
+            PlanKind::Replayed { .. } => true,
+            PlanKind::Report { exits, .. } => exits.is_empty() && self.events.is_empty(),
+            _ => false,
+        }
+    }
 }
 
 /// A run a report ended: (public id, exit code, signal, why it failed).
@@ -2426,6 +2739,12 @@ enum PlanKind {
         /// Each task's parents (public ids); none: it goes to the core now.
         parents: Vec<Vec<u64>>,
         workflow: Option<(u32, WorkflowSpec)>,
+        key: Option<SubmitKey>,
+    },
+    /// A submission retried with its idempotency key: its first reply.
+    Replayed {
+        ids: Vec<u64>,
+        workflow: Option<u32>,
     },
     Cancel(u64),
     /// Held tasks entering the core: (public id, core id, user).
@@ -2444,10 +2763,18 @@ enum PlanKind {
         first: u32,
         slots: u32,
         lease_ms: u64,
+        /// The worker's session credential: shown once, in the reply;
+        /// stored as its hash.
+        session: String,
     },
     Report {
         exits: Vec<Exit>,
         kill: Vec<RunKey>,
+        /// Handed runs the report did not list: (task, attempt, reports
+        /// in a row).
+        missed: Vec<(TaskId, u32, u32)>,
+        /// Runs the report listed.
+        listed: Vec<TaskId>,
     },
     /// A worker that left or lost its lease, and the tasks this fails
     /// (public id, why): those that lost it on their last allowed run.
@@ -2471,7 +2798,21 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             ids,
             parents,
             workflow,
+            key,
         } => {
+            if let Some(k) = key {
+                tx.execute(
+                    "INSERT OR REPLACE INTO submit_keys (user_id, key, digest, ids, workflow, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        user,
+                        k.key,
+                        k.digest.to_vec(),
+                        serde_json::to_string(ids).expect("ids serialize"),
+                        workflow.as_ref().map(|(w, _)| *w),
+                        now_ms
+                    ],
+                )?;
+            }
             if let Some((id, w)) = workflow {
                 tx.execute(
                     "INSERT INTO workflows (id, user_id, org, name, activities, submit_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -2514,6 +2855,7 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
                 }
             }
         }
+        PlanKind::Replayed { .. } => {}
         PlanKind::Release(list) => {
             let mut up = tx.prepare_cached("UPDATE tasks SET state = 'live', core_id = ?2 WHERE id = ?1")?;
             for (public, core, _) in list {
@@ -2535,10 +2877,15 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             first,
             slots,
             lease_ms,
+            session,
         } => {
             tx.execute(
                 "INSERT INTO workers (id, org, host, first_slot, slots, state, joined_ms, lease_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7)",
                 params![*id as i64, org, host, first, slots, now_ms, *lease_ms as i64],
+            )?;
+            tx.execute(
+                "INSERT INTO worker_sessions (worker, hash) VALUES (?1, ?2)",
+                params![*id as i64, hash(session).to_vec()],
             )?;
         }
         PlanKind::Report { exits, .. } => {
@@ -2913,6 +3260,7 @@ mod tests {
                     name: "diamond".into(),
                     activities: vec!["work".into()],
                 }),
+                key: None,
             },
         );
         let Written::Submitted { ids, workflow } = w else {
@@ -2952,6 +3300,7 @@ mod tests {
             body: ReportRequest {
                 running: Vec::new(),
                 reports: vec![Report::exit(RunKey { task, attempt: 1 }, code)],
+                polled: None,
             },
         }
     }
@@ -3024,6 +3373,7 @@ mod tests {
                 org: f.org,
                 tasks,
                 workflow: None,
+                key: None,
             },
         ) else {
             panic!()
@@ -3033,7 +3383,8 @@ mod tests {
         assert_eq!(first.assign[0].task, ids[0]);
         assert!(first.kill.is_empty());
         // Full: nothing more, whatever the queue.
-        assert_eq!(b.poll(worker, f.org).unwrap(), PollReply::default());
+        let r = b.poll(worker, f.org).unwrap();
+        assert!(r.assign.is_empty() && r.kill.is_empty(), "{r:?}");
 
         let generation = b.generation;
         let Written::Cancelled(t) = one(
@@ -3059,7 +3410,8 @@ mod tests {
             reply.assign.iter().map(|a| a.task).collect::<Vec<_>>(),
             vec![ids[1]]
         );
-        assert_eq!(b.poll(worker, f.org).unwrap(), PollReply::default(), "sent once");
+        let r = b.poll(worker, f.org).unwrap();
+        assert!(r.assign.is_empty() && r.kill.is_empty(), "{r:?}");
 
         // Completed by the worker: no kill for it.
         report(&mut b, &f, worker, exit(ids[1], 0));
@@ -3157,6 +3509,7 @@ mod tests {
             body: ReportRequest {
                 running: Vec::new(),
                 reports: vec![Report::exit(RunKey { task: a, attempt: 1 }, 0)],
+                polled: None,
             },
         }]);
         assert!(r[0].is_ok());
@@ -3178,6 +3531,7 @@ mod tests {
             body: ReportRequest {
                 running: Vec::new(),
                 reports: vec![Report::exit(RunKey { task: tc, attempt: 1 }, 1)],
+                polled: None,
             },
         }]);
         assert!(r[0].is_ok());
@@ -3284,6 +3638,7 @@ mod tests {
                     org: f.org,
                     tasks,
                     workflow,
+                    key: None,
                 }])
                 .pop()
                 .unwrap()
@@ -3299,6 +3654,7 @@ mod tests {
                 org: f.org,
                 tasks: vec![new_task("a", &[])],
                 workflow: wf(),
+                key: None,
             },
         ) else {
             panic!()
@@ -3312,6 +3668,7 @@ mod tests {
                 org: f.org,
                 tasks: vec![new_task("a", &[])],
                 workflow: wf(),
+                key: None,
             },
         ) else {
             panic!()
@@ -3334,11 +3691,246 @@ mod tests {
                 org,
                 tasks,
                 workflow: None,
+                key: None,
             },
         ) {
             Written::Submitted { ids, .. } => ids,
             w => panic!("{w:?}"),
         }
+    }
+
+    fn heartbeat(worker: u64, org: u32, running: Vec<RunKey>, polled: Option<u64>) -> Write {
+        Write::Report {
+            worker,
+            org,
+            body: ReportRequest {
+                running,
+                reports: Vec::new(),
+                polled,
+            },
+        }
+    }
+
+    /// A run whose assignment never reached its worker (the poll reply
+    /// was lost) goes back to the queue once [`MISSED_REPORTS`] reports in
+    /// a row, each written after a later poll reply was applied, leave it
+    /// out; it is handed again as a new attempt. A report written before
+    /// the reply that handed it was applied, or that lists the run, keeps
+    /// it (issue 27, finding 2: it stayed `running` forever).
+    #[test]
+    fn a_run_its_worker_never_lists_goes_back_to_the_queue() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let w = register(&mut b, &f, 1);
+        let ids = submit_n(&mut b, f.user, f.org, 1, "true");
+        let f_org = f.org;
+        let beat = |b: &mut Broker, running: Vec<RunKey>, polled: Option<u64>| {
+            one(b, heartbeat(w, f_org, running, polled));
+        };
+        // Handed by this reply, which never arrives.
+        let lost = b.poll(w, f.org).unwrap();
+        assert_eq!(lost.assign.len(), 1);
+        // Reports written before that reply could be applied (or by a
+        // worker that does not say) prove nothing.
+        for _ in 0..3 * MISSED_REPORTS {
+            beat(&mut b, Vec::new(), None);
+            beat(&mut b, Vec::new(), Some(lost.seq - 1));
+        }
+        assert_eq!(state(&b, ids[0]).attempts, 1);
+        // A later reply was applied, and the run is still not listed.
+        let next = b.poll(w, f.org).unwrap().seq;
+        for _ in 1..MISSED_REPORTS {
+            beat(&mut b, Vec::new(), Some(next));
+            assert_eq!(state(&b, ids[0]).attempts, 1);
+        }
+        beat(&mut b, Vec::new(), Some(next));
+        let again = b.poll(w, f.org).unwrap();
+        let handed: Vec<(u64, u32)> = again.assign.iter().map(|a| (a.task, a.attempt)).collect();
+        assert_eq!(handed, vec![(ids[0], 2)], "handed again");
+        let listed = vec![RunKey {
+            task: ids[0],
+            attempt: 2,
+        }];
+        for _ in 0..3 * MISSED_REPORTS {
+            beat(&mut b, listed.clone(), Some(again.seq));
+        }
+        let t = state(&b, ids[0]);
+        assert_eq!((t.state.as_str(), t.attempts), ("running", 2));
+        // Misses must be in a row: a listed report starts the count again.
+        beat(&mut b, Vec::new(), Some(again.seq));
+        beat(&mut b, listed.clone(), Some(again.seq));
+        beat(&mut b, Vec::new(), Some(again.seq));
+        assert_eq!(state(&b, ids[0]).attempts, 2);
+        // A `polled` of another broker process (before a restart) is not
+        // this one's.
+        beat(&mut b, Vec::new(), Some(again.seq ^ (1 << 40)));
+        assert_eq!(state(&b, ids[0]).attempts, 2);
+        check_counts(&b);
+    }
+
+    /// A poll reply holds at most [`MAX_POLL_SCRIPT_BYTES`] of scripts and
+    /// [`MAX_ASSIGN_PER_POLL`] assignments; the next polls take the rest,
+    /// each run once (issue 27, finding 2: 17 tasks of 3.9 MB made a reply
+    /// over the worker's 64 MiB limit, which a restart sent again).
+    #[test]
+    fn poll_replies_are_bounded_and_the_rest_follow() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let w = register(&mut b, &f, 1500);
+        let big = format!("# {}", "x".repeat(fairsched_proto::api::MAX_SCRIPT_LEN - 2));
+        let mut ids = submit_n(&mut b, f.user, f.org, 100, &big);
+        ids.extend(submit_n(&mut b, f.user, f.org, 1400, "true"));
+        let mut seen = BTreeMap::new();
+        let mut polls = 0;
+        loop {
+            let r = b.poll(w, f.org).unwrap();
+            if r.assign.is_empty() {
+                break;
+            }
+            polls += 1;
+            let bytes: usize = r.assign.iter().map(|a| a.command.len()).sum();
+            assert!(bytes <= MAX_POLL_SCRIPT_BYTES, "{bytes}");
+            assert!(r.assign.len() <= MAX_ASSIGN_PER_POLL);
+            for a in r.assign {
+                assert_eq!(seen.insert(a.task, a.attempt), None, "task {} twice", a.task);
+            }
+        }
+        assert_eq!(seen.keys().copied().collect::<Vec<_>>(), ids);
+        assert!(polls >= 3, "{polls} polls");
+    }
+
+    /// A submission retried with its idempotency key (its 201 was lost)
+    /// gets the first reply and submits nothing, in the same batch, later,
+    /// and after a restart; the same key with another body is a 409; the
+    /// key is the user's own (issue 27: a lost 201 could not be retried
+    /// without duplicates).
+    #[test]
+    fn a_retried_submission_is_submitted_once() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let submit = |command: &str, key: &str, user: i64| Write::Submit {
+            user,
+            org: f.org,
+            tasks: vec![NewTask {
+                command: command.into(),
+                ..NewTask::default()
+            }],
+            workflow: None,
+            key: Some(SubmitKey {
+                key: key.into(),
+                digest: hash(command),
+            }),
+        };
+        let ids = |r: Reply<Written>| match r {
+            Ok(Written::Submitted { ids, .. }) => ids,
+            other => panic!("{other:?}"),
+        };
+        // Twice in one batch, then again.
+        let mut replies = b.write(vec![submit("true", "k1", f.user), submit("true", "k1", f.user)]);
+        let second = ids(replies.pop().unwrap());
+        let first = ids(replies.pop().unwrap());
+        assert_eq!(first, second);
+        assert_eq!(
+            ids(b.write(vec![submit("true", "k1", f.user)]).pop().unwrap()),
+            first
+        );
+        let other = b.write(vec![submit("false", "k1", f.user)]).pop().unwrap();
+        assert_eq!(other.unwrap_err().status, 409);
+        let k2 = ids(b.write(vec![submit("true", "k2", f.user)]).pop().unwrap());
+        assert_ne!(k2, first);
+        // Another user's key is another key.
+        let bob = {
+            b.live().store().add_user("bob", "physics").unwrap();
+            b.live()
+                .store()
+                .conn()
+                .query_row("SELECT id FROM users WHERE name = 'bob'", [], |r| r.get(0))
+                .unwrap()
+        };
+        let theirs = ids(b.write(vec![submit("true", "k1", bob)]).pop().unwrap());
+        assert_ne!(theirs, first);
+        assert_eq!(b.tasks(&Principal::Admin).unwrap().len(), 3);
+        drop(b);
+        let mut b = open(&f);
+        assert_eq!(
+            ids(b.write(vec![submit("true", "k1", f.user)]).pop().unwrap()),
+            first
+        );
+        assert_eq!(b.tasks(&Principal::Admin).unwrap().len(), 3);
+        check_counts(&b);
+    }
+
+    /// The wall clock set back an hour while the broker runs does not
+    /// stop its clock (issue 27, finding 11: timers, deadlines and
+    /// satisfaction froze until the wall clock caught up).
+    #[test]
+    fn a_wall_clock_set_back_does_not_stop_the_brokers() {
+        use std::sync::atomic::{AtomicI64, Ordering};
+        static SHIFT: AtomicI64 = AtomicI64::new(0);
+        fn wall() -> i64 {
+            unix_ms() + SHIFT.load(Ordering::Relaxed)
+        }
+        let f = fixture("fifo", None);
+        let mut b = Broker::open(
+            &f.path,
+            Settings {
+                wall_clock: wall,
+                ..Settings::default()
+            },
+        )
+        .unwrap();
+        submit_n(&mut b, f.user, f.org, 1, "true");
+        let before = b.clock();
+        SHIFT.store(-3_600_000, Ordering::Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while b.clock() <= before {
+            assert!(Instant::now() < deadline, "the clock stood still");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // And a broker opened meanwhile starts from its log, not an hour back.
+        submit_n(&mut b, f.user, f.org, 1, "true");
+        let logged = b.live().now();
+        drop(b);
+        let b = Broker::open(
+            &f.path,
+            Settings {
+                wall_clock: wall,
+                ..Settings::default()
+            },
+        )
+        .unwrap();
+        assert!(b.clock() >= logged);
+    }
+
+    /// A report with nothing to say (a heartbeat) is not a step of the
+    /// log; a report that ends a run is (issue 27, finding 8: 8,640
+    /// fsynced steps a day per idle worker).
+    #[test]
+    fn heartbeats_do_not_grow_the_log() {
+        let f = fixture("fifo", None);
+        let mut b = open(&f);
+        let w = register(&mut b, &f, 1);
+        let ids = submit_n(&mut b, f.user, f.org, 1, "true");
+        polled(&mut b, &f, w);
+        let steps = |b: &Broker| -> i64 {
+            b.live()
+                .store()
+                .conn()
+                .query_row("SELECT count(*) FROM steps", [], |r| r.get(0))
+                .unwrap()
+        };
+        let before = steps(&b);
+        let running = vec![RunKey {
+            task: ids[0],
+            attempt: 1,
+        }];
+        for _ in 0..50 {
+            one(&mut b, heartbeat(w, f.org, running.clone(), None));
+        }
+        assert_eq!(steps(&b), before);
+        report(&mut b, &f, w, exit(ids[0], 0));
+        assert_eq!(steps(&b), before + 1);
+        assert_eq!(state(&b, ids[0]).state, "completed");
     }
 
     /// A failed run says how, and in which phase when the worker reported
@@ -3369,16 +3961,17 @@ mod tests {
                 worker,
                 org: f.org,
                 body: ReportRequest {
-                    running: vec![key(ids[0])],
+                    running: vec![key(ids[0]), key(ids[1]), key(ids[2])],
                     reports: vec![
                         Report::phase(key(ids[0]), WirePhase::Setup),
                         Report::phase(key(ids[0]), WirePhase::Input),
                     ],
+                    polled: None,
                 },
             },
         );
         let body = ReportRequest {
-            running: Vec::new(),
+            running: vec![key(ids[2])],
             reports: vec![
                 Report::exit(key(ids[0]), 3),
                 // Phases and a signal in one report.
@@ -3388,6 +3981,7 @@ mod tests {
                 Report::phase(key(ids[1]), WirePhase::Output),
                 Report::signal(key(ids[1]), 9),
             ],
+            polled: None,
         };
         report(
             &mut b,
@@ -3549,6 +4143,7 @@ mod tests {
                     ..NewTask::default()
                 }],
                 workflow: None,
+                key: None,
             },
         ) else {
             panic!()

@@ -92,6 +92,8 @@ pub enum StoreError {
     Schema { path: PathBuf, found: i64 },
     #[error("{path}: step {seq}: {reason}")]
     Corrupt { path: PathBuf, seq: i64, reason: String },
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
 }
 
 /// The open database.
@@ -112,6 +114,42 @@ pub fn unix_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// Makes the database private to its owner before SQLite opens it: it
+/// holds every task's command and the token hashes. `create`: made 0600
+/// when missing. An existing one readable by others (made by an older
+/// fairsched, or by hand) is set to 0600, and said; when that is not
+/// allowed (not ours), said only. SQLite gives its `-wal` and `-shm`
+/// files the database's mode; those already there are set too.
+fn private(path: &Path, create: bool) -> Result<(), StoreError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if create {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| StoreError::Io {
+                path: path.to_path_buf(),
+                cause: e,
+            })?;
+    }
+    for ext in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(ext);
+        let p = PathBuf::from(p);
+        let Ok(meta) = std::fs::metadata(&p) else { continue };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            match std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+                Ok(()) => tracing::warn!("{}: was mode {mode:o}, readable by others; now 600", p.display()),
+                Err(e) => tracing::warn!("{}: mode {mode:o} lets others read it ({e})", p.display()),
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Store {
@@ -148,6 +186,7 @@ impl Store {
     /// Creates the tables and stores `config`; refuses a database that is
     /// already initialized.
     pub fn create(path: &Path, config: &Config) -> Result<Store, StoreError> {
+        private(path, true)?;
         let conn = Store::connect(path)?;
         let mut s = Store {
             conn,
@@ -199,6 +238,7 @@ impl Store {
         if !path.exists() {
             return Err(StoreError::NotInitialized(path.to_path_buf()));
         }
+        private(path, false)?;
         let conn = Store::connect(path)?;
         let mut s = Store {
             conn,

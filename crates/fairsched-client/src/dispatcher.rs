@@ -246,14 +246,10 @@ impl<'a> Dispatcher<'a> {
                 })
                 .collect();
             let sent_ms = self.local_ms();
-            let r: SubmitReply = self.client.call(
-                "POST",
-                "/v1/tasks",
-                Some(&SubmitRequest {
-                    tasks,
-                    ..SubmitRequest::default()
-                }),
-            )?;
+            let r: SubmitReply = self.client.submit(&SubmitRequest {
+                tasks,
+                ..SubmitRequest::default()
+            })?;
             if r.ids.len() != chunk.len() {
                 return Err(ClientError::Malformed {
                     method: "POST".into(),

@@ -94,6 +94,10 @@ pub enum Role {
     Admin,
 }
 
+/// How long [`Client::submit`] keeps resending a submission the broker
+/// did not answer.
+pub const SUBMIT_RETRY_FOR: Duration = Duration::from_secs(30);
+
 /// A broker's client: one connection pool, one token.
 pub struct Client {
     agent: ureq::Agent,
@@ -139,6 +143,36 @@ impl Client {
         })
     }
 
+    /// Submits `req` with an idempotency key of its own, resent with the
+    /// same key while the broker cannot be reached, answers 502–504, or
+    /// the reply is cut (for up to [`SUBMIT_RETRY_FOR`]): a submission
+    /// whose reply was lost is retried without being submitted twice.
+    pub fn submit(
+        &self,
+        req: &fairsched_proto::api::SubmitRequest,
+    ) -> Result<fairsched_proto::api::SubmitReply, ClientError> {
+        let mut b = [0u8; 16];
+        getrandom::fill(&mut b)
+            .map_err(|e| ClientError::Usage(format!("no random source for an idempotency key: {e}")))?;
+        let key: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        let deadline = std::time::Instant::now() + SUBMIT_RETRY_FOR;
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let r = self.send("POST", "/v1/tasks", Some(req), Some(("Idempotency-Key", &key)));
+            let retry = match &r {
+                Err(ClientError::Unreachable { .. }) => true,
+                Err(ClientError::Refused { status, .. }) => matches!(status, 502..=504),
+                Err(ClientError::Malformed { why, .. }) => why.starts_with("reading the reply"),
+                _ => false,
+            };
+            if !retry || std::time::Instant::now() + delay > deadline {
+                return r;
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
     /// `method path` with `body` (JSON), its reply read as `T`; an error
     /// status is [`ClientError::Refused`] with the broker's reason.
     pub fn call<T: DeserializeOwned>(
@@ -147,6 +181,17 @@ impl Client {
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T, ClientError> {
+        self.send(method, path, body, None)
+    }
+
+    /// [`Client::call`] with one more header.
+    fn send<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&impl Serialize>,
+        header: Option<(&str, &str)>,
+    ) -> Result<T, ClientError> {
         let url = format!("{}{path}", self.base);
         let malformed = |why: String| ClientError::Malformed {
             method: method.into(),
@@ -154,20 +199,26 @@ impl Client {
             why,
         };
         let resp = match (method, body) {
-            ("GET", _) => self.agent.get(&url).header("Authorization", &self.auth).call(),
-            (_, Some(b)) => {
-                let bytes = serde_json::to_vec(b).map_err(|e| malformed(e.to_string()))?;
-                self.agent
-                    .post(&url)
-                    .header("Authorization", &self.auth)
-                    .header("Content-Type", "application/json")
-                    .send(&bytes[..])
+            ("GET", _) => {
+                let mut r = self.agent.get(&url).header("Authorization", &self.auth);
+                if let Some((name, value)) = header {
+                    r = r.header(name, value);
+                }
+                r.call()
             }
-            (_, None) => self
-                .agent
-                .post(&url)
-                .header("Authorization", &self.auth)
-                .send_empty(),
+            (_, body) => {
+                let mut r = self.agent.post(&url).header("Authorization", &self.auth);
+                if let Some((name, value)) = header {
+                    r = r.header(name, value);
+                }
+                match body {
+                    Some(b) => {
+                        let bytes = serde_json::to_vec(b).map_err(|e| malformed(e.to_string()))?;
+                        r.header("Content-Type", "application/json").send(&bytes[..])
+                    }
+                    None => r.send_empty(),
+                }
+            }
         };
         let mut resp = resp.map_err(|e| ClientError::Unreachable {
             base: self.base.clone(),

@@ -65,6 +65,27 @@ pub struct SubmitRequest {
 /// Most activities one workflow may name, and the longest name.
 pub const MAX_ACTIVITIES: usize = 10_000;
 pub const MAX_NAME_LEN: usize = 256;
+/// The longest command, `stage_in` or `stage_out` accepted (bytes): 128
+/// KiB less one. A worker hands a script to `sh -c` as one argument, and
+/// Linux refuses an argument of 128 KiB or more, its final NUL included
+/// (`MAX_ARG_STRLEN`): a longer one would be accepted here and fail on the
+/// worker.
+pub const MAX_SCRIPT_LEN: usize = 128 * 1024 - 1;
+
+/// A script field of a task: within [`MAX_SCRIPT_LEN`], and no NUL byte
+/// (no C string, hence no `sh` argument, holds one).
+fn check_script(field: &str, script: &str) -> Result<(), String> {
+    if script.len() > MAX_SCRIPT_LEN {
+        return Err(format!(
+            "{field}: {} bytes, at most {MAX_SCRIPT_LEN} (put a long script in a file and run that)",
+            script.len()
+        ));
+    }
+    if script.contains('\0') {
+        return Err(format!("{field}: holds a NUL byte, which no shell command can"));
+    }
+    Ok(())
+}
 
 impl SubmitRequest {
     /// What the broker refuses before anything is logged (the reason names
@@ -99,6 +120,20 @@ pub fn check_tasks(tasks: &[NewTask], workflow: Option<&WorkflowSpec>) -> Result
     for (i, t) in tasks.iter().enumerate() {
         if t.command.trim().is_empty() {
             return Err(format!("tasks[{i}].command: empty"));
+        }
+        check_script(&format!("tasks[{i}].command"), &t.command)?;
+        if let Some(s) = &t.stage_in {
+            check_script(&format!("tasks[{i}].stage_in"), s)?;
+        }
+        if let Some(s) = &t.stage_out {
+            check_script(&format!("tasks[{i}].stage_out"), s)?;
+        }
+        if let Some(n) = &t.name
+            && (n.len() > MAX_NAME_LEN || n.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "tasks[{i}].name: at most {MAX_NAME_LEN} bytes, no control characters"
+            ));
         }
         match workflow {
             None => {

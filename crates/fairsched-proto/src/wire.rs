@@ -23,10 +23,30 @@ pub struct RegisterRequest {
     pub host: String,
 }
 
+/// The longest `host` a worker may give (bytes).
+pub const MAX_HOST_LEN: usize = 255;
+
+impl RegisterRequest {
+    /// What the broker refuses before anything is logged.
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=MAX_HOST_LEN).contains(&self.host.len()) || self.host.chars().any(char::is_control) {
+            return Err(format!(
+                "host: 1 to {MAX_HOST_LEN} bytes without control characters"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Reply `201` to [`RegisterRequest`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisterReply {
     pub worker: WorkerId,
+    /// This worker's own credential: every later call of the worker
+    /// (poll, report, drain, leave) carries it as its bearer token. The
+    /// organization's worker token only registers; it cannot act for a
+    /// worker id.
+    pub session: String,
     /// A worker silent for longer than this loses its slots.
     pub lease_ms: u64,
     /// How often the worker should report, even with nothing to say.
@@ -62,6 +82,10 @@ pub struct PollReply {
     /// from brokers older than this field: read as empty.
     #[serde(default)]
     pub kill: Vec<RunKey>,
+    /// This reply's number, to echo in [`ReportRequest::polled`] once
+    /// applied (0 from brokers older than this field).
+    #[serde(default)]
+    pub seq: u64,
 }
 
 /// One run handed to a worker: attempt `attempt` of task `task`.
@@ -247,10 +271,19 @@ impl TryFrom<RawReport> for Report {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReportRequest {
+    /// Every run the worker holds after these reports: started, waiting
+    /// for a slot, or ended with its end not sent yet.
     #[serde(default)]
     pub running: Vec<RunKey>,
     #[serde(default)]
     pub reports: Vec<Report>,
+    /// The `seq` of the last poll reply the worker applied before it
+    /// wrote `running`. A run handed by that reply or an earlier one and
+    /// missing from `running` never reached the worker (a lost reply):
+    /// the broker requeues it. Without it, the broker cannot tell and
+    /// requeues nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polled: Option<u64>,
 }
 
 /// Reply to [`ReportRequest`]: runs the worker must stop.

@@ -6,7 +6,7 @@
 //! session: it registers, re-registers after a lost lease, and is the only
 //! one to leave.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -36,9 +36,12 @@ const BACKOFF_MAX: Duration = Duration::from_secs(2);
 const SIGNALLED_END_HOLD: Duration = Duration::from_millis(500);
 
 /// A registration that the broker has not yet declared lost.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Session {
     worker: WorkerId,
+    /// The session credential the registration returned: the worker's
+    /// calls carry it (the organization's token only registers).
+    credential: Arc<str>,
     /// `State::generation` when it was made: replies for an older session are ignored.
     generation: u64,
     heartbeat: Duration,
@@ -85,6 +88,9 @@ struct State {
     held: VecDeque<(Instant, Report)>,
     drain: Drain,
     stop: Option<Stop>,
+    /// The `seq` of the last poll reply of this session applied: sent
+    /// with each report ([`ReportRequest::polled`]).
+    polled: Option<u64>,
 }
 
 impl State {
@@ -140,6 +146,7 @@ impl Shared {
 fn end_session(shared: &Shared, st: &mut State) {
     st.generation += 1;
     st.session = None;
+    st.polled = None;
     for kill in st.runs.values() {
         kill.kill();
     }
@@ -395,13 +402,13 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
                 .changed
                 .wait_while(st, |st| st.stop.is_none() && st.session.is_none())
                 .unwrap_or_else(PoisonError::into_inner);
-            match (&st.stop, st.session) {
+            match (&st.stop, st.session.clone()) {
                 (None, Some(session)) => session,
                 _ => return,
             }
         };
         let wait_ms = u64::try_from(session.poll_wait.as_millis()).unwrap_or(u64::MAX);
-        match client.poll(session.worker, wait_ms) {
+        match client.poll(session.worker, &session.credential, wait_ms) {
             Ok(reply) => {
                 backoff.reset();
                 let mut st = shared.lock();
@@ -416,6 +423,9 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
                 }
                 for a in reply.assign {
                     accept(shared, &mut st, a);
+                }
+                if reply.seq != 0 {
+                    st.polled = Some(reply.seq);
                 }
                 shared.changed.notify_all();
             }
@@ -466,10 +476,10 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 shared.changed.notify_all();
                 continue;
             }
-            (st.session, st.drain)
+            (st.session.clone(), st.drain)
         };
-        if let (Some(session), Drain::Due) = (session, drain) {
-            match client.drain(session.worker) {
+        if let (Some(session), Drain::Due) = (session.clone(), drain) {
+            match client.drain(session.worker, &session.credential) {
                 Ok(reply) => {
                     backoff.reset();
                     tracing::info!(
@@ -506,6 +516,7 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                     let mut st = shared.lock();
                     st.session = Some(Session {
                         worker: reply.worker,
+                        credential: reply.session.into(),
                         generation: st.generation,
                         heartbeat: heartbeat.max(Duration::from_millis(10)),
                         poll_wait: MAX_WAIT.min(lease / 2),
@@ -561,10 +572,20 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             }
             let n = st.outbox.len().min(MAX_BATCH);
             let reports: Vec<Report> = st.outbox.drain(..n).collect();
-            let running = st.runs.keys().copied().collect();
-            (ReportRequest { running, reports }, n)
+            // Every run it holds: those running or waiting for a slot,
+            // and those whose end is not sent yet (held, or beyond this
+            // batch). A handed run left out is taken for lost.
+            let mut running: BTreeSet<RunKey> = st.runs.keys().copied().collect();
+            running.extend(st.outbox.iter().filter(|r| r.is_end()).map(Report::key));
+            running.extend(st.held.iter().map(|(_, r)| r.key()));
+            let request = ReportRequest {
+                running: running.into_iter().collect(),
+                reports,
+                polled: st.polled,
+            };
+            (request, n)
         };
-        match client.report(session.worker, &request) {
+        match client.report(session.worker, &session.credential, &request) {
             Ok(reply) => {
                 backoff.reset();
                 last_sent = Instant::now();
@@ -649,7 +670,7 @@ fn shut_down(shared: &Arc<Shared>, client: &Client, ended: Result<(), String>) -
         if timeout.timed_out() {
             tracing::warn!("{} runs still ending after {limit:?}; leaving anyway", st.active);
         }
-        (st.session, std::mem::take(&mut st.outbox))
+        (st.session.clone(), std::mem::take(&mut st.outbox))
     };
     if let Err(why) = ended {
         return Err(anyhow!(why)).context("the worker stopped");
@@ -660,15 +681,16 @@ fn shut_down(shared: &Arc<Shared>, client: &Client, ended: Result<(), String>) -
         let request = ReportRequest {
             running: Vec::new(),
             reports: chunk.to_vec(),
+            polled: None,
         };
-        if let Err(e) = client.report(session.worker, &request) {
+        if let Err(e) = client.report(session.worker, &session.credential, &request) {
             tracing::warn!("could not send the last {} reports: {e}", chunk.len());
             break;
         }
     }
     let mut backoff = Backoff::new();
     for attempt in 1..=3 {
-        match client.leave(session.worker) {
+        match client.leave(session.worker, &session.credential) {
             Ok(()) => {
                 tracing::info!(worker = session.worker, "left the broker");
                 return Ok(());

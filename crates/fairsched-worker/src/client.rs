@@ -38,10 +38,13 @@ const REPLY_LIMIT: u64 = 64 << 20;
 /// Time allowed for a call on top of the time the broker may hold it.
 const SLACK: Duration = Duration::from_secs(10);
 
+/// The worker's calls: registration with the organization's worker
+/// token, every other call with the session credential the registration
+/// returned ([`RegisterReply::session`]).
 pub(crate) struct Client {
     agent: ureq::Agent,
     base: String,
-    auth: String,
+    token: String,
 }
 
 impl Client {
@@ -53,40 +56,47 @@ impl Client {
         Client {
             agent: config.into(),
             base: base.trim_end_matches('/').to_owned(),
-            auth: format!("Bearer {token}"),
+            token: token.to_owned(),
         }
     }
 
     pub(crate) fn register(&self, req: &RegisterRequest) -> Result<RegisterReply, CallError> {
-        self.post("/v1/workers", Some(req), SLACK)
+        self.post("/v1/workers", &self.token, Some(req), SLACK)
     }
 
-    pub(crate) fn poll(&self, worker: WorkerId, wait_ms: u64) -> Result<PollReply, CallError> {
+    pub(crate) fn poll(&self, worker: WorkerId, session: &str, wait_ms: u64) -> Result<PollReply, CallError> {
         let path = format!("/v1/workers/{worker}/poll");
         self.post(
             &path,
+            session,
             Some(&PollRequest { wait_ms }),
             Duration::from_millis(wait_ms) + SLACK,
         )
     }
 
-    pub(crate) fn report(&self, worker: WorkerId, req: &ReportRequest) -> Result<ReportReply, CallError> {
-        self.post(&format!("/v1/workers/{worker}/report"), Some(req), SLACK)
+    pub(crate) fn report(
+        &self,
+        worker: WorkerId,
+        session: &str,
+        req: &ReportRequest,
+    ) -> Result<ReportReply, CallError> {
+        self.post(&format!("/v1/workers/{worker}/report"), session, Some(req), SLACK)
     }
 
-    pub(crate) fn drain(&self, worker: WorkerId) -> Result<DrainReply, CallError> {
-        self.post::<(), DrainReply>(&format!("/v1/workers/{worker}/drain"), None, SLACK)
+    pub(crate) fn drain(&self, worker: WorkerId, session: &str) -> Result<DrainReply, CallError> {
+        self.post::<(), DrainReply>(&format!("/v1/workers/{worker}/drain"), session, None, SLACK)
     }
 
-    pub(crate) fn leave(&self, worker: WorkerId) -> Result<(), CallError> {
+    pub(crate) fn leave(&self, worker: WorkerId, session: &str) -> Result<(), CallError> {
         let path = format!("/v1/workers/{worker}/leave");
-        self.post::<(), serde::de::IgnoredAny>(&path, None, SLACK)
+        self.post::<(), serde::de::IgnoredAny>(&path, session, None, SLACK)
             .map(drop)
     }
 
     fn post<Req: Serialize, Rep: DeserializeOwned>(
         &self,
         path: &str,
+        token: &str,
         body: Option<&Req>,
         timeout: Duration,
     ) -> Result<Rep, CallError> {
@@ -94,7 +104,7 @@ impl Client {
         let request = self
             .agent
             .post(&url)
-            .header("Authorization", &self.auth)
+            .header("Authorization", &format!("Bearer {token}"))
             .config()
             .timeout_global(Some(timeout))
             .build();

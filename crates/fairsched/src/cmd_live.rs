@@ -110,6 +110,7 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
             max_attempts: a.max_attempts,
             snapshot_every: a.snapshot_every,
             registry: registry.clone(),
+            ..Settings::default()
         },
         stop: None,
     };
@@ -162,10 +163,17 @@ fn write_tokens(broker: &str, tokens: &[(&str, String)]) -> std::io::Result<()> 
         text.push_str(&format!("{k}={v}\n"));
     }
     let tmp = format!("{TOKENS_FILE}.partial");
+    // A file already there (left by a crash, or planted: a link, or mode
+    // 0666, which `mode` would not change) is removed, not written
+    // through: the new one is created here, 0600, or not at all
+    // (`create_new` is O_EXCL, which follows no link).
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     let mut f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(&tmp)?;
     f.write_all(text.as_bytes())?;
@@ -332,7 +340,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
             org: None,
             workflow: Some(workflow),
         };
-        let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&req))?;
+        let r: SubmitReply = client.submit(&req)?;
         print_ids(&r, a.json)?;
         warn_optional(&client, &a, &r);
         return Ok(());
@@ -363,7 +371,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
         tasks,
         ..SubmitRequest::default()
     };
-    let r: SubmitReply = client.call("POST", "/v1/tasks", Some(&req))?;
+    let r: SubmitReply = client.submit(&req)?;
     print_ids(&r, a.json)?;
     warn_optional(&client, &a, &r);
     Ok(())

@@ -76,6 +76,7 @@ fn submit(b: &mut Broker, who: &(i64, String, u32), tasks: Vec<NewTask>) -> Vec<
             org: who.2,
             tasks,
             workflow: None,
+            key: None,
         },
     ) {
         Written::Submitted { ids, .. } => ids,
@@ -127,6 +128,7 @@ fn exit(b: &mut Broker, worker: u64, org: u32, task: u64, code: i32, still: &[u6
             body: ReportRequest {
                 running: still.iter().map(|&t| RunKey { task: t, attempt: 1 }).collect(),
                 reports: vec![Report::exit(RunKey { task, attempt: 1 }, code)],
+                polled: None,
             },
         },
     );
@@ -473,6 +475,7 @@ fn workflows_show_their_w_i_under_the_workflow_control() {
             org: who.2,
             tasks: vec![task("true"), task("true"), task("true")],
             workflow: wf(name),
+            key: None,
         },
     ) {
         Written::Submitted { workflow, .. } => workflow.unwrap(),
@@ -569,6 +572,7 @@ fn openapi_describes_every_field_of_the_snapshot() {
                 name: "w".into(),
                 activities: vec!["a".into()],
             }),
+            key: None,
         },
     ) else {
         panic!()

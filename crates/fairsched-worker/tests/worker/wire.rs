@@ -26,7 +26,8 @@ fn the_report_example_of_the_protocol_round_trips() {
         req,
         ReportRequest {
             running: vec![KEY],
-            reports
+            reports,
+            polled: None,
         }
     );
     assert_eq!(serde_json::to_value(&req).unwrap(), doc);
@@ -73,12 +74,15 @@ fn register_and_poll_bodies() {
         serde_json::to_value(&req).unwrap(),
         json!({"slots": 4, "host": "n1"})
     );
-    let reply: RegisterReply =
-        serde_json::from_value(json!({"worker": 3, "lease_ms": 30000, "heartbeat_ms": 5000})).unwrap();
+    let reply: RegisterReply = serde_json::from_value(
+        json!({"worker": 3, "session": "s3", "lease_ms": 30000, "heartbeat_ms": 5000}),
+    )
+    .unwrap();
     assert_eq!(
         reply,
         RegisterReply {
             worker: 3,
+            session: "s3".into(),
             lease_ms: 30000,
             heartbeat_ms: 5000
         }
@@ -128,7 +132,7 @@ fn a_poll_reply_may_carry_kills_and_older_brokers_send_none() {
     let old: PollReply = serde_json::from_value(json!({"assign": [], "later": 1})).unwrap();
     assert_eq!(old, PollReply::default());
     let sent = serde_json::to_value(PollReply::default()).unwrap();
-    assert_eq!(sent, json!({"assign": [], "kill": []}));
+    assert_eq!(sent, json!({"assign": [], "kill": [], "seq": 0}));
 }
 
 #[test]

@@ -434,6 +434,31 @@ impl Api {
             .unwrap_or_else(|e| panic!("POST {path}: {e}"))
     }
 
+    /// POST JSON, whatever the reply.
+    pub fn post_json(&self, path: &str, token: &str, body: &Value) -> Reply {
+        self.post(path, Some(token), body.to_string().as_bytes())
+    }
+
+    /// GET with this `Authorization` header, as is.
+    pub fn get_with(&self, path: &str, authorization: &str) -> Reply {
+        let req = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", authorization);
+        Api::finish(req.call()).unwrap_or_else(|e| panic!("GET {path}: {e}"))
+    }
+
+    /// POST `body` with a bearer token and one more header.
+    pub fn post_with(&self, path: &str, token: &str, header: (&str, &str), body: &[u8]) -> Reply {
+        let req = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .header(header.0, header.1);
+        Api::finish(req.send(body)).unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    }
+
     /// POST JSON; the reply must be 2xx.
     pub fn post_ok(&self, path: &str, token: &str, body: &Value) -> Value {
         let r = self.post(path, Some(token), body.to_string().as_bytes());

@@ -374,11 +374,84 @@ fn unknown_tasks_and_routes_are_404() {
     );
     expect(a.get("/v1/nothing-here", Some(&s.alice)), 404, "unknown route");
     expect(a.get("/nothing", None), 404, "unknown route without a token");
+    let reg = a.post_ok("/v1/workers", &s.worker, &json!({"slots": 1, "host": "probe"}));
+    let session = reg["session"].as_str().unwrap();
     expect(
-        a.post("/v1/workers/999/poll", Some(&s.worker), br#"{"wait_ms":0}"#),
-        404,
-        "unknown worker",
+        a.post("/v1/workers/999/poll", Some(session), br#"{"wait_ms":0}"#),
+        403,
+        "another worker's id",
     );
+}
+
+/// The organization's worker token registers workers and nothing else: a
+/// worker's calls take the session credential its registration returned,
+/// and one worker's session cannot act for another (issue 27, finding 1:
+/// any holder of the token could poll, report, drain or make leave any
+/// worker of its organization).
+#[test]
+fn only_a_workers_own_session_acts_for_it() {
+    let s = setup();
+    let a = &s.api;
+    let reg = |host: &str| {
+        let r = a.post_ok("/v1/workers", &s.worker, &json!({"slots": 1, "host": host}));
+        (
+            r["worker"].as_u64().unwrap(),
+            r["session"].as_str().unwrap().to_string(),
+        )
+    };
+    let (w1, s1) = reg("real");
+    let (w2, s2) = reg("fake");
+    assert_eq!(s1.len(), 64, "a 256-bit credential in hex");
+    assert_ne!(s1, s2);
+    // A session is not a token of the store: it registers nothing.
+    expect(
+        a.post("/v1/workers", Some(&s1), br#"{"slots":1,"host":"h"}"#),
+        403,
+        "register with a session",
+    );
+    let calls = |w: u64| -> Vec<(String, &'static [u8])> {
+        vec![
+            (format!("/v1/workers/{w}/poll"), br#"{"wait_ms":0}"#),
+            (
+                format!("/v1/workers/{w}/report"),
+                br#"{"running":[],"reports":[{"task":1,"attempt":1,"exit_code":0}]}"#,
+            ),
+            (format!("/v1/workers/{w}/drain"), b""),
+            (format!("/v1/workers/{w}/leave"), b""),
+        ]
+    };
+    for (path, body) in calls(w1) {
+        for (token, who) in [
+            (&s.worker, "the organization's worker token"),
+            (&s2, "another worker's session"),
+            (&s.alice, "a user token"),
+            (&s.broker.admin, "the admin token"),
+        ] {
+            let why = expect(
+                a.post(&path, Some(token), body),
+                403,
+                &format!("POST {path} with {who}"),
+            );
+            assert!(why.contains("session"), "{path} with {who}: {why}");
+        }
+    }
+    // Nor can worker 1's session act for worker 2.
+    for (path, body) in calls(w2) {
+        expect(
+            a.post(&path, Some(&s1), body),
+            403,
+            &format!("POST {path} with worker {w1}'s session"),
+        );
+    }
+    // Nothing of that reached worker 1: it still holds its slot, and its
+    // own session still works.
+    let r = a.post(&format!("/v1/workers/{w1}/poll"), Some(&s1), br#"{"wait_ms":0}"#);
+    assert_eq!(r.status, 200, "{}", r.text);
+    let st = a.get_ok("/v1/status", &s.broker.admin);
+    assert_eq!(st["slots"], 2, "{st}");
+    // The task alice submitted waits for a real run: no forged exit ended it.
+    let t = a.get_ok(&format!("/v1/tasks/{}", s.task), &s.alice);
+    assert_ne!(t["state"], "completed", "{t}");
 }
 
 /// A route asked with a method it does not take: 405 with an
@@ -613,6 +686,7 @@ fn garbage_gets_400s_and_the_broker_stays_up() {
     let a = &s.api;
     let reg = a.post_ok("/v1/workers", &s.worker, &json!({"slots": 1, "host": "probe"}));
     let w = reg["worker"].as_u64().unwrap();
+    let session = reg["session"].as_str().unwrap().to_string();
     let admin = s.broker.admin.clone();
     // (path, token, strict: every unexpected field is a 400)
     let endpoints: Vec<(String, &str, bool)> = vec![
@@ -621,8 +695,8 @@ fn garbage_gets_400s_and_the_broker_stays_up() {
         ("/v1/admin/users".into(), admin.as_str(), true),
         ("/v1/admin/worker-tokens".into(), admin.as_str(), true),
         ("/v1/workers".into(), s.worker.as_str(), true),
-        (format!("/v1/workers/{w}/poll"), s.worker.as_str(), true),
-        (format!("/v1/workers/{w}/report"), s.worker.as_str(), true),
+        (format!("/v1/workers/{w}/poll"), session.as_str(), true),
+        (format!("/v1/workers/{w}/report"), session.as_str(), true),
     ];
     let show = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(60)]).into_owned();
     let mut lenient = Vec::new();
@@ -684,7 +758,7 @@ fn garbage_gets_400s_and_the_broker_stays_up() {
     // And still works: the worker is still known, alice can still submit.
     let r = a.post(
         &format!("/v1/workers/{w}/poll"),
-        Some(&s.worker),
+        Some(&session),
         br#"{"wait_ms": 0}"#,
     );
     assert_eq!(r.status, 200, "{}", r.text);
@@ -712,4 +786,78 @@ fn a_database_has_one_broker_and_ended_tasks_stay_ended() {
     assert!(again.error().contains("already ended"));
     let st = a.try_get("/v1/status", Some(&s.worker)).unwrap();
     assert_eq!(st.status, 403, "{}", st.text);
+}
+
+/// What a worker could never run is refused at the door, naming the field
+/// and the limit; a worker's `host` is bounded; the `Bearer` scheme is
+/// case-insensitive (issue 27, finding 10: a NUL byte or a command over
+/// 128 KiB was accepted and failed on the worker with exit 125, a 1 MB
+/// host was served to the dashboard, `bearer` was refused).
+#[test]
+fn what_no_worker_can_run_is_refused_at_the_door() {
+    let s = setup();
+    let a = &s.api;
+    let submit =
+        |command: &str| a.post_json("/v1/tasks", &s.alice, &json!({"tasks": [{"command": command}]}));
+    let why = expect(submit("echo a\u{0}b"), 400, "a NUL byte");
+    assert!(why.contains("tasks[0].command") && why.contains("NUL"), "{why}");
+    let limit = fairsched_broker::api::MAX_SCRIPT_LEN;
+    let long = format!("echo {}", "x".repeat(limit));
+    let why = expect(submit(&long), 400, "a command over the limit");
+    assert!(
+        why.contains("tasks[0].command") && why.contains(&limit.to_string()),
+        "{why}"
+    );
+    let why = expect(
+        a.post_json(
+            "/v1/tasks",
+            &s.alice,
+            &json!({"tasks": [{"command": "true", "stage_out": "a\u{0}"}]}),
+        ),
+        400,
+        "a NUL byte in stage_out",
+    );
+    assert!(why.contains("tasks[0].stage_out"), "{why}");
+    // At the limit: accepted.
+    let at = format!("# {}", "x".repeat(limit - 2));
+    assert_eq!(submit(&at).status, 201);
+    for host in ["h".repeat(1 << 20), "h".repeat(256), String::new(), "a\nb".into()] {
+        let why = expect(
+            a.post_json("/v1/workers", &s.worker, &json!({"slots": 1, "host": host})),
+            400,
+            "a bad host",
+        );
+        assert!(why.contains("host"), "{why}");
+    }
+    assert_eq!(
+        s.broker.api().status(&s.alice).waiting,
+        2,
+        "the refused ones were not queued"
+    );
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let r = a.get_with("/v1/status", &format!("{scheme} {}", s.alice));
+        assert_eq!(r.status, 200, "{scheme}: {}", r.text);
+    }
+}
+
+/// `Idempotency-Key` over HTTP: a retried submission gets its first
+/// reply, and `fairsched submit` sends one (issue 27).
+#[test]
+fn a_submission_retried_with_its_key_is_not_doubled() {
+    let s = setup();
+    let a = &s.api;
+    let send =
+        |key: &str, body: &str| a.post_with("/v1/tasks", &s.alice, ("Idempotency-Key", key), body.as_bytes());
+    let body = r#"{"tasks":[{"command":"echo once"}]}"#;
+    let first = send("retry-1", body);
+    assert_eq!(first.status, 201, "{}", first.text);
+    let again = send("retry-1", body);
+    assert_eq!((again.status, again.json()), (201, first.json()));
+    let other = send("retry-1", r#"{"tasks":[{"command":"echo twice"}]}"#);
+    assert_eq!(other.status, 409, "{}", other.text);
+    assert!(other.error().contains("Idempotency-Key"));
+    let bad = send(&"k".repeat(300), body);
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    // The setup's task and this one.
+    assert_eq!(a.tasks(&s.alice).len(), 2);
 }
