@@ -34,6 +34,12 @@ use tokio::sync::{oneshot, watch};
 
 /// The largest request body accepted (a larger one gets 413).
 pub const BODY_LIMIT: usize = 4 << 20;
+/// A body over [`BODY_LIMIT`] is still read, and thrown away, up to
+/// this many bytes in all before the 413 goes out: a client still sending
+/// when the connection closes would get a reset, not the reply.
+pub const DRAIN_LIMIT: usize = 64 << 20;
+/// The longest a request's body may take to arrive (408 after).
+pub const BODY_TIME: Duration = Duration::from_secs(30);
 /// The longest a poll waits.
 pub const MAX_WAIT_MS: u64 = 30_000;
 /// The dashboard's stream sends a snapshot at most this often…
@@ -181,6 +187,59 @@ fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
             ApiError::new(status, e.body_text())
         }
     })
+}
+
+/// Reads a request's whole body before its handler runs: within
+/// [`BODY_LIMIT`] it is passed on; over it, the rest is read and dropped
+/// (up to [`DRAIN_LIMIT`]) and the reply is 413, which the client then
+/// reads (it got a reset while still sending); a body slower than
+/// [`BODY_TIME`] is 408.
+async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    use futures_util::StreamExt;
+    let (parts, body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let too_large = || ApiError::new(413, format!("body larger than {BODY_LIMIT} bytes")).into_response();
+    if declared.is_some_and(|n| n > DRAIN_LIMIT as u64) {
+        return too_large();
+    }
+    let deadline = tokio::time::Instant::now() + BODY_TIME;
+    let mut stream = body.into_data_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut read = 0usize;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => {
+                let mut r =
+                    ApiError::new(408, format!("the body took over {BODY_TIME:?} to arrive")).into_response();
+                r.headers_mut()
+                    .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+                return r;
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return ApiError::new(400, format!("reading the body: {e}")).into_response(),
+            Ok(Some(Ok(chunk))) => {
+                read += chunk.len();
+                if read > DRAIN_LIMIT {
+                    return too_large();
+                }
+                if read <= BODY_LIMIT {
+                    buf.extend_from_slice(&chunk);
+                }
+            }
+        }
+    }
+    if read > BODY_LIMIT {
+        return too_large();
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(buf),
+    ))
+    .await
 }
 
 /// The longest `Idempotency-Key` accepted.
@@ -906,6 +965,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(read_body))
         .with_state(app);
     let listen = opts.listen.clone();
     let listening = std::cell::Cell::new(false);
