@@ -89,7 +89,11 @@ struct App {
     generation: watch::Receiver<u64>,
     /// Becomes true on SIGTERM: long polls return at once.
     stopping: watch::Receiver<bool>,
-    principals: Arc<Mutex<HashMap<[u8; 32], Principal>>>,
+    /// Tokens already authenticated, with the [`App::tokens_epoch`] they
+    /// were read at: an entry of an older epoch is read again.
+    principals: Arc<Mutex<HashMap<[u8; 32], (u64, Principal)>>>,
+    /// Bumped whenever a token is revoked: cached principals are stale.
+    tokens_epoch: Arc<std::sync::atomic::AtomicU64>,
     /// The broker's clock when this process started (the dashboard's
     /// uptime).
     started_ms: i64,
@@ -130,7 +134,10 @@ impl App {
             .and_then(bearer)
             .ok_or_else(|| ApiError::new(401, "no token: send `Authorization: Bearer TOKEN`"))?;
         let h = hash(token);
-        if let Some(p) = self.principals.lock().expect("not poisoned").get(&h) {
+        let epoch = self.tokens_epoch.load(std::sync::atomic::Ordering::SeqCst);
+        if let Some((e, p)) = self.principals.lock().expect("not poisoned").get(&h)
+            && *e == epoch
+        {
             return Ok(p.clone());
         }
         let t = token.to_string();
@@ -138,8 +145,40 @@ impl App {
             .read(move |b| b.authenticate(&t))
             .await??
             .ok_or_else(|| ApiError::new(401, "unknown token"))?;
-        self.principals.lock().expect("not poisoned").insert(h, p.clone());
+        // Read after `epoch` was: a revocation since bumped it, and this
+        // entry is read again next time.
+        self.principals
+            .lock()
+            .expect("not poisoned")
+            .insert(h, (epoch, p.clone()));
         Ok(p)
+    }
+
+    /// Tokens changed: no cached principal is trusted any more.
+    fn tokens_changed(&self) {
+        self.tokens_epoch
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.principals.lock().expect("not poisoned").clear();
+    }
+
+    /// Cancels tasks as the admin (a removed user's); those that ended
+    /// meanwhile are skipped.
+    async fn cancel_all(&self, tasks: &[u64]) -> Result<Vec<u64>, ApiError> {
+        let mut done = Vec::new();
+        for &task in tasks {
+            match self
+                .write(Write::Cancel {
+                    who: Principal::Admin,
+                    task,
+                })
+                .await
+            {
+                Ok(_) => done.push(task),
+                Err(e) if e.status == 409 || e.status == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
     }
 }
 
@@ -333,6 +372,112 @@ async fn worker_token(State(app): State<App>, h: HeaderMap, body: Result<Bytes, 
     let req: WorkerTokenRequest = decode(body)?;
     let r = app.read(move |b| b.worker_token(&req.org)).await??;
     json(StatusCode::CREATED, &r)
+}
+
+async fn revoke_token(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: RevokeRequest = decode(body)?;
+    let r = app.read(move |b| b.revoke_token(&req.token)).await??;
+    app.tokens_changed();
+    json(StatusCode::OK, &r)
+}
+
+async fn rotate_user(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: NameRequest = decode(body)?;
+    let r = app.read(move |b| b.rotate_user(&req.name)).await??;
+    app.tokens_changed();
+    json(StatusCode::CREATED, &r)
+}
+
+async fn remove_user(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: NameRequest = decode(body)?;
+    let name = req.name.clone();
+    let (_, tasks) = app.read(move |b| b.remove_user(&req.name)).await??;
+    app.tokens_changed();
+    let cancelled = app.cancel_all(&tasks).await?;
+    json(
+        StatusCode::OK,
+        &RemovedReply {
+            name,
+            cancelled,
+            evicted: Vec::new(),
+        },
+    )
+}
+
+async fn remove_org(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: NameRequest = decode(body)?;
+    let name = req.name.clone();
+    let (tasks, workers) = app.read(move |b| b.remove_org(&req.name)).await??;
+    app.tokens_changed();
+    let cancelled = app.cancel_all(&tasks).await?;
+    let mut evicted = Vec::new();
+    for worker in workers {
+        let org = app.read(move |b| b.worker_org_of(worker)).await?;
+        if let Ok(org) = org
+            && app.write(Write::Leave { worker, org }).await.is_ok()
+        {
+            evicted.push(worker);
+        }
+    }
+    json(
+        StatusCode::OK,
+        &RemovedReply {
+            name,
+            cancelled,
+            evicted,
+        },
+    )
+}
+
+async fn revoke_worker_tokens(
+    State(app): State<App>,
+    h: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: WorkerTokenRequest = decode(body)?;
+    let r = app.read(move |b| b.revoke_worker_tokens(&req.org)).await??;
+    app.tokens_changed();
+    json(StatusCode::OK, &r)
+}
+
+async fn set_quota(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    admin(&app.who(&h).await?)?;
+    let req: QuotaRequest = decode(body)?;
+    let r = app.read(move |b| b.set_quota(&req)).await??;
+    json(StatusCode::OK, &r)
+}
+
+async fn quotas(State(app): State<App>, h: HeaderMap) -> R {
+    admin(&app.who(&h).await?)?;
+    let r = app.read(|b| b.quotas()).await?;
+    json(StatusCode::OK, &r)
+}
+
+/// The admin drains a worker: as the worker's own drain.
+async fn admin_drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    admin(&app.who(&h).await?)?;
+    let worker = worker_id(&id)?;
+    let org = app.read(move |b| b.worker_org_of(worker)).await??;
+    match app.write(Write::Drain { worker, org }).await? {
+        Written::Draining { slots } => json(StatusCode::OK, &DrainReply { slots }),
+        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+    }
+}
+
+/// The admin evicts a worker: its slots leave and its runs go back to
+/// the queue, as when its lease runs out; its next call gets 410, and
+/// the reference worker then kills its runs.
+async fn admin_evict(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    admin(&app.who(&h).await?)?;
+    let worker = worker_id(&id)?;
+    let org = app.read(move |b| b.worker_org_of(worker)).await??;
+    app.write(Write::Leave { worker, org }).await?;
+    json(StatusCode::OK, &serde_json::json!({ "worker": worker }))
 }
 
 async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
@@ -934,6 +1079,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         generation: gen_rx,
         stopping: stop_rx,
         principals: Arc::default(),
+        tokens_epoch: Arc::default(),
         started_ms,
         frames: Arc::new(watch::channel(None).0),
     };
@@ -943,6 +1089,14 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/admin/orgs", post(add_org))
         .route("/v1/admin/users", post(add_user))
         .route("/v1/admin/worker-tokens", post(worker_token))
+        .route("/v1/admin/worker-tokens/revoke", post(revoke_worker_tokens))
+        .route("/v1/admin/tokens/revoke", post(revoke_token))
+        .route("/v1/admin/users/rotate", post(rotate_user))
+        .route("/v1/admin/users/remove", post(remove_user))
+        .route("/v1/admin/orgs/remove", post(remove_org))
+        .route("/v1/admin/quotas", post(set_quota).get(quotas))
+        .route("/v1/admin/workers/{id}/drain", post(admin_drain))
+        .route("/v1/admin/workers/{id}/evict", post(admin_evict))
         .route("/v1/tasks", post(submit).get(list_tasks))
         .route("/v1/tasks/{id}", get(get_task))
         .route("/v1/tasks/{id}/cancel", post(cancel))

@@ -161,6 +161,84 @@ impl Store {
         Ok(self.insert_token("worker", None, Some(o))?)
     }
 
+    /// Revokes one token (a user's, or an organization's worker token);
+    /// what it was. The admin token is not revoked this way.
+    pub fn revoke_token(&self, token: &str) -> Result<String, IdentityError> {
+        let what = match self.authenticate(token)? {
+            None => return Err(IdentityError::Unknown("such token (already revoked?)".into())),
+            Some(Principal::Admin) => {
+                return Err(IdentityError::Invalid(
+                    "that is the admin token: it is not revoked this way".into(),
+                ));
+            }
+            Some(Principal::User { name, .. }) => format!("a token of user `{name}`"),
+            Some(Principal::Worker { org }) => {
+                format!("a worker token of organization {}", self.org_name(org)?)
+            }
+            Some(Principal::Session { .. }) => unreachable!("sessions are not in the store"),
+        };
+        self.conn()
+            .execute(
+                "DELETE FROM tokens WHERE hash = ?1",
+                [hash(token.trim()).to_vec()],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(what)
+    }
+
+    /// The name of organization `id` (its number if it has none).
+    fn org_name(&self, id: u32) -> Result<String, StoreError> {
+        Ok(self
+            .conn()
+            .query_row("SELECT name FROM orgs WHERE id = ?1", [id], |r| {
+                r.get::<_, String>(0)
+            })
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .map_or_else(|| format!("#{id}"), |n| format!("`{n}`")))
+    }
+
+    /// The id and organization of user `name`.
+    pub fn user(&self, name: &str) -> Result<(i64, u32), IdentityError> {
+        self.conn()
+            .query_row("SELECT id, org FROM users WHERE name = ?1", [name], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)? as u32))
+            })
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or_else(|| IdentityError::Unknown(format!("user `{name}`")))
+    }
+
+    /// Revokes every token of user `name`; with `reissue`, gives it a new
+    /// one (returned).
+    pub fn rotate_user(
+        &self,
+        name: &str,
+        reissue: bool,
+    ) -> Result<(i64, u32, Option<String>), IdentityError> {
+        let (id, org) = self.user(name)?;
+        self.conn()
+            .execute("DELETE FROM tokens WHERE kind = 'user' AND user_id = ?1", [id])
+            .map_err(|e| self.sql(e))?;
+        let token = if reissue {
+            Some(self.insert_token("user", Some(id), Some(org))?)
+        } else {
+            None
+        };
+        Ok((id, org, token))
+    }
+
+    /// Revokes every worker token of organization `org`; how many.
+    pub fn revoke_worker_tokens(&self, org: &str) -> Result<usize, IdentityError> {
+        let Some(o) = self.org_id(org)? else {
+            return Err(IdentityError::Unknown(format!("organization `{org}`")));
+        };
+        self.conn()
+            .execute("DELETE FROM tokens WHERE kind = 'worker' AND org = ?1", [o])
+            .map_err(|e| self.sql(e))
+            .map_err(IdentityError::from)
+    }
+
     /// Who holds `token`, if anyone.
     pub fn authenticate(&self, token: &str) -> Result<Option<Principal>, StoreError> {
         let h = hash(token.trim());

@@ -11,7 +11,7 @@
 //! - [`dashboard`]: the live page at `/` and the snapshot it shows.
 
 /// The API's bodies (they live in `fairsched-proto`).
-pub use fairsched_proto::api;
+pub use fairsched_proto::{api, wire};
 pub mod dashboard;
 pub mod export;
 pub mod http;

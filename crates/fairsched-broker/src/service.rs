@@ -53,6 +53,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod admin;
+
 /// Tables added since schema 2 was first written (idempotent).
 macro_rules! added_tables {
     () => {
@@ -70,6 +72,12 @@ macro_rules! added_tables {
         user_id INTEGER NOT NULL, key TEXT NOT NULL, digest BLOB NOT NULL,
         ids TEXT NOT NULL, workflow INTEGER, at_ms INTEGER NOT NULL,
         PRIMARY KEY (user_id, key)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS quotas (
+        kind TEXT NOT NULL, id INTEGER NOT NULL, max_queued INTEGER NOT NULL,
+        PRIMARY KEY (kind, id)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS removed (
+        kind TEXT NOT NULL, id INTEGER NOT NULL, at_ms INTEGER NOT NULL,
+        PRIMARY KEY (kind, id)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS worker_sessions (
         worker INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE);
     CREATE TABLE IF NOT EXISTS share_clock (
@@ -148,6 +156,9 @@ pub struct Settings {
     /// program's with its own added (the same at every restart, or the log
     /// does not replay).
     pub registry: Registry,
+    /// The highest priority a user may give a task (the default, 1:
+    /// users may only lower theirs, as in Slurm).
+    pub max_user_priority: i64,
     /// The wall clock (Unix milliseconds), read once, when the broker
     /// opens: from then on its clock is that reading plus the monotonic
     /// time since, which a step of the wall clock does not move.
@@ -161,6 +172,7 @@ impl Default for Settings {
             max_attempts: 5,
             snapshot_every: crate::live::DEFAULT_SNAPSHOT_EVERY,
             registry: Registry::builtin(),
+            max_user_priority: 1,
             wall_clock: unix_ms,
         }
     }
@@ -632,6 +644,11 @@ pub struct Broker {
     sessions: HashMap<[u8; 32], u64>,
     /// Submissions by (user, idempotency key), of the last [`KEYS_KEPT`].
     submit_keys: HashMap<(i64, String), Keyed>,
+    /// Quotas on queued tasks.
+    quotas: HashMap<admin::QuotaOf, u64>,
+    /// Tasks each user submitted in the batch being planned (not counted
+    /// yet), for the quotas.
+    batch_queued: HashMap<i64, u64>,
     slot_worker: HashMap<SlotId, u64>,
     /// Running tasks by worker, and the worker of each running task.
     running: HashMap<u64, BTreeSet<TaskId>>,
@@ -737,6 +754,8 @@ impl Broker {
             next_worker: 1,
             sessions: HashMap::new(),
             submit_keys: HashMap::new(),
+            quotas: HashMap::new(),
+            batch_queued: HashMap::new(),
             misses: HashMap::new(),
             polls: {
                 let mut b = [0u8; 4];
@@ -834,6 +853,7 @@ impl Broker {
                 }
             }
         }
+        self.quotas = admin::load_quotas(conn)?;
         {
             let mut q = conn.prepare("SELECT worker, hash FROM worker_sessions")?;
             let rows = q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
@@ -1096,6 +1116,7 @@ impl Broker {
     }
 
     pub fn add_user(&self, name: &str, org: &str) -> Reply<UserReply> {
+        self.not_removed_org(org)?;
         let token = self.live.store().add_user(name, org)?;
         let id = self
             .live
@@ -1112,11 +1133,22 @@ impl Broker {
     }
 
     pub fn worker_token(&self, org: &str) -> Reply<TokenReply> {
+        self.not_removed_org(org)?;
         let token = self.live.store().worker_token(org)?;
         Ok(TokenReply {
             org: org.into(),
             token,
         })
+    }
+
+    /// Refuses an organization the operator removed.
+    fn not_removed_org(&self, org: &str) -> Reply<()> {
+        if let Some(id) = self.live.store().org_id(org).map_err(ApiError::internal)?
+            && self.removed("org", i64::from(id))?
+        {
+            return Err(ApiError::new(409, format!("organization `{org}` was removed")));
+        }
+        Ok(())
     }
 
     /// Organization names by id (for `/metrics`).
@@ -1637,7 +1669,9 @@ impl Broker {
     /// [`Broker::write`] without the settling.
     fn write_unsettled(&mut self, writes: Vec<Write>) -> Vec<Reply<Written>> {
         let now = self.clock();
+        self.batch_queued.clear();
         let plans: Vec<Reply<Plan>> = writes.into_iter().map(|w| self.plan(w)).collect();
+        self.batch_queued.clear();
         self.commit(plans, now, true)
     }
 
@@ -1918,6 +1952,19 @@ impl Broker {
                 }
                 check_tasks(&tasks, workflow.as_ref())
                     .map_err(|m| ApiError::bad(format!("request body: {m}")))?;
+                let max = self.settings.max_user_priority;
+                if let Some((i, p)) = tasks
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, t)| t.priority.filter(|&p| p > max).map(|p| (i, p)))
+                {
+                    return Err(ApiError::forbidden(format!(
+                        "tasks[{i}].priority: {p}; users may give at most {max} (serve --max-user-priority): lower your own tasks, not raise them over others'"
+                    )));
+                }
+                let n = tasks.len() as u64;
+                self.check_quota(user, org, n, &self.batch_queued)?;
+                *self.batch_queued.entry(user).or_default() += n;
                 let workflow = workflow.map(|w| {
                     let id = self.next_workflow;
                     self.next_workflow += 1;

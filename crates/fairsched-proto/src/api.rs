@@ -268,3 +268,73 @@ pub struct TokenReply {
 pub struct ErrorBody {
     pub error: String,
 }
+
+/// `POST /v1/admin/users/rotate`, `/v1/admin/users/remove`,
+/// `/v1/admin/orgs/remove`: the user or organization.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NameRequest {
+    pub name: String,
+}
+
+/// `POST /v1/admin/tokens/revoke`: a leaked token (a user's, or a worker
+/// token of an organization).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeRequest {
+    pub token: String,
+}
+
+/// Reply to [`RevokeRequest`]: whose it was.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevokeReply {
+    pub revoked: String,
+}
+
+/// Reply to `POST /v1/admin/worker-tokens/revoke`: how many of the
+/// organization's worker tokens no longer work (its registered workers
+/// keep their sessions: evict them for that).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevokedReply {
+    pub org: String,
+    pub revoked: u64,
+}
+
+/// Reply to a removal: its tokens are revoked, these of its tasks were
+/// cancelled, these workers evicted (an organization's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemovedReply {
+    pub name: String,
+    pub cancelled: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evicted: Vec<u64>,
+}
+
+/// `POST /v1/admin/quotas`: the most tasks a user, or all the users of an
+/// organization together, may have queued (waiting or held) at once;
+/// `null` lifts it. A submission that would pass it is refused (429).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaRequest {
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub org: Option<String>,
+    pub max_queued: Option<u64>,
+}
+
+/// One quota in force (`GET /v1/admin/quotas`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quota {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org: Option<String>,
+    pub max_queued: u64,
+}
+
+/// `GET /v1/admin/quotas`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotasReply {
+    pub quotas: Vec<Quota>,
+}

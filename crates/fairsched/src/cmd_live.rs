@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// stopped).
     #[arg(long, value_name = "N", default_value_t = 5)]
     max_attempts: u32,
+    /// The highest priority a user may give a task. The default, 1, is the priority of a task
+    /// given none: users may lower theirs, not raise them over others'.
+    #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true)]
+    max_user_priority: i64,
     /// Steps of the log between two snapshots of the scheduler's state (a restart restores the
     /// newest and replays only the steps after it; 0: no snapshots, a restart replays the whole
     /// log). A clean shutdown writes one too.
@@ -110,6 +114,7 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
             max_attempts: a.max_attempts,
             snapshot_every: a.snapshot_every,
             registry: registry.clone(),
+            max_user_priority: a.max_user_priority,
             ..Settings::default()
         },
         stop: None,
@@ -288,6 +293,80 @@ pub enum AdminLive {
         #[arg(long)]
         org: String,
     },
+    /// Leaked tokens: revoke them.
+    #[command(subcommand)]
+    Token(TokenCmd),
+    /// Workers, by id (the dashboard and `/metrics` show them): drain or evict one.
+    #[command(subcommand)]
+    Worker(WorkerCmd),
+    /// Quotas on the tasks a user, or an organization's users together, may have queued.
+    #[command(subcommand)]
+    Quota(QuotaCmd),
+}
+
+#[derive(clap::Subcommand)]
+pub enum TokenCmd {
+    /// Revoke one token (a user's, or a worker token), or every worker token of an
+    /// organization; prints whose it was. Workers registered with a revoked worker token keep
+    /// their sessions: evict them with `admin worker evict`. (The admin token is not revoked
+    /// this way.)
+    Revoke {
+        #[command(flatten)]
+        conn: Conn,
+        /// The leaked token.
+        #[arg(
+            required_unless_present = "worker_tokens_of",
+            conflicts_with = "worker_tokens_of"
+        )]
+        leaked: Option<String>,
+        /// Every worker token of this organization instead.
+        #[arg(long, value_name = "ORG")]
+        worker_tokens_of: Option<String>,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum WorkerCmd {
+    /// The worker takes no new task and leaves once its runs end.
+    Drain {
+        #[command(flatten)]
+        conn: Conn,
+        /// The worker's id.
+        id: u64,
+    },
+    /// The worker's slots leave now and its runs go back to the queue (as when its lease runs
+    /// out); its next call is refused, and it kills its runs.
+    Evict {
+        #[command(flatten)]
+        conn: Conn,
+        /// The worker's id.
+        id: u64,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum QuotaCmd {
+    /// Set (or with `--max-queued none`, lift) the most tasks a user, or all users of an
+    /// organization together, may have queued (waiting or held); a submission that would pass
+    /// it is refused, naming the quota.
+    Set {
+        #[command(flatten)]
+        conn: Conn,
+        /// The user.
+        #[arg(long, required_unless_present = "org", conflicts_with = "org")]
+        user: Option<String>,
+        /// The organization.
+        #[arg(long)]
+        org: Option<String>,
+        /// A number, or `none`.
+        #[arg(long, value_name = "N|none")]
+        max_queued: String,
+    },
+    /// The quotas in force.
+    List {
+        #[command(flatten)]
+        conn: Conn,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -297,6 +376,13 @@ pub enum OrgCmd {
         #[command(flatten)]
         conn: Conn,
         /// 1 to 64 letters, digits, '.', '_' or '-'.
+        name: String,
+    },
+    /// Remove an organization: its users are removed (their tokens revoked, their tasks not
+    /// ended cancelled), its worker tokens revoked, its workers evicted. Its name stays taken.
+    Remove {
+        #[command(flatten)]
+        conn: Conn,
         name: String,
     },
 }
@@ -312,6 +398,19 @@ pub enum UserCmd {
         /// The organization the user belongs to (and submits for).
         #[arg(long)]
         org: String,
+    },
+    /// A new token for a user (printed alone); its old tokens stop working at once.
+    Rotate {
+        #[command(flatten)]
+        conn: Conn,
+        name: String,
+    },
+    /// Remove a user: its tokens are revoked and its tasks not ended cancelled. Its name stays
+    /// taken.
+    Remove {
+        #[command(flatten)]
+        conn: Conn,
+        name: String,
     },
 }
 
@@ -488,6 +587,103 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             )?;
             sayln!("{}", r.token);
         }
+        AdminLive::Org(OrgCmd::Remove { conn, name }) => {
+            let r: RemovedReply = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                "/v1/admin/orgs/remove",
+                Some(&NameRequest { name }),
+            )?;
+            sayln!(
+                "removed organization {}: {} tasks cancelled, workers evicted: {:?}",
+                r.name,
+                r.cancelled.len(),
+                r.evicted
+            );
+        }
+        AdminLive::User(UserCmd::Rotate { conn, name }) => {
+            let r: UserReply = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                "/v1/admin/users/rotate",
+                Some(&NameRequest { name }),
+            )?;
+            sayln!("{}", r.token);
+        }
+        AdminLive::User(UserCmd::Remove { conn, name }) => {
+            let r: RemovedReply = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                "/v1/admin/users/remove",
+                Some(&NameRequest { name }),
+            )?;
+            sayln!("removed user {}: {} tasks cancelled", r.name, r.cancelled.len());
+        }
+        AdminLive::Token(TokenCmd::Revoke {
+            conn,
+            leaked,
+            worker_tokens_of,
+        }) => {
+            let client = Client::new(&conn.conn(), Role::Admin)?;
+            match (leaked, worker_tokens_of) {
+                (_, Some(org)) => {
+                    let r: RevokedReply = client.call(
+                        "POST",
+                        "/v1/admin/worker-tokens/revoke",
+                        Some(&WorkerTokenRequest { org }),
+                    )?;
+                    sayln!("revoked {} worker tokens of {}", r.revoked, r.org);
+                }
+                (Some(token), None) => {
+                    let r: RevokeReply =
+                        client.call("POST", "/v1/admin/tokens/revoke", Some(&RevokeRequest { token }))?;
+                    sayln!("revoked {}", r.revoked);
+                }
+                (None, None) => return Err(usage("give the leaked token, or --worker-tokens-of ORG")),
+            }
+        }
+        AdminLive::Worker(WorkerCmd::Drain { conn, id }) => {
+            let r: fairsched_broker::wire::DrainReply = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                &format!("/v1/admin/workers/{id}/drain"),
+                None::<&()>,
+            )?;
+            sayln!("worker {id} drains: {} busy slots left", r.slots);
+        }
+        AdminLive::Worker(WorkerCmd::Evict { conn, id }) => {
+            let _: serde_json::Value = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                &format!("/v1/admin/workers/{id}/evict"),
+                None::<&()>,
+            )?;
+            sayln!("worker {id} evicted: its runs are back in the queue");
+        }
+        AdminLive::Quota(QuotaCmd::Set {
+            conn,
+            user,
+            org,
+            max_queued,
+        }) => {
+            let max_queued = match max_queued.as_str() {
+                "none" => None,
+                n => Some(
+                    n.parse::<u64>()
+                        .map_err(|_| usage(format!("--max-queued {n}: a number, or `none`")))?,
+                ),
+            };
+            let r: QuotasReply = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                "/v1/admin/quotas",
+                Some(&QuotaRequest {
+                    user,
+                    org,
+                    max_queued,
+                }),
+            )?;
+            print_quotas(&r)?;
+        }
+        AdminLive::Quota(QuotaCmd::List { conn }) => {
+            let r: QuotasReply =
+                Client::new(&conn.conn(), Role::Admin)?.call("GET", "/v1/admin/quotas", None::<&()>)?;
+            print_quotas(&r)?;
+        }
         AdminLive::WorkerToken { conn, org } => {
             let r: TokenReply = Client::new(&conn.conn(), Role::Admin)?.call(
                 "POST",
@@ -495,6 +691,21 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
                 Some(&WorkerTokenRequest { org }),
             )?;
             sayln!("{}", r.token);
+        }
+    }
+    Ok(())
+}
+
+/// One line per quota in force.
+fn print_quotas(r: &QuotasReply) -> anyhow::Result<()> {
+    if r.quotas.is_empty() {
+        sayln!("no quotas");
+    }
+    for q in &r.quotas {
+        match (&q.user, &q.org) {
+            (Some(u), _) => sayln!("user {u}: at most {} queued", q.max_queued),
+            (_, Some(o)) => sayln!("organization {o}: at most {} queued", q.max_queued),
+            _ => {}
         }
     }
     Ok(())

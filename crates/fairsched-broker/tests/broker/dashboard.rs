@@ -336,7 +336,15 @@ fn recent_events_keep_the_last_ones() {
 #[test]
 fn the_queue_is_in_priority_then_submission_order_and_capped() {
     let s = setup("priority", None);
-    let mut b = open(&s);
+    // Any priority, the highest included (`serve --max-user-priority`).
+    let mut b = Broker::open(
+        &s.path,
+        Settings {
+            max_user_priority: i64::MAX,
+            ..Settings::default()
+        },
+    )
+    .unwrap();
     let p = |prio: i64| NewTask {
         priority: Some(prio),
         ..task("true")

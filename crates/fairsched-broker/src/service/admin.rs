@@ -1,0 +1,263 @@
+//! An operator's controls over a running broker: revoking and rotating
+//! tokens, removing users and organizations, quotas on queued tasks. Token
+//! changes are in the identity tables (not steps of the log: they decide
+//! nothing the core sees); what they imply for tasks and workers
+//! (cancelling a removed user's tasks, evicting an organization's workers)
+//! goes through the log as the writes the HTTP layer then sends.
+
+use super::{ApiError, Broker, Reply, St};
+use crate::identity::IdentityError;
+use fairsched_proto::api::{Quota, QuotaRequest, QuotasReply, RevokeReply, RevokedReply, UserReply};
+use rusqlite::{OptionalExtension, params};
+use std::collections::HashMap;
+
+/// Whose quota.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum QuotaOf {
+    User(i64),
+    Org(u32),
+}
+
+impl QuotaOf {
+    fn kind(self) -> (&'static str, i64) {
+        match self {
+            QuotaOf::User(u) => ("user", u),
+            QuotaOf::Org(o) => ("org", i64::from(o)),
+        }
+    }
+}
+
+/// The quotas in force, read when the broker opens.
+pub(crate) fn load_quotas(conn: &rusqlite::Connection) -> rusqlite::Result<HashMap<QuotaOf, u64>> {
+    let mut q = conn.prepare("SELECT kind, id, max_queued FROM quotas")?;
+    let rows = q.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    })?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (kind, id, max) = row?;
+        let of = match kind.as_str() {
+            "user" => QuotaOf::User(id),
+            _ => QuotaOf::Org(id as u32),
+        };
+        out.insert(of, max.max(0) as u64);
+    }
+    Ok(out)
+}
+
+impl Broker {
+    /// Revokes one leaked token.
+    pub fn revoke_token(&self, token: &str) -> Reply<RevokeReply> {
+        let revoked = self.live.store().revoke_token(token)?;
+        Ok(RevokeReply { revoked })
+    }
+
+    /// A new token for user `name`; its old ones stop working.
+    pub fn rotate_user(&self, name: &str) -> Reply<UserReply> {
+        let (id, org, token) = self.live.store().rotate_user(name, true)?;
+        let org = self.org_names().remove(&org).unwrap_or_default();
+        Ok(UserReply {
+            id,
+            name: name.into(),
+            org,
+            token: token.unwrap_or_default(),
+        })
+    }
+
+    /// Revokes every worker token of organization `org`.
+    pub fn revoke_worker_tokens(&self, org: &str) -> Reply<RevokedReply> {
+        let n = self.live.store().revoke_worker_tokens(org)?;
+        Ok(RevokedReply {
+            org: org.into(),
+            revoked: n as u64,
+        })
+    }
+
+    /// Revokes every token of user `name`, marks it removed; its tasks
+    /// not ended yet (to cancel: the caller sends the cancels).
+    pub fn remove_user(&mut self, name: &str) -> Reply<(i64, Vec<u64>)> {
+        let (id, _, _) = self.live.store().rotate_user(name, false)?;
+        self.mark_removed("user", id)?;
+        Ok((id, self.unended_of("user_id", id)?))
+    }
+
+    /// Removes organization `name`: its users (as [`Broker::remove_user`]),
+    /// its worker tokens; its tasks not ended and its live workers (to
+    /// cancel and evict: the caller does).
+    pub fn remove_org(&mut self, name: &str) -> Reply<(Vec<u64>, Vec<u64>)> {
+        let Some(org) = self.live.store().org_id(name).map_err(ApiError::internal)? else {
+            return Err(IdentityError::Unknown(format!("organization `{name}`")).into());
+        };
+        let users: Vec<String> = {
+            let conn = self.live.store().conn();
+            let mut q = conn
+                .prepare("SELECT name FROM users WHERE org = ?1")
+                .map_err(ApiError::internal)?;
+            q.query_map([org], |r| r.get(0))
+                .and_then(|rows| rows.collect())
+                .map_err(ApiError::internal)?
+        };
+        for u in &users {
+            self.remove_user(u)?;
+        }
+        self.live.store().revoke_worker_tokens(name)?;
+        self.mark_removed("org", i64::from(org))?;
+        let tasks = self.unended_of("org", i64::from(org))?;
+        let mut workers: Vec<u64> = self
+            .workers
+            .iter()
+            .filter(|(_, w)| w.org == org && !w.lost)
+            .map(|(&id, _)| id)
+            .collect();
+        workers.sort_unstable();
+        Ok((tasks, workers))
+    }
+
+    /// Whether a user or organization (by id) was removed.
+    pub fn removed(&self, kind: &str, id: i64) -> Reply<bool> {
+        self.live
+            .store()
+            .conn()
+            .query_row(
+                "SELECT 1 FROM removed WHERE kind = ?1 AND id = ?2",
+                params![kind, id],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|o| o.is_some())
+            .map_err(ApiError::internal)
+    }
+
+    fn mark_removed(&self, kind: &str, id: i64) -> Reply<()> {
+        let now = self.clock().millis();
+        self.live
+            .store()
+            .conn()
+            .execute(
+                "INSERT OR IGNORE INTO removed (kind, id, at_ms) VALUES (?1, ?2, ?3)",
+                params![kind, id, now],
+            )
+            .map(drop)
+            .map_err(ApiError::internal)
+    }
+
+    /// Public ids of the tasks of a user (`user_id`) or an organization
+    /// (`org`) that have not ended, newest first (children before their
+    /// parents: cancelling a parent first would cancel them with another
+    /// reason).
+    fn unended_of(&self, column: &str, id: i64) -> Reply<Vec<u64>> {
+        let conn = self.live.store().conn();
+        let mut q = conn
+            .prepare(&format!(
+                "SELECT id FROM tasks WHERE {column} = ?1 AND state IN ('live', 'held') ORDER BY id DESC"
+            ))
+            .map_err(ApiError::internal)?;
+        q.query_map([id], |r| r.get::<_, i64>(0).map(|i| i as u64))
+            .and_then(|rows| rows.collect())
+            .map_err(ApiError::internal)
+    }
+
+    /// The organization of a live worker, for the admin's drain and evict.
+    pub fn worker_org_of(&self, worker: u64) -> Reply<u32> {
+        match self.workers.get(&worker) {
+            Some(w) if !w.lost => Ok(w.org),
+            Some(_) => Err(ApiError::new(410, format!("worker {worker} already left"))),
+            None => Err(ApiError::not_found(format!("no worker {worker}"))),
+        }
+    }
+
+    /// Sets or lifts a quota.
+    pub fn set_quota(&mut self, req: &QuotaRequest) -> Reply<QuotasReply> {
+        let of = match (&req.user, &req.org) {
+            (Some(u), None) => QuotaOf::User(self.live.store().user(u)?.0),
+            (None, Some(o)) => match self.live.store().org_id(o).map_err(ApiError::internal)? {
+                Some(id) => QuotaOf::Org(id),
+                None => return Err(IdentityError::Unknown(format!("organization `{o}`")).into()),
+            },
+            _ => return Err(ApiError::bad("request body: give `user` or `org`, one of them")),
+        };
+        let (kind, id) = of.kind();
+        let conn = self.live.store().conn();
+        let done = match req.max_queued {
+            Some(max) => conn.execute(
+                "INSERT OR REPLACE INTO quotas (kind, id, max_queued) VALUES (?1, ?2, ?3)",
+                params![kind, id, i64::try_from(max).unwrap_or(i64::MAX)],
+            ),
+            None => conn.execute(
+                "DELETE FROM quotas WHERE kind = ?1 AND id = ?2",
+                params![kind, id],
+            ),
+        };
+        done.map_err(ApiError::internal)?;
+        match req.max_queued {
+            Some(max) => self.quotas.insert(of, max),
+            None => self.quotas.remove(&of),
+        };
+        Ok(self.quotas())
+    }
+
+    /// The quotas in force, users' then organizations', by name.
+    pub fn quotas(&self) -> QuotasReply {
+        let (users, orgs) = (self.user_names(), self.org_names());
+        let mut quotas: Vec<Quota> = self
+            .quotas
+            .iter()
+            .map(|(&of, &max_queued)| match of {
+                QuotaOf::User(u) => Quota {
+                    user: Some(users.get(&u).cloned().unwrap_or_else(|| u.to_string())),
+                    org: None,
+                    max_queued,
+                },
+                QuotaOf::Org(o) => Quota {
+                    user: None,
+                    org: Some(orgs.get(&o).cloned().unwrap_or_else(|| o.to_string())),
+                    max_queued,
+                },
+            })
+            .collect();
+        quotas.sort_by(|a, b| (a.org.is_some(), &a.user, &a.org).cmp(&(b.org.is_some(), &b.user, &b.org)));
+        QuotasReply { quotas }
+    }
+
+    /// Tasks a user has queued (waiting or held).
+    fn queued(&self, user: i64) -> u64 {
+        self.counts
+            .users
+            .get(&user)
+            .map_or(0, |c| c.get(St::Waiting) + c.get(St::Held))
+    }
+
+    /// Refuses `n` more queued tasks of `user` (of `org`) past a quota;
+    /// `batch` counts those planned in this batch and not applied yet.
+    pub(crate) fn check_quota(&self, user: i64, org: u32, n: u64, batch: &HashMap<i64, u64>) -> Reply<()> {
+        let pending = |u: i64| self.queued(u) + batch.get(&u).copied().unwrap_or(0);
+        if let Some(&max) = self.quotas.get(&QuotaOf::User(user)) {
+            let has = pending(user);
+            if has + n > max {
+                return Err(ApiError::new(
+                    429,
+                    format!(
+                        "quota: you have {has} tasks queued (waiting or held) and may have {max}; these {n} would pass it (wait for some to start, or ask the operator)"
+                    ),
+                ));
+            }
+        }
+        if let Some(&max) = self.quotas.get(&QuotaOf::Org(org)) {
+            let conn = self.live.store().conn();
+            let members: Vec<i64> = conn
+                .prepare_cached("SELECT id FROM users WHERE org = ?1")
+                .and_then(|mut q| q.query_map([org], |r| r.get(0))?.collect())
+                .map_err(ApiError::internal)?;
+            let has: u64 = members.into_iter().map(pending).sum();
+            if has + n > max {
+                return Err(ApiError::new(
+                    429,
+                    format!(
+                        "quota: your organization has {has} tasks queued (waiting or held) and may have {max}; these {n} would pass it"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,240 @@
+//! An operator's controls, as the README shows them, through the command
+//! line and a real broker (issue 27, findings 6 and 7): quotas, the
+//! priority range, revoking and rotating tokens, evicting a worker,
+//! removing users and organizations.
+
+use crate::common::{Broker, run_in};
+use serde_json::json;
+use std::process::Output;
+
+struct Setup {
+    broker: Broker,
+    alice: String,
+    bob: String,
+    worker: String,
+    _dir: tempfile::TempDir,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "fifo", "30s");
+    broker.add_org("physics");
+    broker.add_org("chemistry");
+    let alice = broker.add_user("alice", "physics");
+    let bob = broker.add_user("bob", "physics");
+    let worker = broker.worker_token("physics");
+    Setup {
+        broker,
+        alice,
+        bob,
+        worker,
+        _dir: dir,
+    }
+}
+
+/// `fairsched ARGS --broker URL --token TOKEN`.
+fn cli(s: &Setup, token: &str, args: &[&str]) -> Output {
+    // Before a `--`: what follows it is the task's command.
+    let at = args.iter().position(|&a| a == "--").unwrap_or(args.len());
+    let mut all: Vec<&str> = args[..at].to_vec();
+    all.extend(["--broker", &s.broker.url, "--token", token]);
+    all.extend(&args[at..]);
+    run_in(&s.broker.dir, &all)
+}
+
+#[track_caller]
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[track_caller]
+fn refused(o: &Output, says: &str) {
+    assert!(!o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(says), "expected {says:?} in: {err}");
+}
+
+/// Quotas on queued tasks, a user's and an organization's; lifted again
+/// (finding 7: none existed).
+#[test]
+fn quotas_refuse_what_would_pass_them() {
+    let s = setup();
+    let admin = s.broker.admin.clone();
+    ok(&cli(
+        &s,
+        &admin,
+        &["admin", "quota", "set", "--user", "alice", "--max-queued", "2"],
+    ));
+    ok(&cli(&s, &s.alice, &["submit", "--count", "2", "--", "true"]));
+    refused(
+        &cli(&s, &s.alice, &["submit", "--", "true"]),
+        "quota: you have 2 tasks queued",
+    );
+    // bob is not limited, until the organization is.
+    ok(&cli(&s, &s.bob, &["submit", "--count", "3", "--", "true"]));
+    ok(&cli(
+        &s,
+        &admin,
+        &["admin", "quota", "set", "--org", "physics", "--max-queued", "6"],
+    ));
+    refused(
+        &cli(&s, &s.bob, &["submit", "--count", "2", "--", "true"]),
+        "your organization has 5",
+    );
+    ok(&cli(&s, &s.bob, &["submit", "--", "true"]));
+    let list = ok(&cli(&s, &admin, &["admin", "quota", "list"]));
+    assert_eq!(
+        list,
+        "user alice: at most 2 queued\norganization physics: at most 6 queued\n"
+    );
+    ok(&cli(
+        &s,
+        &admin,
+        &[
+            "admin",
+            "quota",
+            "set",
+            "--org",
+            "physics",
+            "--max-queued",
+            "none",
+        ],
+    ));
+    ok(&cli(
+        &s,
+        &admin,
+        &["admin", "quota", "set", "--user", "alice", "--max-queued", "none"],
+    ));
+    ok(&cli(&s, &s.alice, &["submit", "--count", "5", "--", "true"]));
+    assert_eq!(ok(&cli(&s, &admin, &["admin", "quota", "list"])), "no quotas\n");
+    assert_eq!(s.broker.api().status(&admin).waiting, 2 + 3 + 1 + 5);
+}
+
+/// Users may lower their tasks' priority, not raise it over others'
+/// (finding 7: any priority up to 2^63 − 1 was taken).
+#[test]
+fn users_may_only_lower_their_priority() {
+    let s = setup();
+    refused(
+        &cli(&s, &s.alice, &["submit", "--priority", "2", "--", "true"]),
+        "--max-user-priority",
+    );
+    let huge = i64::MAX.to_string();
+    refused(
+        &cli(&s, &s.alice, &["submit", "--priority", &huge, "--", "true"]),
+        "at most 1",
+    );
+    ok(&cli(&s, &s.alice, &["submit", "--priority", "-5", "--", "true"]));
+    ok(&cli(&s, &s.alice, &["submit", "--priority", "1", "--", "true"]));
+}
+
+/// A leaked user token is revoked at once, even one the broker has just
+/// accepted (its cache); rotation gives a new one; a worker token revoked
+/// registers nothing more, and the worker it registered is evicted
+/// (finding 6: tokens could not be revoked, and were cached for the
+/// process's life).
+#[test]
+fn leaked_tokens_are_revoked_and_rotated() {
+    let s = setup();
+    let admin = s.broker.admin.clone();
+    let api = s.broker.api();
+    assert_eq!(api.get("/v1/status", Some(&s.alice)).status, 200);
+    let said = ok(&cli(&s, &admin, &["admin", "token", "revoke", &s.alice]));
+    assert_eq!(said, "revoked a token of user `alice`\n");
+    assert_eq!(api.get("/v1/status", Some(&s.alice)).status, 401);
+    refused(
+        &cli(&s, &admin, &["admin", "token", "revoke", &admin]),
+        "admin token",
+    );
+
+    assert_eq!(api.get("/v1/status", Some(&s.bob)).status, 200);
+    let new = ok(&cli(&s, &admin, &["admin", "user", "rotate", "bob"]));
+    let new = new.trim();
+    assert_eq!(api.get("/v1/status", Some(&s.bob)).status, 401);
+    assert_eq!(api.get("/v1/status", Some(new)).status, 200);
+
+    // A worker registered with the token, then the token revoked.
+    let reg = api.post_ok("/v1/workers", &s.worker, &json!({"slots": 1, "host": "w"}));
+    let (w, session) = (
+        reg["worker"].as_u64().unwrap(),
+        reg["session"].as_str().unwrap().to_string(),
+    );
+    let said = ok(&cli(
+        &s,
+        &admin,
+        &["admin", "token", "revoke", "--worker-tokens-of", "physics"],
+    ));
+    assert_eq!(said, "revoked 1 worker tokens of physics\n");
+    let r = api.post("/v1/workers", Some(&s.worker), br#"{"slots":1,"host":"w2"}"#);
+    assert_eq!(r.status, 401, "{}", r.text);
+    // Its session still works, until the worker is evicted.
+    let poll = |api: &crate::common::Api| {
+        api.post(
+            &format!("/v1/workers/{w}/poll"),
+            Some(&session),
+            br#"{"wait_ms":0}"#,
+        )
+    };
+    assert_eq!(poll(&api).status, 200);
+    let id = api.submit(new, &["sleep 60".into()])[0];
+    assert_eq!(api.get_ok(&format!("/v1/tasks/{id}"), new)["state"], "running");
+    ok(&cli(&s, &admin, &["admin", "worker", "evict", &w.to_string()]));
+    let r = poll(&api);
+    assert_eq!(r.status, 410, "{}", r.text);
+    let t = api.get_ok(&format!("/v1/tasks/{id}"), new);
+    assert_eq!(
+        (t["state"].as_str(), t["attempts"].as_u64()),
+        (Some("waiting"), Some(1)),
+        "{t}"
+    );
+}
+
+/// Removing a user cancels what it had not finished and revokes its
+/// tokens; removing an organization removes its users, evicts its
+/// workers and takes no new user (finding 6: neither existed).
+#[test]
+fn removed_users_and_organizations_are_gone() {
+    let s = setup();
+    let admin = s.broker.admin.clone();
+    let api = s.broker.api();
+    let ids = api.submit(&s.bob, &["true".into(), "true".into()]);
+    let said = ok(&cli(&s, &admin, &["admin", "user", "remove", "bob"]));
+    assert_eq!(said, "removed user bob: 2 tasks cancelled\n");
+    for id in ids {
+        assert_eq!(
+            api.get_ok(&format!("/v1/tasks/{id}"), &admin)["state"],
+            "cancelled"
+        );
+    }
+    assert_eq!(api.get("/v1/status", Some(&s.bob)).status, 401);
+
+    let carol = s.broker.add_user("carol", "chemistry");
+    let chem = s.broker.worker_token("chemistry");
+    let reg = api.post_ok("/v1/workers", &chem, &json!({"slots": 2, "host": "c"}));
+    let w = reg["worker"].as_u64().unwrap();
+    api.submit(&carol, &["sleep 60".into(), "sleep 60".into(), "true".into()]);
+    let said = ok(&cli(&s, &admin, &["admin", "org", "remove", "chemistry"]));
+    assert_eq!(
+        said,
+        format!("removed organization chemistry: 3 tasks cancelled, workers evicted: [{w}]\n")
+    );
+    assert_eq!(api.get("/v1/status", Some(&carol)).status, 401);
+    assert_eq!(
+        api.post("/v1/workers", Some(&chem), br#"{"slots":1,"host":"c"}"#)
+            .status,
+        401
+    );
+    refused(
+        &cli(
+            &s,
+            &admin,
+            &["admin", "user", "add", "dave", "--org", "chemistry"],
+        ),
+        "was removed",
+    );
+    let st = api.status(&admin);
+    assert_eq!((st.running, st.waiting, st.slots), (0, 0, 0), "{st:?}");
+    // physics is untouched.
+    ok(&cli(&s, &s.alice, &["submit", "--", "true"]));
+}
