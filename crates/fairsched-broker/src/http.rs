@@ -83,6 +83,9 @@ enum Msg {
     Stop,
 }
 
+/// Authenticated tokens (their SHA-256) → (the tokens epoch, who).
+type Principals = HashMap<[u8; 32], (u64, Principal)>;
+
 #[derive(Clone)]
 struct App {
     tx: mpsc::Sender<Msg>,
@@ -91,7 +94,7 @@ struct App {
     stopping: watch::Receiver<bool>,
     /// Tokens already authenticated, with the [`App::tokens_epoch`] they
     /// were read at: an entry of an older epoch is read again.
-    principals: Arc<Mutex<HashMap<[u8; 32], (u64, Principal)>>>,
+    principals: Arc<Mutex<Principals>>,
     /// Bumped whenever a token is revoked: cached principals are stale.
     tokens_epoch: Arc<std::sync::atomic::AtomicU64>,
     /// The broker's clock when this process started (the dashboard's
