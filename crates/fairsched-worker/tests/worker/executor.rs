@@ -18,6 +18,8 @@ fn assignment(command: &str) -> Assignment {
         command: command.into(),
         stage_in: None,
         stage_out: None,
+        time_limit_ms: None,
+        memory_bytes: None,
     }
 }
 
