@@ -15,6 +15,7 @@ mod formats_out;
 mod live_auth;
 mod live_crash;
 mod live_dashboard;
+mod live_isolation;
 mod live_kill;
 mod live_optional;
 mod live_scale;
