@@ -431,9 +431,6 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let ended = reporter(&shared, &client, &register);
     let result = shut_down(&shared, &client, ended);
     signal_handle.close();
-    if let Some(f) = &shared.lease_file {
-        let _ = std::fs::remove_file(&f.path);
-    }
     result
 }
 
@@ -459,11 +456,13 @@ fn watchdog(shared: &Shared) {
     }
 }
 
-/// `WORKDIR/.fairsched-lease-PID`: when this worker's lease lapses, for
-/// its task guards (which go on while the worker is stopped, SIGSTOP, and
-/// kill their runs then). One line, `TERM_NS KILL_NS`: CLOCK_MONOTONIC
-/// times at which a guard SIGTERMs, then SIGKILLs, every process of its
-/// run; rewritten in place at each answered call.
+/// When this worker's lease lapses, for its task guards (which go on while
+/// the worker is stopped, SIGSTOP, and kill their runs then). One line,
+/// `TERM_NS KILL_NS`: CLOCK_MONOTONIC times at which a guard SIGTERMs,
+/// then SIGKILLs, every process of its run; rewritten in place at each
+/// answered call. The file is unlinked at once (nothing is left in the work
+/// directory, whatever way the worker ends): guards open it as
+/// `/proc/WORKER_PID/fd/N`.
 struct LeaseFile {
     path: PathBuf,
     file: std::fs::File,
@@ -480,6 +479,12 @@ impl LeaseFile {
             .mode(0o600)
             .open(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
+        std::fs::remove_file(&path).with_context(|| format!("cannot unlink {}", path.display()))?;
+        let path = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            std::os::fd::AsRawFd::as_raw_fd(&file)
+        ));
         let f = LeaseFile { path, file };
         f.write(0, 0);
         Ok(f)
