@@ -403,6 +403,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         workdir: out.join("runs"),
         grace: Duration::from_secs(1),
         guard: None,
+        lease_file: None,
     };
     let mut order = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);

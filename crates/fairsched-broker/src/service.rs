@@ -1242,6 +1242,8 @@ impl Broker {
                     command: d.command.clone(),
                     stage_in: d.stage_in.clone(),
                     stage_out: d.stage_out.clone(),
+                    time_limit_ms: None,
+                    memory_bytes: None,
                 });
             }
         }

@@ -101,6 +101,16 @@ pub struct Assignment {
     pub stage_in: Option<String>,
     #[serde(default)]
     pub stage_out: Option<String>,
+    /// The run's wall-time limit: a worker kills a run still going after
+    /// this long (SIGTERM, then SIGKILL after its grace period) and reports
+    /// it as killed by SIGKILL. Absent: no limit (and from older brokers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
+    /// The run's memory limit, in bytes: each of its scripts runs with this
+    /// address-space limit (`RLIMIT_AS`), so an allocation beyond it fails.
+    /// Absent: no limit (and from older brokers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
 }
 
 impl Assignment {

@@ -46,6 +46,19 @@ struct Session {
     generation: u64,
     heartbeat: Duration,
     poll_wait: Duration,
+    /// The broker's lease: it drops a worker silent this long.
+    lease: Duration,
+    /// The lease is taken as lapsed this long before it ends:
+    /// max(heartbeat, 10% of the lease).
+    margin: Duration,
+}
+
+impl Session {
+    /// How long after the last call the broker acknowledged (counted from
+    /// when it was sent) the worker takes its lease as lapsed.
+    fn budget(&self) -> Duration {
+        self.lease.saturating_sub(self.margin)
+    }
 }
 
 #[derive(Debug)]
@@ -91,6 +104,8 @@ struct State {
     /// The `seq` of the last poll reply of this session applied: sent
     /// with each report ([`ReportRequest::polled`]).
     polled: Option<u64>,
+    /// When the last call the broker answered (2xx) was sent, this session.
+    contact: Option<Instant>,
 }
 
 impl State {
@@ -112,6 +127,12 @@ impl State {
     fn drained(&self) -> bool {
         self.drain == Drain::Sent && self.runs.is_empty() && self.outbox.is_empty() && self.held.is_empty()
     }
+
+    /// When the lease is taken as lapsed: the last contact plus the
+    /// session's budget (`None` without a session).
+    fn lapse_at(&self) -> Option<Instant> {
+        Some(self.contact? + self.session.as_ref()?.budget())
+    }
 }
 
 struct Shared {
@@ -119,6 +140,8 @@ struct Shared {
     changed: Condvar,
     exec: ExecConfig,
     slots: usize,
+    /// Where this worker tells its task guards when its lease lapses.
+    lease_file: Option<LeaseFile>,
 }
 
 impl Shared {
@@ -147,6 +170,7 @@ fn end_session(shared: &Shared, st: &mut State) {
     st.generation += 1;
     st.session = None;
     st.polled = None;
+    st.contact = None;
     for kill in st.runs.values() {
         kill.kill();
     }
@@ -155,6 +179,44 @@ fn end_session(shared: &Shared, st: &mut State) {
     st.outbox.clear();
     st.held.clear();
     shared.changed.notify_all();
+}
+
+/// Records a call of session `generation` sent at `sent` and answered by
+/// the broker (which renewed the lease then), and tells the task guards.
+fn note_contact(shared: &Shared, st: &mut State, generation: u64, sent: Instant) {
+    if st.generation != generation || st.session.is_none() || st.contact.is_some_and(|c| c >= sent) {
+        return;
+    }
+    st.contact = Some(sent);
+    if let (Some(file), Some(session)) = (&shared.lease_file, st.session.as_ref()) {
+        // The guards SIGTERM at the lapse, and SIGKILL before the lease
+        // ends: at most the grace period later, at most margin/2 later.
+        let since = sent.elapsed();
+        let term = session.budget().saturating_sub(since);
+        let kill = (session.budget() + shared.exec.grace.min(session.margin / 2)).saturating_sub(since);
+        file.publish(term, kill);
+    }
+}
+
+/// Ends the session if the lease lapsed: no call answered for its budget
+/// (the broker may have given the runs to another worker). Checked before
+/// anything a run does reaches the broker, and by the watchdog; after a
+/// SIGSTOP, whichever thread runs first finds it. True if it ended.
+fn lapsed(shared: &Shared, st: &mut State) -> bool {
+    let Some(at) = st.lapse_at() else { return false };
+    if Instant::now() < at {
+        return false;
+    }
+    if let (Some(session), Some(contact)) = (st.session.as_ref(), st.contact) {
+        tracing::warn!(
+            worker = session.worker,
+            "no call answered for {:?} (lease {:?}): killing every run, registering again",
+            contact.elapsed(),
+            session.lease
+        );
+    }
+    end_session(shared, st);
+    true
 }
 
 /// Takes an assignment from a poll reply of the current session.
@@ -231,6 +293,7 @@ struct RunSink {
 impl ReportSink for RunSink {
     fn report(&self, report: Report) {
         let mut st = self.shared.lock();
+        lapsed(&self.shared, &mut st);
         if st.generation != self.generation || !st.runs.contains_key(&self.key) {
             return; // killed, or its session is gone
         }
@@ -287,6 +350,18 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             "this program did not call fairsched_worker::guard_hook: tasks will outlive this worker if it is SIGKILLed"
         );
     }
+    if opts.executor == ExecutorKind::Process {
+        tracing::warn!(
+            uid = nix::unistd::getuid().as_raw(),
+            "tasks run under this worker's user: they can read this process (/proc/{}/environ, its memory), \
+             and so its token; run the worker under an account of its own",
+            std::process::id()
+        );
+    }
+    let lease_file = match (&guard, opts.executor) {
+        (Some(_), ExecutorKind::Process) => Some(LeaseFile::create(&workdir)?),
+        _ => None,
+    };
     let shared = Arc::new(Shared {
         state: Mutex::new(State::default()),
         changed: Condvar::new(),
@@ -295,8 +370,10 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             workdir,
             grace: opts.grace,
             guard,
+            lease_file: lease_file.as_ref().map(|f| f.path.clone()),
         },
         slots: usize::try_from(slots).context("--slots")?,
+        lease_file,
     });
     let client = Arc::new(Client::new(broker, &opts.token));
     let drain_at = drain_deadline(&opts)?;
@@ -323,6 +400,14 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             .name("poller".into())
             .spawn(move || poller(&shared, &client))
             .context("cannot start the poller thread")?;
+    }
+
+    {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("lease".into())
+            .spawn(move || watchdog(&shared))
+            .context("cannot start the lease thread")?;
     }
 
     if let Some(at) = drain_at {
@@ -354,6 +439,79 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let result = shut_down(&shared, &client, ended);
     signal_handle.close();
     result
+}
+
+/// Ends the session once the lease lapses without a call answered.
+fn watchdog(shared: &Shared) {
+    let mut st = shared.lock();
+    loop {
+        if st.stop.is_some() {
+            return;
+        }
+        st = match st.lapse_at() {
+            Some(at) if !lapsed(shared, &mut st) => {
+                let timeout = at.saturating_duration_since(Instant::now());
+                shared
+                    .changed
+                    .wait_timeout(st, timeout)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+            Some(_) => st,
+            None => shared.changed.wait(st).unwrap_or_else(PoisonError::into_inner),
+        };
+    }
+}
+
+/// When this worker's lease lapses, for its task guards (which go on while
+/// the worker is stopped, SIGSTOP, and kill their runs then). One line,
+/// `TERM_NS KILL_NS`: CLOCK_MONOTONIC times at which a guard SIGTERMs,
+/// then SIGKILLs, every process of its run; rewritten in place at each
+/// answered call. The file is unlinked at once (nothing is left in the work
+/// directory, whatever way the worker ends): guards open it as
+/// `/proc/WORKER_PID/fd/N`.
+struct LeaseFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl LeaseFile {
+    fn create(workdir: &std::path::Path) -> anyhow::Result<LeaseFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = workdir.join(format!(".fairsched-lease-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        std::fs::remove_file(&path).with_context(|| format!("cannot unlink {}", path.display()))?;
+        let path = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            std::os::fd::AsRawFd::as_raw_fd(&file)
+        ));
+        let f = LeaseFile { path, file };
+        f.write(0, 0);
+        Ok(f)
+    }
+
+    /// The lease lapses in `term`; everything must be dead in `kill`.
+    fn publish(&self, term: Duration, kill: Duration) {
+        let now = crate::guard::monotonic_ns();
+        let ns = |d: Duration| now.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        self.write(ns(term), ns(kill));
+    }
+
+    fn write(&self, term_ns: u64, kill_ns: u64) {
+        use std::os::unix::fs::FileExt;
+        // Fixed width, one write: a guard never reads half of it.
+        let line = format!("{term_ns:020} {kill_ns:020}\n");
+        if let Err(e) = self.file.write_all_at(line.as_bytes(), 0) {
+            tracing::warn!("cannot write {}: {e}", self.path.display());
+        }
+    }
 }
 
 /// When to drain (`--drain-before`): the worker's end (`--ends-in`, or
@@ -408,10 +566,15 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
             }
         };
         let wait_ms = u64::try_from(session.poll_wait.as_millis()).unwrap_or(u64::MAX);
+        let sent = Instant::now();
         match client.poll(session.worker, &session.credential, wait_ms) {
             Ok(reply) => {
                 backoff.reset();
                 let mut st = shared.lock();
+                // A reply read long after it was sent (the worker was
+                // stopped) may come after the lease lapsed.
+                lapsed(shared, &mut st);
+                note_contact(shared, &mut st, session.generation, sent);
                 if st.generation != session.generation || st.stop.is_some() {
                     continue; // the session ended while we waited: these runs are not ours
                 }
@@ -479,9 +642,15 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             (st.session.clone(), st.drain)
         };
         if let (Some(session), Drain::Due) = (session.clone(), drain) {
+            let sent = Instant::now();
             match client.drain(session.worker, &session.credential) {
                 Ok(reply) => {
                     backoff.reset();
+                    {
+                        let mut st = shared.lock();
+                        lapsed(shared, &mut st);
+                        note_contact(shared, &mut st, session.generation, sent);
+                    }
                     tracing::info!(
                         worker = session.worker,
                         busy_slots = reply.slots,
@@ -508,6 +677,7 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             continue;
         }
         let Some(session) = session else {
+            let sent = Instant::now();
             match client.register(register) {
                 Ok(reply) => {
                     backoff.reset();
@@ -520,7 +690,11 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                         generation: st.generation,
                         heartbeat: heartbeat.max(Duration::from_millis(10)),
                         poll_wait: MAX_WAIT.min(lease / 2),
+                        lease,
+                        margin: heartbeat.max(lease / 10),
                     });
+                    let generation = st.generation;
+                    note_contact(shared, &mut st, generation, sent);
                     tracing::info!(
                         worker = reply.worker,
                         lease_ms = reply.lease_ms,
@@ -566,6 +740,9 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             if st.stop.is_some() || st.generation != session.generation || st.drain != drain || st.drained() {
                 continue;
             }
+            if lapsed(shared, &mut st) {
+                continue;
+            }
             st.release_held(Instant::now());
             if st.outbox.is_empty() && Instant::now() < heartbeat_at {
                 continue; // woken for held reports not due yet
@@ -585,11 +762,14 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             };
             (request, n)
         };
+        let sent = Instant::now();
         match client.report(session.worker, &session.credential, &request) {
             Ok(reply) => {
                 backoff.reset();
                 last_sent = Instant::now();
                 let mut st = shared.lock();
+                lapsed(shared, &mut st);
+                note_contact(shared, &mut st, session.generation, sent);
                 if st.generation != session.generation {
                     continue;
                 }

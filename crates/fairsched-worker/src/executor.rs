@@ -6,8 +6,10 @@
 //! and returns when the run has ended and, if it was killed, when its
 //! process group has died.
 
+use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -26,10 +28,56 @@ use crate::wire::{Assignment, Phase, Report, RunKey};
 /// reason is logged and, when the directory exists, appended to `stderr`.
 pub const WORKER_ERROR_EXIT: i32 = 125;
 
+/// The exit code reported for a run stopped by its time limit
+/// ([`Assignment::time_limit_ms`]), as GNU `timeout` exits: the run was
+/// killed like a kill by the broker (SIGTERM, SIGKILL after the grace
+/// period), and a line in its `stderr` says why.
+pub const TIME_LIMIT_EXIT: i32 = 124;
+
+/// The variables of the worker's environment a task's scripts get, when
+/// the worker has them (and every `LC_*`): nothing else of it, so no token
+/// (`FAIRSCHED_TOKEN`) and no other `FAIRSCHED_*` reaches a task. The
+/// executor adds `FAIRSCHED_TASK` and `FAIRSCHED_ATTEMPT`, and `PATH`
+/// ([`DEFAULT_PATH`]) when the worker has none. `SLURM_JOB_ID` (a pilot's
+/// job, an id and no credential) lets a task name its scratch space.
+pub const TASK_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "SLURM_JOB_ID",
+];
+
+/// A task's `PATH` when the worker has none.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The environment of a run's scripts: [`TASK_ENV`] and `LC_*` from the
+/// worker's own, then `FAIRSCHED_TASK` and `FAIRSCHED_ATTEMPT`.
+pub fn task_env(key: RunKey) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| TASK_ENV.contains(&k) || k.starts_with("LC_"))
+        })
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    env.push(("FAIRSCHED_TASK".into(), key.task.to_string().into()));
+    env.push(("FAIRSCHED_ATTEMPT".into(), key.attempt.to_string().into()));
+    env
+}
+
 /// How assignments are carried out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ExecutorKind {
-    /// Run the scripts with `sh -c` in the task's directory.
+    /// Run the scripts with `sh` in the task's directory.
     #[default]
     Process,
     /// Report every phase and `exit_code` 0 at once, start nothing and
@@ -47,9 +95,13 @@ pub struct ExecConfig {
     pub grace: Duration,
     /// Start each script under a task guard, this program (an executable
     /// whose `main` calls [`guard_hook`](crate::guard_hook)), so that it
-    /// dies with the worker; `None`: `sh -c SCRIPT` directly, which
+    /// dies with the worker; `None`: `sh FILE` directly, which
     /// outlives a SIGKILLed worker. [`run`](crate::run) sets it.
     pub guard: Option<PathBuf>,
+    /// The worker's lease file, which each guard reads to kill its run
+    /// when the worker's lease lapses (the worker stopped, say); `None`:
+    /// guards do not watch the lease. [`run`](crate::run) sets it.
+    pub lease_file: Option<PathBuf>,
 }
 
 impl ExecConfig {
@@ -122,10 +174,13 @@ pub enum Outcome {
 /// Runs one assignment to its end, sending its phase reports and its final
 /// report (unless killed) to `sink`.
 ///
-/// Phases, in order: `setup` (create the directory), `input` (`stage_in`,
-/// skipped when `None` but reported), `exec` (`command`), `output`
-/// (`stage_out`, likewise). The first non-zero exit or death by a signal
-/// ends the run.
+/// Phases, in order: `setup` (create the directory, mode 0700), `input`
+/// (`stage_in`, skipped when `None` but reported), `exec` (`command`),
+/// `output` (`stage_out`, likewise). Each script is written to a file of
+/// the directory (mode 0600) and run as `sh FILE`, in the environment of
+/// [`task_env`]. The first non-zero exit or death by a signal ends the
+/// run; so does the assignment's time limit ([`TIME_LIMIT_EXIT`]). Its
+/// memory limit is each shell's `RLIMIT_AS`.
 pub fn run_assignment(
     cfg: &ExecConfig,
     assignment: &Assignment,
@@ -162,8 +217,15 @@ pub fn run_assignment(
 fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &KillHandle) -> Outcome {
     let key = a.key();
     let dir = cfg.run_dir(key);
+    // The time limit counts from the start of the run, every phase included.
+    let limits = Limits {
+        deadline: a
+            .time_limit_ms
+            .map(|ms| (ms, Instant::now() + Duration::from_millis(ms))),
+        memory_bytes: a.memory_bytes,
+    };
     emit(Report::phase(key, Phase::Setup));
-    if let Err(e) = fs::create_dir_all(&dir) {
+    if let Err(e) = make_run_dir(&dir) {
         tracing::error!(
             task = key.task,
             attempt = key.attempt,
@@ -183,7 +245,11 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         }
         emit(Report::phase(key, phase));
         let Some(script) = script else { continue };
-        match run_script(cfg, &dir, key, script, kill) {
+        // The report may have ended the run (the worker found its lease lost).
+        if kill.is_killed() {
+            return Outcome::Killed;
+        }
+        match run_script(cfg, &dir, key, phase, script, &limits, kill) {
             Ok(Outcome::Exited(0)) => {}
             Ok(end) => return end,
             Err(e) => {
@@ -196,35 +262,120 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
     Outcome::Exited(0)
 }
 
-/// `sh -c SCRIPT` in `dir`, as its own process group (under a guard
-/// leading the group, with `cfg.guard`), output appended to `dir/stdout`
-/// and `dir/stderr`.
+/// An assignment's limits, as the executor applies them.
+struct Limits {
+    /// The time limit (ms) and when it runs out.
+    deadline: Option<(u64, Instant)>,
+    memory_bytes: Option<u64>,
+}
+
+/// Creates the run's directory, readable by the worker's user only (0700).
+fn make_run_dir(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+        Err(e) => return Err(e),
+    }
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+}
+
+/// The file a phase's script is written to, in the run's directory: the
+/// script never appears in a command line (`ps` shows every user's).
+fn script_file(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Input => "./.fairsched-input.sh",
+        Phase::Output => "./.fairsched-output.sh",
+        Phase::Setup | Phase::Exec => "./.fairsched-exec.sh",
+    }
+}
+
+/// Writes `text` to `path`, readable by the worker's user only (0600).
+fn write_private(path: &Path, text: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+    f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    f.write_all(text.as_bytes())
+}
+
+/// `sh FILE` (the script written to FILE) in `dir`, as its own process
+/// group (under a guard leading the group, with `cfg.guard`), output
+/// appended to `dir/stdout` and `dir/stderr`, in the task's environment
+/// ([`task_env`]).
 fn run_script(
     cfg: &ExecConfig,
     dir: &Path,
     key: RunKey,
+    phase: Phase,
     script: &str,
+    limits: &Limits,
     kill: &KillHandle,
 ) -> io::Result<Outcome> {
-    let grace = cfg.grace;
     let stdout = append(&dir.join("stdout"))?;
     let stderr = append(&dir.join("stderr"))?;
+    let file = script_file(phase);
+    write_private(&dir.join(file), script)?;
+    let result = run_script_file(cfg, dir, key, file, limits, kill, stdout, stderr);
+    let _ = fs::remove_file(dir.join(file));
+    let outcome = result?;
+    if outcome == Outcome::Exited(TIME_LIMIT_EXIT)
+        && let Some((ms, _)) = limits.deadline
+    {
+        tracing::info!(
+            task = key.task,
+            attempt = key.attempt,
+            "time limit of {ms} ms reached: killed"
+        );
+    }
+    Ok(outcome)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_script_file(
+    cfg: &ExecConfig,
+    dir: &Path,
+    key: RunKey,
+    file: &str,
+    limits: &Limits,
+    kill: &KillHandle,
+    stdout: File,
+    stderr: File,
+) -> io::Result<Outcome> {
+    let grace = cfg.grace;
     let (mut command, what) = match &cfg.guard {
         Some(program) => {
             let mut c = Command::new(program);
-            c.args(guard::args(grace, script));
+            c.args(guard::args(
+                grace,
+                cfg.lease_file.as_deref(),
+                limits.memory_bytes,
+                file,
+            ));
             (c, "the task guard")
         }
         None => {
             let mut c = Command::new("sh");
-            c.arg("-c").arg(script);
+            c.arg(file);
+            if let Some(bytes) = limits.memory_bytes {
+                // SAFETY: setrlimit is async-signal-safe.
+                unsafe {
+                    c.pre_exec(move || limit_memory(bytes));
+                }
+            }
             (c, "sh")
         }
     };
     let mut child = command
         .current_dir(dir)
-        .env("FAIRSCHED_TASK", key.task.to_string())
-        .env("FAIRSCHED_ATTEMPT", key.attempt.to_string())
+        .env_clear()
+        .envs(task_env(key))
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
@@ -232,31 +383,67 @@ fn run_script(
         .spawn()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
     let pgid = Pid::from_raw(i32::try_from(child.id()).map_err(io::Error::other)?);
+    // A guard kills every process of the run, also those that left its
+    // group, and SIGKILLs them at the end of the grace period: give it a
+    // moment more before SIGKILLing it (it would leave them to init).
+    let grace = match cfg.guard {
+        Some(_) => grace + GUARD_SLACK,
+        None => grace,
+    };
     // No portable way to wait for "child exited or kill fired" at once: poll
     // the child, sleeping on the kill handle between polls, 1 ms at first
     // (short scripts end fast) and up to 50 ms.
     let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child.try_wait()? {
+            // Without a guard, what the script left in its group goes with
+            // it (a guard does this itself, for every process it left).
+            if group_alive(pgid) {
+                terminate(None, pgid, grace);
+            }
             return Ok(outcome_of(status));
         }
-        if kill.wait(pause) {
-            terminate(&mut child, pgid, grace);
+        let wait = match limits.deadline {
+            Some((ms, at)) => {
+                let now = Instant::now();
+                if now >= at {
+                    note_in_stderr(
+                        dir,
+                        &format!("fairsched-worker: time limit of {ms} ms reached: killed"),
+                    );
+                    terminate(Some(&mut child), pgid, grace);
+                    return Ok(Outcome::Exited(TIME_LIMIT_EXIT));
+                }
+                pause.min(at - now)
+            }
+            None => pause,
+        };
+        if kill.wait(wait) {
+            terminate(Some(&mut child), pgid, grace);
             return Ok(Outcome::Killed);
         }
         pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
+/// The address-space limit of a script's shell (and what it starts).
+pub(crate) fn limit_memory(bytes: u64) -> io::Result<()> {
+    use nix::sys::resource::{Resource, setrlimit};
+    setrlimit(Resource::RLIMIT_AS, bytes, bytes).map_err(io::Error::from)
+}
+
+/// What the worker adds to the grace period before it SIGKILLs a guard.
+const GUARD_SLACK: Duration = Duration::from_secs(1);
+
 /// SIGTERM to the group; SIGKILL once `grace` has passed with any member
-/// left (the leader or processes it started). Reaps the leader.
-fn terminate(child: &mut Child, pgid: Pid, grace: Duration) {
+/// left (the leader or processes it started). Reaps the leader, if given.
+fn terminate(mut child: Option<&mut Child>, pgid: Pid, grace: Duration) {
     let deadline = Instant::now() + grace;
     let _ = killpg(pgid, Signal::SIGTERM);
-    let mut reaped = false;
+    let mut reaped = child.is_none();
     loop {
-        if !reaped {
-            reaped = matches!(child.try_wait(), Ok(Some(_)) | Err(_));
+        if !reaped && let Some(c) = child.as_deref_mut() {
+            reaped = matches!(c.try_wait(), Ok(Some(_)) | Err(_));
         }
         if reaped && !group_alive(pgid) {
             return;
@@ -268,8 +455,8 @@ fn terminate(child: &mut Child, pgid: Pid, grace: Duration) {
         std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
     }
     let _ = killpg(pgid, Signal::SIGKILL);
-    if !reaped {
-        let _ = child.wait();
+    if !reaped && let Some(c) = child {
+        let _ = c.wait();
     }
 }
 
@@ -283,7 +470,7 @@ fn group_alive(pgid: Pid) -> bool {
 
 /// Whether a process of group `pgid` other than `except` runs (zombies do
 /// not count). True when `/proc` cannot be read.
-pub(crate) fn group_has_members(pgid: Pid, except: Option<Pid>) -> bool {
+fn group_has_members(pgid: Pid, except: Option<Pid>) -> bool {
     let Ok(procs) = fs::read_dir("/proc") else {
         return true;
     };
@@ -321,6 +508,7 @@ fn append(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(path)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
 }

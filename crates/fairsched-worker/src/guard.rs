@@ -1,40 +1,55 @@
-//! The task guard: a run's scripts die with the worker, SIGKILL included.
+//! The task guard: a run's processes die with the run, and with the
+//! worker, SIGKILL included.
 //!
 //! A worker that dies without a chance to clean up (SIGKILL, the OOM
 //! killer, a crash) cannot kill its runs; the broker requeues them after
 //! the lease, so left running they would do their work twice. So the
-//! worker does not start `sh -c SCRIPT` itself: it starts its own
-//! executable again in guard mode ([`guard_hook`] dispatches it), as the
-//! leader of a new process group, and the guard starts `sh -c SCRIPT` in
-//! that same group. On Linux the guard asks for SIGHUP when the worker's
-//! thread that started it ends (`PR_SET_PDEATHSIG`), which a dying worker
-//! cannot prevent, and becomes the reaper of the script's orphans
-//! (`PR_SET_CHILD_SUBREAPER`).
+//! worker does not start `sh FILE` itself: it starts its own executable
+//! again in guard mode ([`guard_hook`] dispatches it), as the leader of a
+//! new process group, and the guard starts `sh FILE` in that same group.
+//! On Linux the guard asks for SIGHUP when the worker's thread that
+//! started it ends (`PR_SET_PDEATHSIG`), which a dying worker cannot
+//! prevent, and becomes the reaper of the script's orphans
+//! (`PR_SET_CHILD_SUBREAPER`): every process the script starts stays its
+//! descendant, in its group or not (`setsid`), until the guard reaps it.
 //!
-//! - The script ends: the guard ends the same way (its exit code, or the
-//!   same signal), so the worker reads the script's status from it.
-//! - SIGHUP (its worker died): SIGTERM to the group, then, like a kill by
-//!   the worker, SIGKILL to the group once the grace period has passed
-//!   with any member left.
+//! - The script ends: any descendant still running gets SIGTERM, and
+//!   SIGKILL once the grace period has passed (a daemon left behind must
+//!   not hold the slot's resources); then the guard ends the way the
+//!   script did (its exit code, or the same signal), so the worker reads
+//!   the script's status from it.
+//! - SIGHUP (its worker died): SIGTERM to every descendant, then SIGKILL to
+//!   every descendant left once the grace period has passed.
 //! - SIGTERM or SIGINT (the worker kills the run: the signal went to the
-//!   whole group): the same, without sending SIGTERM again.
+//!   whole group): the same, SIGTERM going only to the descendants
+//!   outside the group.
 //!
-//! Processes a script moves out of the group (`setsid`) escape, as they
-//! escape the worker's own kill.
+//! The guard ends only once no descendant is left. The descendants are
+//! found in `/proc` (parent links leading to the guard). Only a process
+//! started outside the script's process tree (by `at`, `systemd-run`,
+//! `ssh localhost`…) escapes.
+//!
+//! The guard runs in the task's environment (the worker cleared it) and
+//! gets the script as a file, never as an argument: its command line
+//! (`ps`) shows no command.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::signal::{SigHandler, SigSet, Signal, killpg, raise};
+use nix::sys::signal::{SigEvent, SigevNotify};
+use nix::sys::signal::{SigHandler, SigSet, Signal, kill, raise};
+use nix::sys::timer::{Expiration, Timer, TimerSetTimeFlags};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::time::{ClockId, clock_gettime};
 use nix::unistd::{Pid, getpgrp, getpid, getppid};
 
-use crate::executor::{WORKER_ERROR_EXIT, group_has_members};
+use crate::executor::{WORKER_ERROR_EXIT, limit_memory};
 
 /// The first argument that makes [`guard_hook`] run the guard.
 pub(crate) const GUARD_ARG: &str = "__fairsched-task-guard";
@@ -45,13 +60,13 @@ static HOOKED: AtomicBool = AtomicBool::new(false);
 
 /// Call first thing in `main` of a binary that calls [`run`](crate::run).
 ///
-/// Started as `PROGRAM __fairsched-task-guard GRACE_MS WORKER_PID SCRIPT`
-/// (by the worker, never by hand), the process is a task guard: it runs
-/// `sh -c SCRIPT` and exits with its status; this function does not
-/// return then. Otherwise it returns at once and the worker of this
-/// process runs each script under a guard. A worker in a binary that never
-/// calls it runs `sh -c SCRIPT` directly, and its runs outlive it when it
-/// is SIGKILLed.
+/// Started as `PROGRAM __fairsched-task-guard GRACE_MS WORKER_PID
+/// LEASE_FILE|- MEMORY_BYTES|- FILE` (by the worker, never by hand), the
+/// process is a task guard: it runs `sh FILE` (with an address-space limit
+/// of MEMORY_BYTES) and exits with its status; this function does not
+/// return then. Otherwise it returns at once and the worker of this process runs
+/// each script under a guard. A worker in a binary that never calls it
+/// runs `sh FILE` directly, and its runs outlive it when it is SIGKILLed.
 pub fn guard_hook() {
     let mut args = std::env::args_os();
     if args.nth(1).as_deref() != Some(OsStr::new(GUARD_ARG)) {
@@ -75,13 +90,20 @@ pub(crate) fn program() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
-/// The arguments that start a guard for `script`.
-pub(crate) fn args(grace: Duration, script: &str) -> [OsString; 4] {
+/// The arguments that start a guard for the script in `file`.
+pub(crate) fn args(
+    grace: Duration,
+    lease_file: Option<&Path>,
+    memory_bytes: Option<u64>,
+    file: &str,
+) -> [OsString; 6] {
     [
         GUARD_ARG.into(),
         grace.as_millis().to_string().into(),
         std::process::id().to_string().into(),
-        script.into(),
+        lease_file.map_or_else(|| "-".into(), |p| p.as_os_str().to_owned()),
+        memory_bytes.map_or_else(|| "-".into(), |b| b.to_string().into()),
+        file.into(),
     ]
 }
 
@@ -98,9 +120,9 @@ fn guard(args: Vec<OsString>) -> i32 {
         eprintln!("fairsched task guard: {why}");
         WORKER_ERROR_EXIT
     };
-    let [grace, parent, script]: [OsString; 3] = match args.try_into() {
+    let [grace, parent, lease, memory, file]: [OsString; 5] = match args.try_into() {
         Ok(a) => a,
-        Err(_) => return fail("expected GRACE_MS WORKER_PID SCRIPT"),
+        Err(_) => return fail("expected GRACE_MS WORKER_PID LEASE_FILE|- MEMORY_BYTES|- FILE"),
     };
     let Some(grace) = grace
         .to_str()
@@ -112,10 +134,24 @@ fn guard(args: Vec<OsString>) -> i32 {
     let Some(parent) = parent.to_str().and_then(|p| p.parse().ok()).map(Pid::from_raw) else {
         return fail("WORKER_PID: not a number");
     };
+    let memory: Option<u64> = match memory.to_str() {
+        Some("-") => None,
+        Some(m) => match m.parse() {
+            Ok(m) => Some(m),
+            Err(_) => return fail("MEMORY_BYTES: not a number"),
+        },
+        None => return fail("MEMORY_BYTES: not a number"),
+    };
     // Taken with sigwait, not handled: blocked before anything can send
     // them (and unblocked again in the script's shell).
     let mut watched = SigSet::empty();
-    for s in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGINT, Signal::SIGCHLD] {
+    for s in [
+        Signal::SIGHUP,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGCHLD,
+        Signal::SIGALRM,
+    ] {
         watched.add(s);
     }
     if let Err(e) = watched.thread_block() {
@@ -127,18 +163,50 @@ fn guard(args: Vec<OsString>) -> i32 {
         if let Err(e) = prctl::set_pdeathsig(Signal::SIGHUP) {
             return fail(&format!("PR_SET_PDEATHSIG: {e}"));
         }
-        let _ = prctl::set_child_subreaper(true);
+        if let Err(e) = prctl::set_child_subreaper(true) {
+            return fail(&format!("PR_SET_CHILD_SUBREAPER: {e}"));
+        }
     }
     if getppid() != parent {
         return fail("the worker is gone");
     }
+    // The worker's lease, read at each tick (SIGALRM every LEASE_TICK).
+    let (lease, _ticks) = if lease.as_os_str() == "-" {
+        (None, None)
+    } else {
+        let file = match std::fs::File::open(&lease) {
+            Ok(f) => f,
+            Err(e) => return fail(&format!("cannot open {}: {e}", Path::new(&lease).display())),
+        };
+        let tick = nix::sys::time::TimeSpec::from_duration(LEASE_TICK);
+        let mut timer = match Timer::new(
+            ClockId::CLOCK_MONOTONIC,
+            SigEvent::new(SigevNotify::SigevSignal {
+                signal: Signal::SIGALRM,
+                si_value: 0,
+            }),
+        ) {
+            Ok(t) => t,
+            Err(e) => return fail(&format!("cannot create a timer: {e}")),
+        };
+        if let Err(e) = timer.set(Expiration::Interval(tick), TimerSetTimeFlags::empty()) {
+            return fail(&format!("cannot set a timer: {e}"));
+        }
+        (Some(file), Some(timer))
+    };
+    let me = getpid();
     let group = getpgrp();
     let mut command = Command::new("sh");
-    command.arg("-c").arg(&script);
-    // SAFETY: pthread_sigmask is async-signal-safe. (std::process leaves
-    // the mask as it is.)
+    command.arg(&file);
+    // SAFETY: pthread_sigmask and setrlimit are async-signal-safe.
+    // (std::process leaves the mask as it is.)
     unsafe {
-        command.pre_exec(move || watched.thread_unblock().map_err(std::io::Error::from));
+        command.pre_exec(move || {
+            if let Some(bytes) = memory {
+                limit_memory(bytes)?;
+            }
+            watched.thread_unblock().map_err(std::io::Error::from)
+        });
     }
     let sh = match command.spawn() {
         Ok(c) => Pid::from_raw(c.id() as i32),
@@ -146,7 +214,7 @@ fn guard(args: Vec<OsString>) -> i32 {
     };
 
     let mut end: Option<End> = None;
-    // Set when the run is being killed: when to SIGKILL the group.
+    // Set when the run is being stopped: when to SIGKILL what is left.
     let mut deadline: Option<Instant> = None;
     loop {
         // Reap the script and any orphan of it.
@@ -159,32 +227,145 @@ fn guard(args: Vec<OsString>) -> i32 {
                 Err(_) => break,
             }
         }
-        match (end, deadline) {
-            (Some(e), None) => return pass(e),
-            (Some(e), Some(_)) if !group_has_members(group, Some(getpid())) => return pass(e),
-            (_, Some(d)) if Instant::now() >= d => {
-                // Ourselves included: the worker reads a SIGKILL.
-                let _ = killpg(group, Signal::SIGKILL);
+        if let Some(e) = end {
+            let left = descendants(me);
+            if left.is_empty() {
+                return pass(e);
             }
-            _ => {}
+            if deadline.is_none() {
+                // The script ended, leaving processes behind: stop them.
+                signal_all(&left, Signal::SIGTERM, None);
+                deadline = Some(Instant::now() + grace);
+            }
+        }
+        if let Some(d) = deadline
+            && Instant::now() >= d
+        {
+            // Again at each turn: a process may have forked meanwhile.
+            signal_all(&descendants(me), Signal::SIGKILL, None);
         }
         match deadline {
             None => match watched.wait() {
                 Ok(Signal::SIGCHLD) | Err(_) => {}
+                Ok(Signal::SIGALRM) => {
+                    if let Some((_, kill_at)) = lease.as_ref().and_then(lease_lapsed) {
+                        // The worker has not renewed its lease in time (it
+                        // is stopped, or cut off): the broker may give the
+                        // run to another worker.
+                        signal_all(&descendants(me), Signal::SIGTERM, None);
+                        let until_kill = Duration::from_nanos(kill_at.saturating_sub(monotonic_ns()));
+                        deadline = Some(Instant::now() + grace.min(until_kill));
+                    }
+                }
                 Ok(Signal::SIGHUP) => {
                     // The worker is gone: nobody else will stop the run.
-                    let _ = killpg(group, Signal::SIGTERM);
+                    signal_all(&descendants(me), Signal::SIGTERM, None);
                     deadline = Some(Instant::now() + grace);
                 }
-                // The worker signalled the whole group.
-                Ok(_) => deadline = Some(Instant::now() + grace),
+                // The worker signalled the whole group; the processes
+                // that left it have not heard.
+                Ok(_) => {
+                    signal_all(&descendants(me), Signal::SIGTERM, Some(group));
+                    deadline = Some(Instant::now() + grace);
+                }
             },
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
-                std::thread::sleep(left.min(Duration::from_millis(20)));
+                let pause = Duration::from_millis(20);
+                std::thread::sleep(if left.is_zero() { pause } else { left.min(pause) });
             }
         }
     }
+}
+
+/// How often a guard reads its worker's lease file.
+const LEASE_TICK: Duration = Duration::from_millis(50);
+
+/// CLOCK_MONOTONIC now, in ns: the clock of the lease file, the same in
+/// every process (it goes on while a process is stopped).
+pub(crate) fn monotonic_ns() -> u64 {
+    clock_gettime(ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec()).unwrap_or(0)
+    })
+}
+
+/// `Some((TERM_NS, KILL_NS))` if the lease in `file` has lapsed (0: no
+/// lease yet; an unreadable file: not lapsed).
+fn lease_lapsed(file: &std::fs::File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 64];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+    let (Some(Some(term)), Some(Some(kill))) = (f.next(), f.next()) else {
+        return None;
+    };
+    (term != 0 && monotonic_ns() >= term).then_some((term, kill))
+}
+
+/// A running (not zombie) descendant of the guard: its pid and process group.
+struct Descendant {
+    pid: Pid,
+    pgrp: Pid,
+}
+
+/// Sends `sig` to each of `procs`, except those in group `except`.
+fn signal_all(procs: &[Descendant], sig: Signal, except: Option<Pid>) {
+    for p in procs {
+        if Some(p.pgrp) != except {
+            let _ = kill(p.pid, sig);
+        }
+    }
+}
+
+/// Every running process whose chain of parents leads to `root` (zombies
+/// left out: they run nothing, and the guard reaps those that are its own).
+fn descendants(root: Pid) -> Vec<Descendant> {
+    // pid → (parent, group, zombie)
+    let mut procs: HashMap<i32, (i32, i32, bool)> = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        // "PID (COMM) STATE PPID PGRP …"; COMM may hold spaces and parentheses.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next();
+        let (Some(ppid), Some(pgrp)) = (
+            f.next().and_then(|p| p.parse().ok()),
+            f.next().and_then(|p| p.parse().ok()),
+        ) else {
+            continue;
+        };
+        procs.insert(pid, (ppid, pgrp, state == Some("Z")));
+    }
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (&pid, &(ppid, _, _)) in &procs {
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![root.as_raw()];
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).map_or(&[][..], Vec::as_slice) {
+            todo.push(c);
+            let (_, pgrp, zombie) = procs[&c];
+            if !zombie {
+                out.push(Descendant {
+                    pid: Pid::from_raw(c),
+                    pgrp: Pid::from_raw(pgrp),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Ends the guard the way the script ended.

@@ -27,7 +27,18 @@
 //!
 //! When the broker cannot be reached, calls are retried forever (100 ms
 //! doubling to 2 s) and unsent reports are kept. A 410 means the lease is
-//! lost: every run is killed and the worker registers again. On SIGTERM or
+//! lost: every run is killed and the worker registers again. So does a
+//! lease taken as lapsed: no call answered for the lease less
+//! max(heartbeat, 10% of the lease), checked by a **lease** thread and
+//! before anything reaches the broker (after a SIGSTOP, before any report
+//! of a run). The task guards read the same deadline from an unlinked file
+//! the worker keeps open, and kill their runs themselves while the worker
+//! is stopped.
+//!
+//! A task gets an allowlist of the worker's environment ([`TASK_ENV`]; no
+//! token) and a directory of its own (mode 0700); the scripts are passed
+//! in files, never on a command line. Tasks run under the worker's user,
+//! and can read its process: [`run`] warns of it. On SIGTERM or
 //! SIGINT the worker kills its runs, sends its last reports, leaves
 //! (`/leave`) and [`run`] returns `Ok`.
 //!
@@ -41,11 +52,12 @@
 //!
 //! let dir = std::env::temp_dir().join(format!("fairsched-doc-{}", std::process::id()));
 //! let cfg = ExecConfig {
-//!     executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1), guard: None,
+//!     executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1),
+//!     guard: None, lease_file: None,
 //! };
 //! let a = Assignment {
 //!     task: 7, attempt: 1, name: "hello".into(), command: "echo hi".into(),
-//!     stage_in: None, stage_out: None,
+//!     stage_in: None, stage_out: None, time_limit_ms: None, memory_bytes: None,
 //! };
 //! let (tx, rx) = mpsc::channel();
 //! assert_eq!(run_assignment(&cfg, &a, &tx, &KillHandle::new()), Outcome::Exited(0));
@@ -74,7 +86,8 @@ pub use fairsched_proto::wire;
 pub use duration::parse_duration;
 pub use errors::{ParseDurationError, WireError};
 pub use executor::{
-    ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
+    DEFAULT_PATH, ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, TASK_ENV, TIME_LIMIT_EXIT,
+    WORKER_ERROR_EXIT, run_assignment, task_env,
 };
 pub use guard::guard_hook;
 pub use slurm::{job_time_left, parse_slurm_time};
@@ -107,6 +120,11 @@ pub struct Opts {
         hide_default_value = true
     )]
     pub token: String,
+
+    /// Read the worker token from this file (its first line, trimmed) instead of --token or
+    /// FAIRSCHED_TOKEN, which other users may see (a command line, an environment)
+    #[arg(long, value_name = "PATH", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
 
     /// Tasks run at once, 1 to 4096 [default: the number of CPUs, at most 4096]
     #[arg(long, value_name = "N", default_value_t = default_slots(), hide_default_value = true,
@@ -177,14 +195,29 @@ pub fn default_host() -> String {
 /// Registers with the broker and serves it until SIGTERM or SIGINT (then
 /// returns `Ok` after leaving), or until the broker refuses this worker's
 /// token or registration (an error). Broker outages are waited out.
-pub fn run(opts: Opts) -> anyhow::Result<()> {
+pub fn run(mut opts: Opts) -> anyhow::Result<()> {
     if opts.broker.trim().is_empty() {
         anyhow::bail!("no broker: give --broker URL or set FAIRSCHED_BROKER");
     }
+    if let Some(path) = &opts.token_file {
+        opts.token = read_token_file(path)?;
+    }
     if opts.token.trim().is_empty() {
         anyhow::bail!(
-            "no token: give --token T (from `fairsched admin worker-token`) or set FAIRSCHED_TOKEN"
+            "no token: give --token-file PATH, --token T (from `fairsched admin worker-token`) or set FAIRSCHED_TOKEN"
         );
     }
     agent::run(opts)
+}
+
+/// The token in `path`: its first line, trimmed.
+pub fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--token-file {}: cannot read it", path.display()))?;
+    let token = text.lines().next().unwrap_or("").trim();
+    if token.is_empty() {
+        anyhow::bail!("--token-file {}: the file holds no token", path.display());
+    }
+    Ok(token.to_owned())
 }

@@ -190,7 +190,7 @@ pub fn worker_cmd(mut o: fairsched_worker::Opts) -> anyhow::Result<()> {
     if o.broker.trim().is_empty() {
         o.broker = quickstart("broker").unwrap_or_default();
     }
-    if o.token.trim().is_empty() {
+    if o.token.trim().is_empty() && o.token_file.is_none() {
         o.token = quickstart("worker").unwrap_or_default();
     }
     fairsched_worker::run(o)

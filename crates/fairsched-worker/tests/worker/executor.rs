@@ -6,7 +6,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fairsched_worker::wire::{Assignment, Phase, Report, RunKey};
-use fairsched_worker::{ExecConfig, ExecutorKind, KillHandle, Outcome, WORKER_ERROR_EXIT, run_assignment};
+use fairsched_worker::{
+    ExecConfig, ExecutorKind, KillHandle, Outcome, TASK_ENV, TIME_LIMIT_EXIT, WORKER_ERROR_EXIT,
+    run_assignment,
+};
 
 const KEY: RunKey = RunKey { task: 17, attempt: 2 };
 
@@ -18,6 +21,8 @@ fn assignment(command: &str) -> Assignment {
         command: command.into(),
         stage_in: None,
         stage_out: None,
+        time_limit_ms: None,
+        memory_bytes: None,
     }
 }
 
@@ -27,6 +32,7 @@ fn config(dir: &Path, grace: Duration) -> ExecConfig {
         workdir: dir.to_path_buf(),
         grace,
         guard: None,
+        lease_file: None,
     }
 }
 
@@ -252,4 +258,131 @@ fn kill_escalates_to_sigkill_after_the_grace_period() {
     );
     assert!(took >= grace, "SIGKILL came before the grace period: {took:?}");
     assert!(took < grace + Duration::from_secs(1), "kill took {took:?}");
+}
+
+#[test]
+fn a_task_gets_only_the_allowlisted_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let (outcome, _) = run(&cfg, &assignment("env > env.txt"));
+    assert_eq!(outcome, Outcome::Exited(0));
+    let env = read(cfg.run_dir(KEY).join("env.txt"));
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, _)| k)
+        .collect();
+    // What the shell itself may export besides what it was given.
+    let shell = ["PWD", "OLDPWD", "SHLVL", "_"];
+    for name in &names {
+        assert!(
+            TASK_ENV.contains(name)
+                || name.starts_with("LC_")
+                || shell.contains(name)
+                || ["FAIRSCHED_TASK", "FAIRSCHED_ATTEMPT"].contains(name),
+            "{name} reached the task:\n{env}"
+        );
+    }
+    assert!(env.contains("FAIRSCHED_TASK=17\n"), "{env}");
+    assert!(env.contains("FAIRSCHED_ATTEMPT=2\n"), "{env}");
+    assert!(names.contains(&"PATH"), "{env}");
+}
+
+#[test]
+fn the_run_directory_and_its_files_are_the_worker_user_s_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let (outcome, _) = run(&cfg, &assignment("echo hi; echo oops >&2"));
+    assert_eq!(outcome, Outcome::Exited(0));
+    let mode = |p: PathBuf| std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+    let run_dir = cfg.run_dir(KEY);
+    assert_eq!(mode(run_dir.clone()), 0o700);
+    assert_eq!(mode(run_dir.join("stdout")), 0o600);
+    assert_eq!(mode(run_dir.join("stderr")), 0o600);
+    // The script's file is gone once it ran.
+    let left: Vec<_> = std::fs::read_dir(&run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
+#[test]
+fn the_command_is_in_no_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let kill = KillHandle::new();
+    let (tx, _rx) = mpsc::channel();
+    let command = "echo $$ > pids.tmp; mv pids.tmp pids; sleep 100 # secret-marker-4417";
+    let worker = {
+        let (cfg, a, kill) = (cfg.clone(), assignment(command), kill.clone());
+        thread::spawn(move || run_assignment(&cfg, &a, &tx, &kill))
+    };
+    let pid: u32 = wait_for_file(&cfg.run_dir(KEY).join("pids"))
+        .trim()
+        .parse()
+        .unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    kill.kill();
+    assert_eq!(worker.join().unwrap(), Outcome::Killed);
+    assert!(!cmdline.contains("secret-marker"), "{cmdline:?}");
+}
+
+#[test]
+fn what_a_script_leaves_in_its_group_is_stopped_when_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let (outcome, _) = run(&cfg, &assignment("sleep 100 & echo $! > pid"));
+    assert_eq!(outcome, Outcome::Exited(0));
+    let pid: u32 = read(cfg.run_dir(KEY).join("pid")).trim().parse().unwrap();
+    assert!(is_dead(pid), "the background sleep {pid} outlived its run");
+}
+
+#[test]
+fn a_time_limit_kills_the_run_and_reports_exit_124() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let mut a = assignment("sleep 100; touch ran");
+    a.time_limit_ms = Some(300);
+    a.stage_out = Some("touch output-ran".into());
+    let start = Instant::now();
+    let (outcome, reports) = run(&cfg, &a);
+    let took = start.elapsed();
+    assert_eq!(outcome, Outcome::Exited(TIME_LIMIT_EXIT));
+    assert_eq!(TIME_LIMIT_EXIT, 124);
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_eq!(
+        reports,
+        with_end(
+            phases(&[Phase::Setup, Phase::Input, Phase::Exec]),
+            Report::exit(KEY, TIME_LIMIT_EXIT)
+        )
+    );
+    assert!(!cfg.run_dir(KEY).join("ran").exists());
+    assert!(!cfg.run_dir(KEY).join("output-ran").exists());
+    assert!(read(cfg.run_dir(KEY).join("stderr")).contains("time limit of 300 ms reached"));
+}
+
+#[test]
+fn a_run_within_its_time_limit_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let mut a = assignment("true");
+    a.time_limit_ms = Some(10_000);
+    assert_eq!(run(&cfg, &a).0, Outcome::Exited(0));
+}
+
+#[test]
+fn a_memory_limit_bounds_the_scripts_address_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let mut a = assignment("ulimit -v");
+    a.memory_bytes = Some(256 << 20);
+    assert_eq!(run(&cfg, &a).0, Outcome::Exited(0));
+    assert_eq!(read(cfg.run_dir(KEY).join("stdout")), "262144\n");
 }

@@ -58,3 +58,30 @@ fn refuses_zero_slots_and_bad_values() {
     assert!(parse(&["--grace", "10"]).is_err());
     assert!(parse(&["--executor", "docker"]).is_err());
 }
+
+#[test]
+fn token_file_instead_of_a_token() {
+    let opts = Cli::try_parse_from([
+        "worker",
+        "--broker",
+        "http://127.0.0.1:1",
+        "--token-file",
+        "/run/t",
+    ])
+    .unwrap()
+    .opts;
+    assert_eq!(opts.token_file, Some(PathBuf::from("/run/t")));
+    // Not both.
+    assert!(parse(&["--token-file", "/run/t"]).is_err());
+}
+
+#[test]
+fn read_token_file_takes_the_first_line_trimmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    std::fs::write(&path, "  wt_secret \nignored\n").unwrap();
+    assert_eq!(fairsched_worker::read_token_file(&path).unwrap(), "wt_secret");
+    std::fs::write(&path, "\n").unwrap();
+    assert!(fairsched_worker::read_token_file(&path).is_err());
+    assert!(fairsched_worker::read_token_file(&dir.path().join("missing")).is_err());
+}

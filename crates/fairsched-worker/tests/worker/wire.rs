@@ -104,6 +104,8 @@ fn register_and_poll_bodies() {
                 command: "make".into(),
                 stage_in: None,
                 stage_out: Some("cp out /data".into()),
+                time_limit_ms: None,
+                memory_bytes: None,
             },
             Assignment {
                 task: 18,
@@ -112,6 +114,8 @@ fn register_and_poll_bodies() {
                 command: "true".into(),
                 stage_in: None,
                 stage_out: None,
+                time_limit_ms: None,
+                memory_bytes: None,
             },
         ]
     );
@@ -142,4 +146,28 @@ fn the_kill_list() {
     let empty = serde_json::to_value(ReportRequest::default()).unwrap();
     assert_eq!(empty, json!({"running": [], "reports": []}));
     assert!(serde_json::from_str::<ReportReply>("[1]").is_err());
+}
+
+#[test]
+fn an_assignment_s_limits_are_optional_and_left_out_when_absent() {
+    let old: Assignment = serde_json::from_value(json!(
+        {"task": 17, "attempt": 1, "name": "", "command": "make"}
+    ))
+    .unwrap();
+    assert_eq!((old.time_limit_ms, old.memory_bytes), (None, None));
+    let sent = serde_json::to_value(&old).unwrap();
+    assert_eq!(
+        sent,
+        json!({"task": 17, "attempt": 1, "name": "", "command": "make", "stage_in": null, "stage_out": null})
+    );
+    let limited: Assignment = serde_json::from_value(json!(
+        {"task": 17, "attempt": 1, "command": "make", "time_limit_ms": 60000, "memory_bytes": 1073741824u64}
+    ))
+    .unwrap();
+    assert_eq!(
+        (limited.time_limit_ms, limited.memory_bytes),
+        (Some(60_000), Some(1 << 30))
+    );
+    let back: Assignment = serde_json::from_value(serde_json::to_value(&limited).unwrap()).unwrap();
+    assert_eq!(back, limited);
 }

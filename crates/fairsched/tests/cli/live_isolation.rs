@@ -1,0 +1,272 @@
+//! What a task can reach, and what outlives it: real processes on
+//! 127.0.0.1. A task sees none of its worker's environment beyond an
+//! allowlist (no token); no process it starts outlives its run, even one
+//! that left the run's process group (`setsid`), whether the script ends,
+//! the run is killed or its worker is SIGKILLed; the command shows in no
+//! command line; and a worker stopped (SIGSTOP) past its lease has its run
+//! killed by the run's guard before another worker may get the task.
+//!
+//! The first tests run one assignment under the task guard of the
+//! `fairsched` binary, without a broker (`run_assignment`, as the worker
+//! does).
+
+use crate::common::{Broker, bin, wait_for};
+use fairsched_worker::wire::{Assignment, RunKey};
+use fairsched_worker::{ExecConfig, ExecutorKind, KillHandle, Outcome, run_assignment};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// What a kill may take on a noisy machine.
+const KILL_BOUND: Duration = Duration::from_secs(2);
+
+const KEY: RunKey = RunKey { task: 5, attempt: 1 };
+
+/// Starts a daemon in a session of its own (out of the run's process
+/// group) and writes its PID to `pid`.
+const DAEMON: &str = "setsid sleep 1000 & echo $! > pid.tmp && mv pid.tmp pid";
+
+/// Whether a process numbered `pid` still runs (a zombie does not).
+fn running(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    state != Some("Z")
+}
+
+/// The PID written to `file` (whole, with a rename).
+fn pid_in(file: &Path, timeout: Duration) -> i32 {
+    wait_for(&format!("{}", file.display()), timeout, || {
+        std::fs::read_to_string(file).ok()?.trim().parse().ok()
+    })
+}
+
+/// Waits up to `bound` for `pid` to die; SIGKILLs it if it did not (not
+/// to leave it behind) and fails.
+fn assert_dies(what: &str, pid: i32, bound: Duration) -> Duration {
+    let since = Instant::now();
+    while running(pid) && since.elapsed() < bound {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if running(pid) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        panic!("{what}: process {pid} still runs after {bound:?}");
+    }
+    since.elapsed()
+}
+
+fn assignment(command: &str) -> Assignment {
+    Assignment {
+        task: KEY.task,
+        attempt: KEY.attempt,
+        name: String::new(),
+        command: command.into(),
+        stage_in: None,
+        stage_out: None,
+        time_limit_ms: None,
+        memory_bytes: None,
+    }
+}
+
+/// Runs use the `fairsched` binary as their guard.
+fn guarded(dir: &Path) -> ExecConfig {
+    ExecConfig {
+        executor: ExecutorKind::Process,
+        workdir: dir.to_path_buf(),
+        grace: Duration::from_millis(500),
+        guard: Some(env!("CARGO_BIN_EXE_fairsched").into()),
+        lease_file: None,
+    }
+}
+
+/// Starts `command` under a guard on a thread; its kill handle and the thread.
+fn start(cfg: &ExecConfig, command: &str) -> (KillHandle, std::thread::JoinHandle<Outcome>) {
+    let kill = KillHandle::new();
+    let (cfg, a, k) = (cfg.clone(), assignment(command), kill.clone());
+    let (tx, _rx) = mpsc::channel();
+    let run = std::thread::spawn(move || run_assignment(&cfg, &a, &tx, &k));
+    (kill, run)
+}
+
+#[test]
+fn a_setsid_daemon_dies_when_its_script_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = guarded(dir.path());
+    let (_, run) = start(&cfg, &format!("{DAEMON}; exit 0"));
+    assert_eq!(run.join().unwrap(), Outcome::Exited(0));
+    let pid = pid_in(&cfg.run_dir(KEY).join("pid"), Duration::from_secs(1));
+    // The guard stops it before it ends: it is gone once the run ended.
+    assert_dies("the daemon of an ended run", pid, Duration::ZERO);
+}
+
+#[test]
+fn a_setsid_daemon_dies_when_its_run_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = guarded(dir.path());
+    let (kill, run) = start(&cfg, &format!("{DAEMON}; sleep 1000"));
+    let pid = pid_in(&cfg.run_dir(KEY).join("pid"), Duration::from_secs(10));
+    assert!(running(pid));
+    kill.kill();
+    assert_eq!(run.join().unwrap(), Outcome::Killed);
+    assert_dies("the daemon of a killed run", pid, Duration::from_millis(200));
+}
+
+#[test]
+fn the_guard_s_command_line_shows_no_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = guarded(dir.path());
+    let (kill, run) = start(
+        &cfg,
+        "echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000 # secret-marker-9051",
+    );
+    let sh = pid_in(&cfg.run_dir(KEY).join("pid"), Duration::from_secs(10));
+    // The guard leads the run's process group: the group's number is its PID.
+    let stat = std::fs::read_to_string(format!("/proc/{sh}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let (guard, group): (i32, i32) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    assert_eq!(
+        guard, group,
+        "the shell's parent is the guard, which leads its group"
+    );
+    let cmdline = |pid: i32| {
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap()).into_owned()
+    };
+    let (of_guard, of_sh) = (cmdline(guard), cmdline(sh));
+    // Nor its environment: the worker's (this test's) is not passed on.
+    let environ =
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{guard}/environ")).unwrap()).into_owned();
+    kill.kill();
+    assert_eq!(run.join().unwrap(), Outcome::Killed);
+    assert!(of_guard.contains("__fairsched-task-guard"), "{of_guard:?}");
+    assert!(!of_guard.contains("secret-marker"), "{of_guard:?}");
+    assert!(!of_sh.contains("secret-marker"), "{of_sh:?}");
+    assert!(!environ.contains("CARGO_"), "{environ:?}");
+}
+
+#[test]
+fn a_task_sees_no_token_of_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "fifo", "30s");
+    broker.add_org("lab");
+    let user = broker.add_user("ann", "lab");
+    let wtoken = broker.worker_token("lab");
+    let spawn = |name: &str, token_arg: &[&str], env_token: Option<&str>| {
+        let wd = dir.path().join(name);
+        let err = std::fs::File::create(dir.path().join(format!("{name}.stderr"))).unwrap();
+        let mut cmd = bin();
+        cmd.current_dir(dir.path())
+            .args(["worker", "--broker", &broker.url, "--slots", "1"])
+            .args(token_arg)
+            .args(["--workdir", wd.to_str().unwrap(), "--grace", "1s", "--host", name])
+            .stdout(Stdio::null())
+            .stderr(err);
+        if let Some(t) = env_token {
+            cmd.env("FAIRSCHED_TOKEN", t);
+        }
+        crate::common::Proc::spawn(name, &mut cmd, Some(Duration::from_secs(5)))
+    };
+    let check = |wd: &str| {
+        let id = broker
+            .api()
+            .submit(&user, &["env > env.txt; echo \"[$FAIRSCHED_TOKEN]\"".into()])[0];
+        let t = wait_for("the task to complete", Duration::from_secs(30), || {
+            let t = broker.api().get_ok(&format!("/v1/tasks/{id}"), &user);
+            (t["state"] != "waiting" && t["state"] != "running").then_some(t)
+        });
+        assert_eq!(t["state"], "completed", "{t}");
+        let run = dir.path().join(wd).join(format!("task-{id}-1"));
+        assert_eq!(std::fs::read_to_string(run.join("stdout")).unwrap(), "[]\n");
+        let env = std::fs::read_to_string(run.join("env.txt")).unwrap();
+        assert!(!env.contains(&wtoken), "the token reached the task:\n{env}");
+        assert!(!env.contains("FAIRSCHED_LOG"), "{env}");
+        assert!(env.contains(&format!("FAIRSCHED_TASK={id}\n")), "{env}");
+    };
+
+    // The token in the worker's environment.
+    let mut w = spawn("env-worker", &[], Some(&wtoken));
+    broker.wait_slots(1);
+    check("env-worker");
+    w.terminate(Duration::from_secs(5));
+    broker.wait_slots(0);
+
+    // The token in a file.
+    let file = dir.path().join("worker.token");
+    std::fs::write(&file, format!("{wtoken}\n")).unwrap();
+    let mut w = spawn("file-worker", &["--token-file", file.to_str().unwrap()], None);
+    broker.wait_slots(1);
+    check("file-worker");
+    w.terminate(Duration::from_secs(5));
+    let log = std::fs::read_to_string(dir.path().join("file-worker.stderr")).unwrap();
+    assert!(log.contains("tasks run under this worker's user"), "{log}");
+}
+
+#[test]
+fn a_setsid_daemon_dies_with_its_sigkilled_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "fifo", "30s");
+    broker.add_org("lab");
+    let user = broker.add_user("ann", "lab");
+    let wtoken = broker.worker_token("lab");
+    let wd = dir.path().join("wd");
+    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
+    broker.wait_slots(1);
+    let id = broker.api().submit(&user, &[format!("{DAEMON}; sleep 1000")])[0];
+    let pid = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
+    assert!(running(pid));
+    worker.kill9();
+    let took = assert_dies("the daemon of a SIGKILLed worker's run", pid, KILL_BOUND);
+    println!("worker SIGKILLed → the setsid daemon gone: {took:?}");
+}
+
+#[test]
+fn a_stopped_worker_s_run_dies_before_its_lease_runs_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "fifo", "1s");
+    broker.add_org("lab");
+    let user = broker.add_user("ann", "lab");
+    let wtoken = broker.worker_token("lab");
+    let wd = dir.path().join("wd");
+    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
+    broker.wait_slots(1);
+    let id = broker.api().submit(
+        &user,
+        &["echo $$ > pid.tmp && mv pid.tmp pid; sleep 2; echo done > marker".into()],
+    )[0];
+    let sh = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
+    let worker_pid = Pid::from_raw(worker.pid() as i32);
+    kill(worker_pid, Signal::SIGSTOP).unwrap();
+    let stopped = Instant::now();
+    // While the worker is stopped its guard ends the run: the lease is
+    // 1 s, the guard acts at 1 s − max(heartbeat, 10%) = ⅔ s after the
+    // worker's last answered call, and SIGKILLs at most ⅙ s later.
+    let died = wait_for("the stopped worker's run to die", Duration::from_secs(5), || {
+        (!running(sh)).then(|| stopped.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(1500).saturating_sub(stopped.elapsed()));
+    kill(worker_pid, Signal::SIGCONT).unwrap();
+    println!("worker stopped → its run gone: {died:?}");
+    let t = wait_for("the task to complete", Duration::from_secs(30), || {
+        let t = broker.api().get_ok(&format!("/v1/tasks/{id}"), &user);
+        (t["state"] != "waiting" && t["state"] != "running").then_some(t)
+    });
+    assert_eq!(t["state"], "completed", "{t}");
+    assert_eq!(t["attempts"], 2, "{t}");
+    // The first run did not finish; the second did: done once.
+    assert!(
+        !wd.join(format!("task-{id}-1/marker")).exists(),
+        "the first run finished"
+    );
+    assert!(wd.join(format!("task-{id}-2/marker")).exists(), "{t}");
+    assert!(
+        died < Duration::from_secs(1),
+        "the run died {died:?} after the stop"
+    );
+    assert!(worker.alive(), "the worker goes on after its lost lease");
+    worker.terminate(Duration::from_secs(5));
+}
