@@ -1239,6 +1239,8 @@ mod tests {
             optional: true,
             activity: Some(0),
             after: vec![0],
+            time_limit_ms: Some(1),
+            memory_bytes: Some(1),
         };
         let wf = WorkflowSpec {
             name: "w".into(),

@@ -114,12 +114,14 @@ pub const SCHEMA: &str = concat!(
 pub const ADDED_TABLES: &str = added_tables!();
 
 /// Columns of `tasks` added since schema 2 was first written.
-pub const ADDED_COLUMNS: [(&str, &str); 5] = [
+pub const ADDED_COLUMNS: [(&str, &str); 7] = [
     ("optional", "INTEGER NOT NULL DEFAULT 0"),
     ("core_id", "INTEGER"),
     ("workflow", "INTEGER"),
     ("activity", "INTEGER"),
     ("reason", "TEXT"),
+    ("time_limit_ms", "INTEGER"),
+    ("memory_bytes", "INTEGER"),
 ];
 
 /// Brings a database created by an older fairsched up to [`SCHEMA`]
@@ -159,6 +161,11 @@ pub struct Settings {
     /// The highest priority a user may give a task (the default, 1:
     /// users may only lower theirs, as in Slurm).
     pub max_user_priority: i64,
+    /// The longest time limit a task may ask for, and the limit of a task
+    /// that gives none (`None`: no limit).
+    pub max_time_limit: Option<Duration>,
+    /// Likewise for memory (bytes).
+    pub max_memory: Option<u64>,
     /// The wall clock (Unix milliseconds), read once, when the broker
     /// opens: from then on its clock is that reading plus the monotonic
     /// time since, which a step of the wall clock does not move.
@@ -173,6 +180,8 @@ impl Default for Settings {
             snapshot_every: crate::live::DEFAULT_SNAPSHOT_EVERY,
             registry: Registry::builtin(),
             max_user_priority: 1,
+            max_time_limit: None,
+            max_memory: None,
             wall_clock: unix_ms,
         }
     }
@@ -305,6 +314,14 @@ struct Live_ {
     stage_in: Option<String>,
     stage_out: Option<String>,
     submit_ms: i64,
+    limits: Limits,
+}
+
+/// A task's limits, which its worker enforces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Limits {
+    time_limit_ms: Option<u64>,
+    memory_bytes: Option<u64>,
 }
 
 /// A workflow task waiting for its parents: not in the core yet.
@@ -319,6 +336,7 @@ struct Held {
     priority: i64,
     optional: bool,
     submit_ms: i64,
+    limits: Limits,
     workflow: WorkflowRef,
     /// Public ids, ascending, without repeats.
     parents: Vec<u64>,
@@ -867,12 +885,16 @@ impl Broker {
         {
             let mut q = conn.prepare(
                 "SELECT id, user_id, org, name, command, stage_in, stage_out, submit_ms, core_id, state,
-                        priority, optional, workflow, activity
+                        priority, optional, workflow, activity, time_limit_ms, memory_bytes
                  FROM tasks WHERE state IN ('live', 'held')",
             )?;
             let mut rows = q.query([])?;
             while let Some(r) = rows.next()? {
                 let id = r.get::<_, i64>(0)? as u64;
+                let limits = Limits {
+                    time_limit_ms: r.get::<_, Option<i64>>(14)?.map(|v| v.max(0) as u64),
+                    memory_bytes: r.get::<_, Option<i64>>(15)?.map(|v| v.max(0) as u64),
+                };
                 let user: i64 = r.get(1)?;
                 let (name, command): (String, String) = (r.get(3)?, r.get(4)?);
                 let (stage_in, stage_out): (Option<String>, Option<String>) = (r.get(5)?, r.get(6)?);
@@ -894,6 +916,7 @@ impl Broker {
                             stage_in,
                             stage_out,
                             submit_ms,
+                            limits,
                         },
                     );
                 } else {
@@ -909,6 +932,7 @@ impl Broker {
                             priority: r.get(10)?,
                             optional: r.get::<_, i64>(11)? != 0,
                             submit_ms,
+                            limits,
                             workflow: WorkflowRef {
                                 workflow: WorkflowId(r.get::<_, Option<i64>>(12)?.unwrap_or(0) as u32),
                                 activity: r.get::<_, Option<i64>>(13)?.unwrap_or(0) as u32,
@@ -1141,6 +1165,39 @@ impl Broker {
         })
     }
 
+    /// Each task's limits: the operator's maximum when it gives none,
+    /// refused over it.
+    fn apply_limits(&self, tasks: &mut [NewTask]) -> Reply<()> {
+        let max_time = self
+            .settings
+            .max_time_limit
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        for (i, t) in tasks.iter_mut().enumerate() {
+            if t.time_limit_ms == Some(0) || t.memory_bytes == Some(0) {
+                return Err(ApiError::bad(format!(
+                    "request body: tasks[{i}]: a limit of 0 runs nothing; leave it out for the default"
+                )));
+            }
+            if let (Some(asked), Some(max)) = (t.time_limit_ms, max_time)
+                && asked > max
+            {
+                return Err(ApiError::bad(format!(
+                    "request body: tasks[{i}].time_limit_ms: {asked}, at most {max} (serve --max-time-limit)"
+                )));
+            }
+            if let (Some(asked), Some(max)) = (t.memory_bytes, self.settings.max_memory)
+                && asked > max
+            {
+                return Err(ApiError::bad(format!(
+                    "request body: tasks[{i}].memory_bytes: {asked}, at most {max} (serve --max-memory)"
+                )));
+            }
+            t.time_limit_ms = t.time_limit_ms.or(max_time);
+            t.memory_bytes = t.memory_bytes.or(self.settings.max_memory);
+        }
+        Ok(())
+    }
+
     /// Refuses an organization the operator removed.
     fn not_removed_org(&self, org: &str) -> Reply<()> {
         if let Some(id) = self.live.store().org_id(org).map_err(ApiError::internal)?
@@ -1242,8 +1299,8 @@ impl Broker {
                     command: d.command.clone(),
                     stage_in: d.stage_in.clone(),
                     stage_out: d.stage_out.clone(),
-                    time_limit_ms: None,
-                    memory_bytes: None,
+                    time_limit_ms: d.limits.time_limit_ms,
+                    memory_bytes: d.limits.memory_bytes,
                 });
             }
         }
@@ -1964,6 +2021,8 @@ impl Broker {
                         "tasks[{i}].priority: {p}; users may give at most {max} (serve --max-user-priority): lower your own tasks, not raise them over others'"
                     )));
                 }
+                let mut tasks = tasks;
+                self.apply_limits(&mut tasks)?;
                 let n = tasks.len() as u64;
                 self.check_quota(user, org, n, &self.batch_queued)?;
                 *self.batch_queued.entry(user).or_default() += n;
@@ -2270,6 +2329,10 @@ impl Broker {
                                 stage_in: t.stage_in,
                                 stage_out: t.stage_out,
                                 submit_ms: now.millis(),
+                                limits: Limits {
+                                    time_limit_ms: t.time_limit_ms,
+                                    memory_bytes: t.memory_bytes,
+                                },
                             },
                         );
                         self.counts.add(user, St::Waiting, 1);
@@ -2290,6 +2353,10 @@ impl Broker {
                             priority: t.priority.unwrap_or(1),
                             optional: t.optional,
                             submit_ms: now.millis(),
+                            limits: Limits {
+                                time_limit_ms: t.time_limit_ms,
+                                memory_bytes: t.memory_bytes,
+                            },
                             workflow: WorkflowRef {
                                 workflow: WorkflowId(workflow.as_ref().map_or(0, |w| w.0)),
                                 activity: t.activity.unwrap_or(0),
@@ -2344,6 +2411,7 @@ impl Broker {
                             stage_in: h.stage_in,
                             stage_out: h.stage_out,
                             submit_ms: h.submit_ms,
+                            limits: h.limits,
                         },
                     );
                 }
@@ -2876,8 +2944,8 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
                 )?;
             }
             let mut ins = tx.prepare_cached(
-                "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms, optional, core_id, workflow, activity)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms, optional, core_id, workflow, activity, time_limit_ms, memory_bytes)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             )?;
             let mut edge =
                 tx.prepare_cached("INSERT OR IGNORE INTO task_parents (child, parent) VALUES (?1, ?2)")?;
@@ -2898,6 +2966,8 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
                     live.then_some(*id as i64),
                     workflow.as_ref().map(|w| w.0),
                     workflow.as_ref().map(|_| t.activity.unwrap_or(0)),
+                    t.time_limit_ms.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+                    t.memory_bytes.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
                 ])?;
                 for &p in ps {
                     edge.execute(params![*id as i64, p as i64])?;

@@ -37,6 +37,15 @@ pub struct NewTask {
     /// cancelled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<u32>,
+    /// The longest a run may take (ms): the worker kills it then, and it
+    /// fails with exit code 124. At most the broker's `--max-time-limit`,
+    /// which is also the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
+    /// The most memory (bytes of address space) a run's processes may
+    /// each take. At most the broker's `--max-memory`, also the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
 }
 
 /// A request's tasks as one workflow (a DAG of tasks of a few activities).

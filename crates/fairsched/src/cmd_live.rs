@@ -60,6 +60,14 @@ pub struct ServeArgs {
     /// given none: users may lower theirs, not raise them over others'.
     #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true)]
     max_user_priority: i64,
+    /// The longest time limit a task may ask for (`submit --time-limit`), and the limit of a
+    /// task that gives none [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    max_time_limit: Option<Duration>,
+    /// The most memory a task may ask for (`submit --memory`), and the limit of a task that
+    /// gives none: bytes, or with K, M, G [default: no limit].
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    max_memory: Option<u64>,
     /// Steps of the log between two snapshots of the scheduler's state (a restart restores the
     /// newest and replays only the steps after it; 0: no snapshots, a restart replays the whole
     /// log). A clean shutdown writes one too.
@@ -71,6 +79,33 @@ pub struct ServeArgs {
     /// worker`, `submit`, `status`… run from this folder find them.
     #[arg(long)]
     quickstart: bool,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Bytes, or with a K, M or G suffix (powers of 1024).
+fn size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{s}`: expected bytes, or a number with K, M or G (e.g. 512M)"))?;
+    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (K, M, G or T)")),
+    };
+    n.checked_mul(1 << shift)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("`{s}`: expected more than 0 and less than 16 EiB"))
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -115,6 +150,8 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
             snapshot_every: a.snapshot_every,
             registry: registry.clone(),
             max_user_priority: a.max_user_priority,
+            max_time_limit: a.max_time_limit,
+            max_memory: a.max_memory,
             ..Settings::default()
         },
         stop: None,
@@ -220,6 +257,14 @@ pub struct SubmitArgs {
     /// first and a waiting mandatory task kills a running optional one).
     #[arg(long)]
     optional: bool,
+    /// Kill a run that takes longer than this (e.g. 90s, 2h); the task fails with exit code
+    /// 124. At most, and by default, the broker's `serve --max-time-limit`.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    time_limit: Option<Duration>,
+    /// The most memory (address space) each process of a run may take: bytes, or with K, M, G
+    /// (e.g. 512M). At most, and by default, the broker's `serve --max-memory`.
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    memory: Option<u64>,
     /// Submit a workflow: a DAG of tasks, each held until the tasks it comes after have
     /// completed (and cancelled if one of them fails). FILE is a TOML DAG (`[[task]]` tables
     /// with `name`, `command`, optional `activity`, `after = [names]`, `stage_in`,
@@ -432,6 +477,8 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
         for t in &mut tasks {
             t.priority = t.priority.or(a.priority);
             t.optional = a.optional;
+            t.time_limit_ms = a.time_limit.map(millis);
+            t.memory_bytes = a.memory;
         }
         let client = Client::new(&a.conn.conn(), Role::User)?;
         let req = SubmitRequest {
@@ -462,6 +509,8 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
                 stage_out: a.stage_out.as_deref().map(sub),
                 priority: a.priority,
                 optional: a.optional,
+                time_limit_ms: a.time_limit.map(millis),
+                memory_bytes: a.memory,
                 ..NewTask::default()
             }
         })

@@ -238,3 +238,73 @@ fn removed_users_and_organizations_are_gone() {
     // physics is untouched.
     ok(&cli(&s, &s.alice, &["submit", "--", "true"]));
 }
+
+/// Per-task limits: the operator's maximum is every task's default and
+/// cap; the worker enforces them (finding 7: there were none).
+#[test]
+fn time_and_memory_limits_are_capped_defaulted_and_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start_with(
+        dir.path(),
+        &["--policy", "fifo"],
+        &["--max-time-limit", "2s", "--max-memory", "64M"],
+        "30s",
+        "127.0.0.1:0",
+    );
+    broker.add_org("physics");
+    let alice = broker.add_user("alice", "physics");
+    let wt = broker.worker_token("physics");
+    let s = Setup {
+        broker,
+        alice: alice.clone(),
+        bob: String::new(),
+        worker: wt.clone(),
+        _dir: dir,
+    };
+    refused(
+        &cli(&s, &alice, &["submit", "--time-limit", "1h", "--", "true"]),
+        "at most 2000",
+    );
+    refused(
+        &cli(&s, &alice, &["submit", "--memory", "1G", "--", "true"]),
+        "serve --max-memory",
+    );
+    let api = s.broker.api();
+    let slow = api.submit(&alice, &["sleep 60".into()])[0];
+    let short = ok(&cli(
+        &s,
+        &alice,
+        &["submit", "--time-limit", "500ms", "--", "sleep 60"],
+    ));
+    let short: u64 = short.trim().parse().unwrap();
+    let greedy = api.submit(&alice, &["dd if=/dev/zero of=/dev/null bs=200M count=1".into()])[0];
+    let fits = ok(&cli(
+        &s,
+        &alice,
+        &[
+            "submit",
+            "--memory",
+            "32M",
+            "--",
+            "dd if=/dev/zero of=/dev/null bs=1M count=1",
+        ],
+    ));
+    let fits: u64 = fits.trim().parse().unwrap();
+    let wd = s.broker.dir.join("wd");
+    let _w = s.broker.worker("w", &s.worker, 4, &wd, "process");
+    s.broker.wait_idle(std::time::Duration::from_secs(30));
+    let state = |id: u64| {
+        let t = api.get_ok(&format!("/v1/tasks/{id}"), &alice);
+        (t["state"].as_str().unwrap().to_string(), t["exit_code"].as_i64())
+    };
+    assert_eq!(
+        state(slow),
+        ("failed".to_string(), Some(124)),
+        "the default limit, 2 s"
+    );
+    assert_eq!(state(short), ("failed".to_string(), Some(124)));
+    let (st, code) = state(greedy);
+    assert_eq!(st, "failed", "200 MB under a 64 MiB limit");
+    assert_ne!(code, Some(0));
+    assert_eq!(state(fits).0, "completed");
+}
