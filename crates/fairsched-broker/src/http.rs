@@ -19,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use fairsched_proto::wire::{DrainReply, PollRequest, RegisterRequest, ReportRequest};
+use fairsched_proto::wire::{DrainReply, OutputRequest, PollRequest, RegisterRequest, ReportRequest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::Digest as _;
@@ -633,6 +633,63 @@ async fn report(
     }
 }
 
+async fn output_in(
+    State(app): State<App>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> R {
+    let (worker, _) = worker_session(&app.who(&h).await?, &id)?;
+    let req: OutputRequest = decode(body)?;
+    app.read(move |b| b.store_output(worker, &req)).await??;
+    json(StatusCode::OK, &serde_json::json!({}))
+}
+
+/// `?stream=stdout|stderr&attempt=N` of `GET /v1/tasks/ID/output`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputQuery {
+    #[serde(default)]
+    stream: Option<String>,
+    #[serde(default)]
+    attempt: Option<u32>,
+}
+
+async fn output_out(
+    State(app): State<App>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+    q: Result<axum::extract::Query<OutputQuery>, axum::extract::rejection::QueryRejection>,
+) -> R {
+    let who = app.who(&h).await?;
+    let id = task_id(&id)?;
+    let q = q
+        .map_err(|e| ApiError::new(400, format!("query: {}", e.body_text())))?
+        .0;
+    let stderr = match q.stream.as_deref() {
+        None | Some("stdout") => false,
+        Some("stderr") => true,
+        Some(other) => return Err(ApiError::new(400, format!("stream `{other}`: stdout or stderr"))),
+    };
+    let o = app.read(move |b| b.output(&who, id, stderr, q.attempt)).await??;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
+            (
+                header::HeaderName::from_static("x-fairsched-attempt"),
+                o.attempt.to_string(),
+            ),
+            (
+                header::HeaderName::from_static("x-fairsched-bytes"),
+                o.bytes.to_string(),
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        ],
+        o.text,
+    )
+        .into_response())
+}
+
 async fn leave(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
     let (worker, org) = worker_session(&app.who(&h).await?, &id)?;
     app.write(Write::Leave { worker, org }).await?;
@@ -1104,11 +1161,13 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/tasks/{id}", get(get_task))
         .route("/v1/tasks/{id}/cancel", post(cancel))
         .route("/v1/tasks/{id}/explain", get(explain))
+        .route("/v1/tasks/{id}/output", get(output_out))
         .route("/v1/status", get(status))
         .route("/v1/workers", post(register))
         .route("/v1/workers/{id}/poll", post(poll))
         .route("/v1/workers/{id}/report", post(report))
         .route("/v1/workers/{id}/leave", post(leave))
+        .route("/v1/workers/{id}/output", post(output_in))
         .route("/v1/workers/{id}/drain", post(drain))
         .route("/metrics", get(metrics))
         .route("/", get(dashboard_page))

@@ -54,6 +54,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod admin;
+mod output;
 
 /// Tables added since schema 2 was first written (idempotent).
 macro_rules! added_tables {
@@ -72,6 +73,11 @@ macro_rules! added_tables {
         user_id INTEGER NOT NULL, key TEXT NOT NULL, digest BLOB NOT NULL,
         ids TEXT NOT NULL, workflow INTEGER, at_ms INTEGER NOT NULL,
         PRIMARY KEY (user_id, key)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS outputs (
+        task INTEGER NOT NULL, attempt INTEGER NOT NULL,
+        stdout TEXT NOT NULL, stderr TEXT NOT NULL,
+        stdout_bytes INTEGER NOT NULL, stderr_bytes INTEGER NOT NULL,
+        PRIMARY KEY (task, attempt)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS quotas (
         kind TEXT NOT NULL, id INTEGER NOT NULL, max_queued INTEGER NOT NULL,
         PRIMARY KEY (kind, id)) WITHOUT ROWID;
@@ -660,6 +666,10 @@ pub struct Broker {
     workers: HashMap<u64, Worker>,
     /// Each worker's session credential (its SHA-256) → the worker.
     sessions: HashMap<[u8; 32], u64>,
+    /// Runs lately ended by each worker, whose output it may send; oldest
+    /// first in `ended_order` (at most [`output::ENDED_KEPT`]).
+    ended_on: HashMap<RunKey, u64>,
+    ended_order: std::collections::VecDeque<RunKey>,
     /// Submissions by (user, idempotency key), of the last [`KEYS_KEPT`].
     submit_keys: HashMap<(i64, String), Keyed>,
     /// Quotas on queued tasks.
@@ -772,6 +782,8 @@ impl Broker {
             next_worker: 1,
             sessions: HashMap::new(),
             submit_keys: HashMap::new(),
+            ended_on: HashMap::new(),
+            ended_order: std::collections::VecDeque::new(),
             quotas: HashMap::new(),
             batch_queued: HashMap::new(),
             misses: HashMap::new(),
@@ -2144,6 +2156,7 @@ impl Broker {
                 };
                 let mut events = Vec::new();
                 let mut exits = Vec::new();
+                let mut ended_runs = Vec::new();
                 let mut ended: HashSet<u64> = HashSet::new();
                 // The phase each run is in: reported in this body, or before.
                 let mut phases: HashMap<u64, Phase> = HashMap::new();
@@ -2178,12 +2191,14 @@ impl Broker {
                                 Event::Fail { task }
                             });
                             exits.push((r.task, Some(code), None, why));
+                            ended_runs.push(r.key());
                         }
                         ReportEvent::Signal(sig) => {
                             ended.insert(r.task);
                             events.push(Event::Fail { task });
                             let why = failure_reason(in_phase(&phases), &format!("signal {sig}"));
                             exits.push((r.task, None, Some(sig), Some(why)));
+                            ended_runs.push(r.key());
                         }
                     }
                 }
@@ -2245,10 +2260,12 @@ impl Broker {
                 Ok(Plan {
                     events,
                     kind: PlanKind::Report {
+                        worker,
                         exits,
                         kill,
                         missed,
                         listed,
+                        ended_runs,
                     },
                 })
             }
@@ -2493,8 +2510,16 @@ impl Broker {
                 })
             }
             PlanKind::Report {
-                kill, missed, listed, ..
+                worker,
+                kill,
+                missed,
+                listed,
+                ended_runs,
+                ..
             } => {
+                for key in ended_runs {
+                    self.ended_here(key, worker);
+                }
                 for id in listed {
                     self.misses.remove(&id);
                 }
@@ -2892,6 +2917,9 @@ enum PlanKind {
         missed: Vec<(TaskId, u32, u32)>,
         /// Runs the report listed.
         listed: Vec<TaskId>,
+        worker: u64,
+        /// Runs the report ended (their output may follow).
+        ended_runs: Vec<RunKey>,
     },
     /// A worker that left or lost its lease, and the tasks this fails
     /// (public id, why): those that lost it on their last allowed run.

@@ -173,6 +173,48 @@ impl Client {
         }
     }
 
+    /// `GET path`, its reply as text, with the value of header `also`.
+    pub fn get_text(&self, path: &str, also: &str) -> Result<(String, Option<String>), ClientError> {
+        let url = format!("{}{path}", self.base);
+        let mut resp = self
+            .agent
+            .get(&url)
+            .header("Authorization", &self.auth)
+            .call()
+            .map_err(|e| ClientError::Unreachable {
+                base: self.base.clone(),
+                source: Box::new(e),
+            })?;
+        let status = resp.status().as_u16();
+        let header = resp
+            .headers()
+            .get(also)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .map_err(|e| ClientError::Malformed {
+                method: "GET".into(),
+                path: path.into(),
+                why: format!("reading the reply: {e}"),
+            })?;
+        if !(200..300).contains(&status) {
+            let why = serde_json::from_str::<ErrorBody>(&text)
+                .map(|e| e.error)
+                .unwrap_or(text);
+            return Err(ClientError::Refused {
+                method: "GET".into(),
+                path: path.into(),
+                status,
+                message: why.trim().to_string(),
+            });
+        }
+        Ok((text, header))
+    }
+
     /// `method path` with `body` (JSON), its reply read as `T`; an error
     /// status is [`ClientError::Refused`] with the broker's reason.
     pub fn call<T: DeserializeOwned>(

@@ -326,3 +326,34 @@ where
 {
     Option::<T>::deserialize(d).map(Some)
 }
+
+/// The most of each output stream a worker sends (its last bytes).
+pub const OUTPUT_TAIL: usize = 256 * 1024;
+
+/// `POST /v1/workers/ID/output`: the end of a run's `stdout` and `stderr`
+/// (their last [`OUTPUT_TAIL`] bytes, as UTF-8 with invalid bytes
+/// replaced), sent once its end was acknowledged. `*_bytes`: each file's
+/// whole size.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputRequest {
+    pub task: TaskId,
+    pub attempt: u32,
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    #[serde(default)]
+    pub stdout_bytes: u64,
+    #[serde(default)]
+    pub stderr_bytes: u64,
+}
+
+impl OutputRequest {
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            task: self.task,
+            attempt: self.attempt,
+        }
+    }
+}

@@ -17,8 +17,12 @@ use signal_hook::iterator::Signals;
 
 use crate::Opts;
 use crate::client::{CallError, Client};
-use crate::executor::{ExecConfig, ExecutorKind, KillHandle, ReportSink, WORKER_ERROR_EXIT, run_assignment};
-use crate::wire::{Assignment, RegisterRequest, Report, ReportEvent, ReportRequest, RunKey, WorkerId};
+use crate::executor::{
+    ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
+};
+use crate::wire::{
+    Assignment, OutputRequest, RegisterRequest, Report, ReportEvent, ReportRequest, RunKey, WorkerId,
+};
 
 /// Longest long poll, whatever the lease.
 const MAX_WAIT: Duration = Duration::from_secs(10);
@@ -106,6 +110,8 @@ struct State {
     polled: Option<u64>,
     /// When the last call the broker answered (2xx) was sent, this session.
     contact: Option<Instant>,
+    /// Outputs of ended runs, sent once their ends are acknowledged.
+    uploads: VecDeque<OutputRequest>,
 }
 
 impl State {
@@ -171,6 +177,7 @@ fn end_session(shared: &Shared, st: &mut State) {
     st.session = None;
     st.polled = None;
     st.contact = None;
+    st.uploads.clear();
     for kill in st.runs.values() {
         kill.kill();
     }
@@ -255,7 +262,17 @@ fn start_pending(shared: &Arc<Shared>, st: &mut State) {
                     generation,
                     key,
                 };
-                run_assignment(&sink.shared.exec, &a, &sink, &kill);
+                let outcome = run_assignment(&sink.shared.exec, &a, &sink, &kill);
+                if matches!(outcome, Outcome::Exited(_) | Outcome::Signaled(_))
+                    && sink.shared.exec.executor == ExecutorKind::Process
+                {
+                    let out = crate::executor::output_of(&sink.shared.exec, key);
+                    let mut st = sink.shared.lock();
+                    if st.generation == generation {
+                        st.uploads.push_back(out);
+                        sink.shared.changed.notify_all();
+                    }
+                }
             });
         if let Err(e) = spawned {
             tracing::error!(
@@ -429,6 +446,38 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
                 }
             })
             .context("cannot start the drain thread")?;
+    }
+
+    {
+        // Run directories older than --keep-runs go (their output's end
+        // is at the broker).
+        let (shared, keep) = (Arc::clone(&shared), opts.keep_runs);
+        std::thread::Builder::new()
+            .name("cleaner".into())
+            .spawn(move || {
+                let every = (keep / 10).clamp(Duration::from_millis(200), Duration::from_secs(3600));
+                loop {
+                    let running: HashSet<std::ffi::OsString> = shared
+                        .lock()
+                        .runs
+                        .keys()
+                        .filter_map(|&k| shared.exec.run_dir(k).file_name().map(ToOwned::to_owned))
+                        .collect();
+                    let removed = crate::executor::remove_old_runs(&shared.exec.workdir, keep, &running);
+                    if removed > 0 {
+                        tracing::info!("removed {removed} run directories older than {keep:?}");
+                    }
+                    let st = shared.lock();
+                    let (st, _) = shared
+                        .changed
+                        .wait_timeout_while(st, every, |st| st.stop.is_none())
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if st.stop.is_some() {
+                        return;
+                    }
+                }
+            })
+            .context("cannot start the cleaner thread")?;
     }
 
     let register = RegisterRequest {
@@ -777,6 +826,23 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                     kill_run(&mut st, key);
                 }
                 shared.changed.notify_all();
+                // Outputs of runs whose end the broker now has.
+                let pending: HashSet<RunKey> = st
+                    .outbox
+                    .iter()
+                    .map(Report::key)
+                    .chain(st.held.iter().map(|(_, r)| r.key()))
+                    .collect();
+                let (ready, wait): (Vec<OutputRequest>, Vec<OutputRequest>) =
+                    st.uploads.drain(..).partition(|o| !pending.contains(&o.key()));
+                st.uploads.extend(wait);
+                drop(st);
+                for out in ready {
+                    if let Err(e) = client.output(session.worker, &session.credential, &out) {
+                        // Best effort: the run's files stay on this worker.
+                        tracing::warn!(task = out.task, attempt = out.attempt, "output not sent: {e}");
+                    }
+                }
             }
             Err(CallError::Gone) => {
                 let mut st = shared.lock();

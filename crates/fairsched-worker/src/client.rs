@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::wire::{
-    DrainReply, ErrorReply, PollReply, PollRequest, RegisterReply, RegisterRequest, ReportReply,
-    ReportRequest, WorkerId,
+    DrainReply, ErrorReply, OutputRequest, PollReply, PollRequest, RegisterReply, RegisterRequest,
+    ReportReply, ReportRequest, WorkerId,
 };
 
 /// Why a call did not give a usable reply.
@@ -85,6 +85,17 @@ impl Client {
 
     pub(crate) fn drain(&self, worker: WorkerId, session: &str) -> Result<DrainReply, CallError> {
         self.post::<(), DrainReply>(&format!("/v1/workers/{worker}/drain"), session, None, SLACK)
+    }
+
+    pub(crate) fn output(
+        &self,
+        worker: WorkerId,
+        session: &str,
+        req: &OutputRequest,
+    ) -> Result<(), CallError> {
+        let path = format!("/v1/workers/{worker}/output");
+        self.post::<_, serde::de::IgnoredAny>(&path, session, Some(req), SLACK)
+            .map(drop)
     }
 
     pub(crate) fn leave(&self, worker: WorkerId, session: &str) -> Result<(), CallError> {

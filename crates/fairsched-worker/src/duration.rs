@@ -1,10 +1,10 @@
-//! Durations on the command line: `500ms`, `10s`, `2m`, `1h`.
+//! Durations on the command line: `500ms`, `10s`, `2m`, `1h`, `7d`.
 
 use std::time::Duration;
 
 use crate::errors::ParseDurationError;
 
-/// Reads a whole number followed by a unit: `ms`, `s`, `m` or `h`
+/// Reads a whole number followed by a unit: `ms`, `s`, `m`, `h` or `d`
 /// (`0s` is allowed; a bare number is refused because its unit is a guess).
 ///
 /// ```
@@ -36,6 +36,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, ParseDurationError> {
         "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
+        "d" => 86_400_000,
         "" => {
             return Err(ParseDurationError::NoUnit {
                 input: input.to_owned(),

@@ -12,7 +12,7 @@ pub enum ParseDurationError {
     NoNumber { input: String },
     #[error("duration {input:?} has no unit (write e.g. {input}ms or {input}s)")]
     NoUnit { input: String },
-    #[error("duration {input:?} has unit {unit:?}: use ms, s, m or h")]
+    #[error("duration {input:?} has unit {unit:?}: use ms, s, m, h or d")]
     BadUnit { input: String, unit: String },
     #[error("duration {input:?} is too long")]
     Overflow { input: String },

@@ -21,7 +21,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::guard;
-use crate::wire::{Assignment, Phase, Report, RunKey};
+use crate::wire::{Assignment, OUTPUT_TAIL, OutputRequest, Phase, Report, RunKey};
 
 /// The exit code reported when the worker itself could not carry out a
 /// phase (create the directory, open the output files, start `sh`). The
@@ -518,4 +518,66 @@ fn note_in_stderr(dir: &Path, line: &str) {
     if let Ok(mut f) = append(&dir.join("stderr")) {
         let _ = writeln!(f, "{line}");
     }
+}
+
+/// The end of a run's `stdout` and `stderr` (at most [`OUTPUT_TAIL`]
+/// bytes of each), for the broker.
+pub(crate) fn output_of(cfg: &ExecConfig, key: RunKey) -> OutputRequest {
+    let dir = cfg.run_dir(key);
+    let tail = |name: &str| -> (String, u64) {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = File::open(dir.join(name)) else {
+            return (String::new(), 0);
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let from = len.saturating_sub(OUTPUT_TAIL as u64);
+        let mut buf = Vec::new();
+        if f.seek(SeekFrom::Start(from)).is_ok() {
+            let _ = f.take(OUTPUT_TAIL as u64).read_to_end(&mut buf);
+        }
+        (String::from_utf8_lossy(&buf).into_owned(), len)
+    };
+    let (stdout, stdout_bytes) = tail("stdout");
+    let (stderr, stderr_bytes) = tail("stderr");
+    OutputRequest {
+        task: key.task,
+        attempt: key.attempt,
+        stdout,
+        stderr,
+        stdout_bytes,
+        stderr_bytes,
+    }
+}
+
+/// Removes the run directories (`task-ID-ATTEMPT`) of `workdir` unchanged
+/// for longer than `keep`, except those named in `running`; how many.
+pub(crate) fn remove_old_runs(
+    workdir: &Path,
+    keep: Duration,
+    running: &std::collections::HashSet<std::ffi::OsString>,
+) -> usize {
+    let Ok(entries) = fs::read_dir(workdir) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with("task-") || running.contains(&name) {
+            continue;
+        }
+        // The newest change of the directory or of a file in it.
+        let newest = fs::read_dir(e.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|f| f.metadata().ok()?.modified().ok())
+            .chain(e.metadata().ok().and_then(|m| m.modified().ok()))
+            .max();
+        let old = newest.is_some_and(|t| now.duration_since(t).is_ok_and(|age| age > keep));
+        if old && fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }

@@ -139,6 +139,12 @@ pub struct Opts {
     #[arg(long, value_enum, default_value_t = ExecutorKind::Process)]
     pub executor: ExecutorKind,
 
+    /// Run directories (task-ID-ATTEMPT, with their output) are removed this long after their
+    /// last change (e.g. 7d, 12h); the broker keeps the end of each run's output
+    /// (`fairsched output`)
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
+    pub keep_runs: Duration,
+
     /// Time a killed task gets between SIGTERM and SIGKILL (e.g. 500ms, 10s, 2m)
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,

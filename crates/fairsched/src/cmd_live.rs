@@ -321,6 +321,20 @@ pub struct ExplainArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+pub struct OutputArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The task id.
+    id: u64,
+    /// Its stderr instead of its stdout.
+    #[arg(long)]
+    stderr: bool,
+    /// Of this run [default: its latest with output].
+    #[arg(long, value_name = "N")]
+    attempt: Option<u32>,
+}
+
 /// `fairsched admin org|user|worker-token`.
 #[derive(clap::Subcommand)]
 pub enum AdminLive {
@@ -615,6 +629,28 @@ pub fn explain_cmd(a: ExplainArgs) -> anyhow::Result<()> {
     for line in explain_text(a.id, &v) {
         sayln!("{line}");
     }
+    Ok(())
+}
+
+pub fn output_cmd(a: OutputArgs) -> anyhow::Result<()> {
+    let client = Client::new(&a.conn.conn(), Role::User)?;
+    let mut path = format!(
+        "/v1/tasks/{}/output?stream={}",
+        a.id,
+        if a.stderr { "stderr" } else { "stdout" }
+    );
+    if let Some(n) = a.attempt {
+        path.push_str(&format!("&attempt={n}"));
+    }
+    let (text, bytes) = client.get_text(&path, "x-fairsched-bytes")?;
+    let total: u64 = bytes.and_then(|b| b.parse().ok()).unwrap_or(0);
+    if total > text.len() as u64 {
+        crate::term::note(format_args!(
+            "(the last {} of its {total} bytes; the rest is in the run's directory on its worker)",
+            text.len()
+        ));
+    }
+    crate::term::say!("{text}");
     Ok(())
 }
 

@@ -64,6 +64,9 @@ enum Command {
     Cancel(cmd_live::TaskArgs),
     /// Why a task is not running yet: its place in the queue and the state behind it.
     Explain(cmd_live::ExplainArgs),
+    /// A task's output: the end of its stdout (or stderr) as its worker sent it, once its run
+    /// ended.
+    Output(cmd_live::OutputArgs),
     /// Diet-ethic client: A mandatory requests, optional ones up to B in all, until the deadline.
     #[command(long_about = cmd_optional::LONG_ABOUT)]
     Optional(cmd_optional::OptionalArgs),
@@ -130,6 +133,7 @@ fn main() -> ExitCode {
         Command::Status(a) => cmd_live::status_cmd(a),
         Command::Cancel(a) => cmd_live::cancel_cmd(a),
         Command::Explain(a) => cmd_live::explain_cmd(a),
+        Command::Output(a) => cmd_live::output_cmd(a),
         Command::Optional(a) => cmd_optional::optional_cmd(a),
         Command::Export(a) => cmd_live::export_cmd(a),
         Command::Report(a) => cmd_report::run(a),

@@ -278,6 +278,19 @@ impl Broker {
 
     /// `fairsched worker` with `slots` slots in `dir/workdir`.
     pub fn worker(&self, name: &str, token: &str, slots: u32, workdir: &Path, executor: &str) -> Proc {
+        self.worker_with(name, token, slots, workdir, executor, &[])
+    }
+
+    /// [`Broker::worker`] with more options.
+    pub fn worker_with(
+        &self,
+        name: &str,
+        token: &str,
+        slots: u32,
+        workdir: &Path,
+        executor: &str,
+        more: &[&str],
+    ) -> Proc {
         let err = File::create(self.dir.join(format!("{name}.stderr"))).unwrap();
         let mut cmd = bin();
         cmd.current_dir(&self.dir)
@@ -289,6 +302,7 @@ impl Broker {
                 workdir.to_str().unwrap(),
             ])
             .args(["--executor", executor, "--grace", "1s", "--host", name])
+            .args(more)
             .stdout(Stdio::null())
             .stderr(err);
         Proc::spawn(name, &mut cmd, Some(Duration::from_secs(5)))

@@ -308,3 +308,55 @@ fn time_and_memory_limits_are_capped_defaulted_and_enforced() {
     assert_ne!(code, Some(0));
     assert_eq!(state(fits).0, "completed");
 }
+
+/// `fairsched output`: the end of a run's stdout and stderr, from the
+/// broker, for its owner only, after the worker removed the run's
+/// directory (`--keep-runs`) (issue 27, item 7: output could only be read
+/// on the worker's disk, where run directories stayed for ever).
+#[test]
+fn a_tasks_output_is_read_from_the_broker_by_its_owner() {
+    let s = setup();
+    let api = s.broker.api();
+    let small = api.submit(&s.alice, &["echo hello; echo oops >&2; exit 3".into()])[0];
+    let big = api.submit(&s.alice, &["seq 1 200000".into()])[0];
+    let wd = s.broker.dir.join("wd");
+    let _w = s
+        .broker
+        .worker_with("w", &s.worker, 2, &wd, "process", &["--keep-runs", "1s"]);
+    s.broker.wait_idle(std::time::Duration::from_secs(30));
+    // The run directories go once a second has passed…
+    crate::common::wait_for(
+        "the run directories removed",
+        std::time::Duration::from_secs(20),
+        || {
+            let left = std::fs::read_dir(&wd)
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.file_name().to_string_lossy().starts_with("task-"))
+                        .count()
+                })
+                .unwrap_or(0);
+            (left == 0).then_some(())
+        },
+    );
+    // …and the output stays readable.
+    let id = small.to_string();
+    assert_eq!(ok(&cli(&s, &s.alice, &["output", &id])), "hello\n");
+    assert_eq!(ok(&cli(&s, &s.alice, &["output", &id, "--stderr"])), "oops\n");
+    let o = cli(&s, &s.alice, &["output", &big.to_string()]);
+    let out = ok(&o);
+    assert!(out.ends_with("199999\n200000\n"), "{}", &out[out.len() - 40..]);
+    assert_eq!(out.len(), 256 * 1024);
+    let full: usize = (1..=200_000).map(|i: u32| i.to_string().len() + 1).sum();
+    let note = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        note.contains(&format!("the last 262144 of its {full} bytes")),
+        "{note}"
+    );
+    // Not bob's to read; no such attempt.
+    refused(&cli(&s, &s.bob, &["output", &id]), "belongs to another user");
+    refused(
+        &cli(&s, &s.alice, &["output", &id, "--attempt", "2"]),
+        "no output of attempt 2",
+    );
+}

@@ -1,0 +1,101 @@
+//! A run's output, as its worker sends it once the run has ended (the
+//! end of `stdout` and `stderr`), and as its owner reads it
+//! (`GET /v1/tasks/ID/output`, `fairsched output`). Kept in the
+//! `outputs` table, not in the log: it decides nothing.
+
+use super::{ApiError, Broker, Reply, allowed};
+use crate::identity::Principal;
+use fairsched_proto::wire::{OUTPUT_TAIL, OutputRequest, RunKey};
+use rusqlite::{OptionalExtension, params};
+
+/// How many ended runs the broker remembers the worker of, for their
+/// output (the oldest are forgotten first; their output is then refused).
+pub(crate) const ENDED_KEPT: usize = 100_000;
+
+/// One stream of a run's output.
+pub struct Output {
+    pub attempt: u32,
+    /// Its last bytes (at most [`OUTPUT_TAIL`]).
+    pub text: String,
+    /// The whole stream's size on the worker.
+    pub bytes: u64,
+}
+
+impl Broker {
+    /// `worker` ended run `key`: its output may come from it.
+    pub(crate) fn ended_here(&mut self, key: RunKey, worker: u64) {
+        if self.ended_on.insert(key, worker).is_none() {
+            self.ended_order.push_back(key);
+        }
+        while self.ended_order.len() > ENDED_KEPT {
+            if let Some(old) = self.ended_order.pop_front() {
+                self.ended_on.remove(&old);
+            }
+        }
+    }
+
+    /// Stores the output `worker` sends for a run it ended.
+    pub fn store_output(&mut self, worker: u64, req: &OutputRequest) -> Reply<()> {
+        if req.stdout.len() > 4 * OUTPUT_TAIL || req.stderr.len() > 4 * OUTPUT_TAIL {
+            return Err(ApiError::bad(format!(
+                "request body: at most the last {OUTPUT_TAIL} bytes of each stream"
+            )));
+        }
+        let key = req.key();
+        if self.ended_on.get(&key) != Some(&worker) {
+            return Err(ApiError::new(
+                409,
+                format!(
+                    "task {} attempt {}: not a run this worker ended (lately)",
+                    key.task, key.attempt
+                ),
+            ));
+        }
+        self.live
+            .store()
+            .conn()
+            .execute(
+                "INSERT OR REPLACE INTO outputs (task, attempt, stdout, stderr, stdout_bytes, stderr_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    key.task as i64,
+                    key.attempt,
+                    req.stdout,
+                    req.stderr,
+                    i64::try_from(req.stdout_bytes).unwrap_or(i64::MAX),
+                    i64::try_from(req.stderr_bytes).unwrap_or(i64::MAX)
+                ],
+            )
+            .map_err(ApiError::internal)?;
+        self.ended_on.remove(&key);
+        Ok(())
+    }
+
+    /// A stream of task `id`'s output (`stderr` or not), of `attempt` or
+    /// its latest one sent, for its owner or the admin.
+    pub fn output(&self, who: &Principal, id: u64, stderr: bool, attempt: Option<u32>) -> Reply<Output> {
+        let t = self.task_out(id)?;
+        allowed(who, t.user, id)?;
+        let stream = if stderr { "stderr" } else { "stdout" };
+        let sql = format!(
+            "SELECT attempt, {stream}, {stream}_bytes FROM outputs WHERE task = ?1 AND (?2 IS NULL OR attempt = ?2) ORDER BY attempt DESC LIMIT 1"
+        );
+        self.live
+            .store()
+            .conn()
+            .query_row(&sql, params![id as i64, attempt], |r| {
+                Ok(Output {
+                    attempt: r.get(0)?,
+                    text: r.get(1)?,
+                    bytes: r.get::<_, i64>(2)?.max(0) as u64,
+                })
+            })
+            .optional()
+            .map_err(ApiError::internal)?
+            .ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "task {id}: no output{} (it has not ended, its run was killed, or its worker did not send it)",
+                    attempt.map(|a| format!(" of attempt {a}")).unwrap_or_default()
+                ))
+            })
+    }
+}
