@@ -330,6 +330,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
     let opts = ServeOpts {
         db: db.clone(),
         listen: "127.0.0.1:0".into(),
+        audit: None,
         settings,
         stop: Some(stop.clone()),
     };

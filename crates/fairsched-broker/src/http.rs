@@ -25,6 +25,7 @@ use serde::de::DeserializeOwned;
 use sha2::Digest as _;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -52,6 +53,9 @@ pub const DASHBOARD_REFRESH: Duration = Duration::from_secs(2);
 pub struct ServeOpts {
     pub db: PathBuf,
     pub listen: String,
+    /// The audit log (JSON lines, appended, 0600): every admin action,
+    /// submission and cancellation, with who asked. `None`: none.
+    pub audit: Option<PathBuf>,
     pub settings: Settings,
     /// Stops the broker as SIGTERM does (a program that runs one in a
     /// thread of its own); `None`: signals only.
@@ -97,6 +101,8 @@ struct App {
     principals: Arc<Mutex<Principals>>,
     /// Bumped whenever a token is revoked: cached principals are stale.
     tokens_epoch: Arc<std::sync::atomic::AtomicU64>,
+    /// The audit log, if any.
+    audit: Option<Arc<Mutex<std::fs::File>>>,
     /// The broker's clock when this process started (the dashboard's
     /// uptime).
     started_ms: i64,
@@ -155,6 +161,29 @@ impl App {
             .expect("not poisoned")
             .insert(h, (epoch, p.clone()));
         Ok(p)
+    }
+
+    /// One line of the audit log: when, who, what.
+    fn audit(&self, who: &Principal, action: &str, detail: serde_json::Value) {
+        let Some(file) = &self.audit else { return };
+        let who = match who {
+            Principal::Admin => serde_json::json!({"admin": true}),
+            Principal::User { id, name, org } => {
+                serde_json::json!({"user": name, "user_id": id, "org_id": org})
+            }
+            Principal::Worker { org } => serde_json::json!({"worker_token_of_org_id": org}),
+            Principal::Session { org, worker } => serde_json::json!({"worker": worker, "org_id": org}),
+        };
+        let line = serde_json::json!({
+            "at_ms": crate::store::unix_ms(),
+            "who": who,
+            "action": action,
+            "detail": detail,
+        });
+        let mut f = file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = writeln!(f, "{line}") {
+            tracing::error!("the audit log: {e}");
+        }
     }
 
     /// Tokens changed: no cached principal is trusted any more.
@@ -357,49 +386,69 @@ fn worker_session(p: &Principal, id: &str) -> Result<(u64, u32), ApiError> {
 }
 
 async fn add_org(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: OrgRequest = decode(body)?;
     let r = app.read(move |b| b.add_org(&req.name)).await??;
+    app.audit(&who, "org add", serde_json::json!({"name": r.name, "id": r.id}));
     json(StatusCode::CREATED, &r)
 }
 
 async fn add_user(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: UserRequest = decode(body)?;
     let r = app.read(move |b| b.add_user(&req.name, &req.org)).await??;
+    app.audit(
+        &who,
+        "user add",
+        serde_json::json!({"name": r.name, "org": r.org, "id": r.id}),
+    );
     json(StatusCode::CREATED, &r)
 }
 
 async fn worker_token(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: WorkerTokenRequest = decode(body)?;
     let r = app.read(move |b| b.worker_token(&req.org)).await??;
+    app.audit(&who, "worker-token add", serde_json::json!({"org": r.org}));
     json(StatusCode::CREATED, &r)
 }
 
 async fn revoke_token(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: RevokeRequest = decode(body)?;
     let r = app.read(move |b| b.revoke_token(&req.token)).await??;
     app.tokens_changed();
+    app.audit(&who, "token revoke", serde_json::json!({"revoked": r.revoked}));
     json(StatusCode::OK, &r)
 }
 
 async fn rotate_user(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: NameRequest = decode(body)?;
     let r = app.read(move |b| b.rotate_user(&req.name)).await??;
     app.tokens_changed();
+    app.audit(&who, "user rotate", serde_json::json!({"name": r.name}));
     json(StatusCode::CREATED, &r)
 }
 
 async fn remove_user(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: NameRequest = decode(body)?;
     let name = req.name.clone();
     let (_, tasks) = app.read(move |b| b.remove_user(&req.name)).await??;
     app.tokens_changed();
     let cancelled = app.cancel_all(&tasks).await?;
+    app.audit(
+        &who,
+        "user remove",
+        serde_json::json!({"name": name, "cancelled": cancelled}),
+    );
     json(
         StatusCode::OK,
         &RemovedReply {
@@ -411,7 +460,8 @@ async fn remove_user(State(app): State<App>, h: HeaderMap, body: Result<Bytes, B
 }
 
 async fn remove_org(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: NameRequest = decode(body)?;
     let name = req.name.clone();
     let (tasks, workers) = app.read(move |b| b.remove_org(&req.name)).await??;
@@ -426,6 +476,11 @@ async fn remove_org(State(app): State<App>, h: HeaderMap, body: Result<Bytes, By
             evicted.push(worker);
         }
     }
+    app.audit(
+        &who,
+        "org remove",
+        serde_json::json!({"name": name, "cancelled": cancelled, "evicted": evicted}),
+    );
     json(
         StatusCode::OK,
         &RemovedReply {
@@ -441,33 +496,47 @@ async fn revoke_worker_tokens(
     h: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: WorkerTokenRequest = decode(body)?;
     let r = app.read(move |b| b.revoke_worker_tokens(&req.org)).await??;
     app.tokens_changed();
+    app.audit(
+        &who,
+        "worker-tokens revoke",
+        serde_json::json!({"org": r.org, "revoked": r.revoked}),
+    );
     json(StatusCode::OK, &r)
 }
 
 async fn set_quota(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let req: QuotaRequest = decode(body)?;
+    let detail = serde_json::json!({"user": req.user, "org": req.org, "max_queued": req.max_queued});
     let r = app.read(move |b| b.set_quota(&req)).await??;
+    app.audit(&who, "quota set", detail);
     json(StatusCode::OK, &r)
 }
 
 async fn quotas(State(app): State<App>, h: HeaderMap) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let r = app.read(|b| b.quotas()).await?;
     json(StatusCode::OK, &r)
 }
 
 /// The admin drains a worker: as the worker's own drain.
 async fn admin_drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let worker = worker_id(&id)?;
     let org = app.read(move |b| b.worker_org_of(worker)).await??;
     match app.write(Write::Drain { worker, org }).await? {
-        Written::Draining { slots } => json(StatusCode::OK, &DrainReply { slots }),
+        Written::Draining { slots } => {
+            app.audit(&who, "worker drain", serde_json::json!({"worker": worker}));
+            json(StatusCode::OK, &DrainReply { slots })
+        }
         other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
     }
 }
@@ -476,16 +545,18 @@ async fn admin_drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String
 /// the queue, as when its lease runs out; its next call gets 410, and
 /// the reference worker then kills its runs.
 async fn admin_evict(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    admin(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    admin(&who)?;
     let worker = worker_id(&id)?;
     let org = app.read(move |b| b.worker_org_of(worker)).await??;
     app.write(Write::Leave { worker, org }).await?;
+    app.audit(&who, "worker evict", serde_json::json!({"worker": worker}));
     json(StatusCode::OK, &serde_json::json!({ "worker": worker }))
 }
 
 async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
     let who = app.who(&h).await?;
-    let Principal::User { id, org, .. } = who else {
+    let Principal::User { id, org, .. } = who.clone() else {
         return Err(ApiError::new(403, "only users submit tasks"));
     };
     let body = body_bytes(body)?;
@@ -519,7 +590,15 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
         })
         .await?
     {
-        Written::Submitted { ids, workflow } => json(StatusCode::CREATED, &SubmitReply { ids, workflow }),
+        Written::Submitted { ids, workflow } => {
+            let (first, last) = (ids.first(), ids.last());
+            app.audit(
+                &who,
+                "submit",
+                serde_json::json!({"tasks": ids.len(), "first": first, "last": last, "workflow": workflow}),
+            );
+            json(StatusCode::CREATED, &SubmitReply { ids, workflow })
+        }
         other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
     }
 }
@@ -545,8 +624,21 @@ async fn get_task(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) 
 async fn cancel(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
     let who = app.who(&h).await?;
     let task = task_id(&id)?;
-    match app.write(Write::Cancel { who, task }).await? {
-        Written::Cancelled(t) => json(StatusCode::OK, &t),
+    match app
+        .write(Write::Cancel {
+            who: who.clone(),
+            task,
+        })
+        .await?
+    {
+        Written::Cancelled(t) => {
+            app.audit(
+                &who,
+                "cancel",
+                serde_json::json!({"task": task, "state": t.state}),
+            );
+            json(StatusCode::OK, &t)
+        }
         other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
     }
 }
@@ -1105,6 +1197,21 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
             std::fs::TryLockError::Error(e) => format!("{}: {e}", lock_path.display()),
         });
     }
+    let audit = match &opts.audit {
+        None => None,
+        Some(path) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+        {
+            Ok(f) => Some(Arc::new(Mutex::new(f))),
+            Err(e) => {
+                unlock(lock);
+                return Err(format!("the audit log {}: {e}", path.display()));
+            }
+        },
+    };
     let broker = match Broker::open(&opts.db, opts.settings.clone()) {
         Ok(b) => b,
         Err(e) => {
@@ -1135,6 +1242,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     let app = App {
+        audit,
         tx,
         generation: gen_rx,
         stopping: stop_rx,

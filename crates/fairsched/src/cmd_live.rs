@@ -40,26 +40,33 @@ impl Conn {
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// The database made by `fairsched admin init` (it fixes the policies).
-    #[arg(long, value_name = "PATH", default_value = "fairsched.db")]
-    db: PathBuf,
+    /// A TOML file of these settings (keys as the flags' names with `_`: `db`, `listen`,
+    /// `lease`, `max_attempts`, `max_user_priority`, `max_time_limit`, `max_memory`,
+    /// `snapshot_every`, `audit_log`; paths relative to the file's folder). A flag given
+    /// overrides the file. deploy/fairsched.toml is an example.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The database made by `fairsched admin init` (it fixes the policies) [default:
+    /// fairsched.db].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
     /// Address to listen on (port 0: any free port; the line `listening on
-    /// http://ADDR` says which).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    listen: String,
-    /// A worker silent this long loses its slots; its tasks go back to the queue.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration, allow_hyphen_values = true)]
-    lease: Duration,
+    /// http://ADDR` says which) [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// A worker silent this long loses its slots; its tasks go back to the queue [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
+    lease: Option<Duration>,
     /// A task whose worker is lost (it left, or its lease ran out) during the task's Nth run
     /// fails; during an earlier run, it goes back to the queue. With 5, a task that loses its
     /// worker every time fails at the 5th loss (every run counts, also one a preempting policy
-    /// stopped).
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    max_attempts: u32,
+    /// stopped) [default: 5].
+    #[arg(long, value_name = "N")]
+    max_attempts: Option<u32>,
     /// The highest priority a user may give a task. The default, 1, is the priority of a task
-    /// given none: users may lower theirs, not raise them over others'.
-    #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true)]
-    max_user_priority: i64,
+    /// given none: users may lower theirs, not raise them over others' [default: 1].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    max_user_priority: Option<i64>,
     /// The longest time limit a task may ask for (`submit --time-limit`), and the limit of a
     /// task that gives none [default: no limit].
     #[arg(long, value_name = "DURATION", value_parser = duration)]
@@ -70,15 +77,121 @@ pub struct ServeArgs {
     max_memory: Option<u64>,
     /// Steps of the log between two snapshots of the scheduler's state (a restart restores the
     /// newest and replays only the steps after it; 0: no snapshots, a restart replays the whole
-    /// log). A clean shutdown writes one too.
-    #[arg(long, value_name = "N", default_value_t = fairsched_broker::DEFAULT_SNAPSHOT_EVERY)]
-    snapshot_every: u64,
+    /// log). A clean shutdown writes one too [default: 10000].
+    #[arg(long, value_name = "N")]
+    snapshot_every: Option<u64>,
+    /// Where the audit log goes: one JSON line per admin action, submission and cancellation,
+    /// with who asked and from where [default: the database's path with `.audit.jsonl`].
+    #[arg(long, value_name = "PATH")]
+    audit_log: Option<PathBuf>,
     /// Try it on one machine: create the database if it is missing (policy `first-fit`, an
     /// organization `local`, a user `you`), and write the admin, user and worker tokens and
     /// the broker's URL to ./fairsched.tokens (readable by you only), where `fairsched
     /// worker`, `submit`, `status`… run from this folder find them.
     #[arg(long)]
     quickstart: bool,
+}
+
+/// `serve --config FILE`: the same settings as the flags.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ServeFile {
+    db: Option<PathBuf>,
+    listen: Option<String>,
+    lease: Option<String>,
+    max_attempts: Option<u32>,
+    max_user_priority: Option<i64>,
+    max_time_limit: Option<String>,
+    max_memory: Option<toml::Value>,
+    snapshot_every: Option<u64>,
+    audit_log: Option<PathBuf>,
+}
+
+/// `serve`'s settings: each flag given, else the file's, else the default.
+struct Serve {
+    db: PathBuf,
+    listen: String,
+    lease: Duration,
+    max_attempts: u32,
+    max_user_priority: i64,
+    max_time_limit: Option<Duration>,
+    max_memory: Option<u64>,
+    snapshot_every: u64,
+    audit_log: PathBuf,
+}
+
+impl ServeArgs {
+    fn resolve(&self) -> anyhow::Result<Serve> {
+        let (file, dir) = match &self.config {
+            None => (ServeFile::default(), PathBuf::new()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| usage(format!("--config {}: {e}", path.display())))?;
+                let f: ServeFile =
+                    toml::from_str(&text).map_err(|e| usage(format!("--config {}: {e}", path.display())))?;
+                (f, path.parent().map(PathBuf::from).unwrap_or_default())
+            }
+        };
+        let named = |key: &str, e: String| {
+            let path = self.config.as_deref().unwrap_or(std::path::Path::new(""));
+            usage(format!("--config {}: `{key}`: {e}", path.display()))
+        };
+        let path = |p: &PathBuf| if p.is_absolute() { p.clone() } else { dir.join(p) };
+        let db = self
+            .db
+            .clone()
+            .or_else(|| file.db.as_ref().map(path))
+            .unwrap_or_else(|| PathBuf::from("fairsched.db"));
+        let lease = match (self.lease, &file.lease) {
+            (Some(d), _) => d,
+            (None, Some(s)) => duration(s).map_err(|e| named("lease", e))?,
+            (None, None) => Duration::from_secs(30),
+        };
+        let max_time_limit = match (self.max_time_limit, &file.max_time_limit) {
+            (Some(d), _) => Some(d),
+            (None, Some(s)) => Some(duration(s).map_err(|e| named("max_time_limit", e))?),
+            (None, None) => None,
+        };
+        let max_memory = match (self.max_memory, &file.max_memory) {
+            (Some(b), _) => Some(b),
+            (None, Some(toml::Value::Integer(n))) if *n > 0 => Some(*n as u64),
+            (None, Some(toml::Value::String(s))) => Some(size(s).map_err(|e| named("max_memory", e))?),
+            (None, Some(v)) => {
+                return Err(named(
+                    "max_memory",
+                    format!("{} is neither bytes nor a string such as \"512M\"", v.type_str()),
+                ));
+            }
+            (None, None) => None,
+        };
+        let audit_log = self
+            .audit_log
+            .clone()
+            .or_else(|| file.audit_log.as_ref().map(path))
+            .unwrap_or_else(|| {
+                let mut p = db.clone().into_os_string();
+                p.push(".audit.jsonl");
+                PathBuf::from(p)
+            });
+        Ok(Serve {
+            listen: self
+                .listen
+                .clone()
+                .or(file.listen)
+                .unwrap_or_else(|| "127.0.0.1:8080".into()),
+            lease,
+            max_attempts: self.max_attempts.or(file.max_attempts).unwrap_or(5),
+            max_user_priority: self.max_user_priority.or(file.max_user_priority).unwrap_or(1),
+            max_time_limit,
+            max_memory,
+            snapshot_every: self
+                .snapshot_every
+                .or(file.snapshot_every)
+                .unwrap_or(fairsched_broker::DEFAULT_SNAPSHOT_EVERY),
+            audit_log,
+            db,
+        })
+    }
 }
 
 fn millis(d: Duration) -> u64 {
@@ -112,7 +225,9 @@ fn duration(s: &str) -> Result<Duration, String> {
     fairsched_worker::parse_duration(s).map_err(|e| e.to_string())
 }
 
-pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
+pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
+    let quickstart_asked = args.quickstart;
+    let a = args.resolve()?;
     if a.lease < Duration::from_millis(100) {
         return Err(usage("--lease: at least 100ms"));
     }
@@ -121,7 +236,7 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
     }
     let mut tokens: Option<Vec<(&str, String)>> = None;
     let mut created = false;
-    if a.quickstart {
+    if quickstart_asked {
         if !a.db.exists() {
             tokens = Some(quickstart_init(&a.db, registry)?);
             created = true;
@@ -144,6 +259,7 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
     let opts = ServeOpts {
         db: a.db,
         listen: a.listen,
+        audit: Some(a.audit_log),
         settings: Settings {
             lease: a.lease,
             max_attempts: a.max_attempts,

@@ -110,3 +110,164 @@ fn a_second_broker_through_another_path_is_refused() {
     assert!(b.api().healthy());
     assert!(!dir.path().join("link.db.lock").exists());
 }
+
+/// Starts `fairsched ARGS` (a `serve`) in `dir`; its URL once it listens.
+fn serve_with(dir: &Path, args: &[&str]) -> (Proc, String) {
+    let out = dir.join("serve.out");
+    let err = dir.join("serve.err");
+    let mut cmd = bin();
+    cmd.current_dir(dir)
+        .args(args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    let p = Proc::spawn("broker", &mut cmd, Some(Duration::from_secs(5)));
+    let url = wait_for("`listening on`", Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(&out).ok()?;
+        let line = text.lines().find_map(|l| l.strip_prefix("listening on "))?;
+        Some(line.trim().to_string())
+    });
+    (p, url)
+}
+
+fn init(dir: &Path, db: &str) -> String {
+    let o = run_in(dir, &["admin", "init", "--db", db, "--policy", "fifo"]);
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// `serve --config FILE`: the file's settings, a flag overriding one, paths
+/// from the file's folder; the audit log says who did what, tokens left
+/// out (issue 27, item 4: a TOML configuration; item 7: an audit log).
+#[test]
+fn serve_reads_its_config_file_and_keeps_an_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let etc = dir.path().join("etc");
+    std::fs::create_dir(&etc).unwrap();
+    let admin = init(&etc, "broker.db");
+    std::fs::write(
+        etc.join("fairsched.toml"),
+        "db = \"broker.db\"\nlisten = \"127.0.0.1:0\"\nmax_user_priority = 5\nmax_memory = \"1G\"\naudit_log = \"audit.jsonl\"\n",
+    )
+    .unwrap();
+    let conf = etc.join("fairsched.toml");
+    let (_p, url) = serve_with(
+        dir.path(),
+        &[
+            "serve",
+            "--config",
+            conf.to_str().unwrap(),
+            "--max-user-priority",
+            "2",
+        ],
+    );
+    let api = crate::common::Api::new(&url);
+    api.post_ok("/v1/admin/orgs", &admin, &serde_json::json!({"name": "physics"}));
+    let user = api.post_ok(
+        "/v1/admin/users",
+        &admin,
+        &serde_json::json!({"name": "alice", "org": "physics"}),
+    );
+    let alice = user["token"].as_str().unwrap();
+    let submit = |prio: i64| {
+        api.post_json(
+            "/v1/tasks",
+            alice,
+            &serde_json::json!({"tasks": [{"command": "true", "priority": prio}]}),
+        )
+    };
+    assert_eq!(submit(2).status, 201, "the flag's 2, not the file's 5");
+    assert_eq!(submit(3).status, 403);
+    let big = api.post_json(
+        "/v1/tasks",
+        alice,
+        &serde_json::json!({"tasks": [{"command": "true", "memory_bytes": 2u64 << 30}]}),
+    );
+    assert_eq!(big.status, 400, "the file's max_memory: {}", big.text);
+    let id = api.submit(alice, &["sleep 1".into()])[0];
+    api.post_ok(&format!("/v1/tasks/{id}/cancel"), alice, &serde_json::json!({}));
+
+    let log = etc.join("audit.jsonl");
+    assert_eq!(mode(&log), 0o600);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let actions: Vec<&str> = lines.iter().map(|l| l["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["org add", "user add", "submit", "submit", "cancel"]);
+    assert_eq!(lines[1]["who"]["admin"], true);
+    assert_eq!(lines[2]["who"]["user"], "alice");
+    assert_eq!(lines[4]["detail"]["task"], id);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(alice), "a token in the audit log");
+}
+
+/// A config file that does not say what serve reads is refused, naming
+/// the file and the key.
+#[test]
+fn a_bad_config_file_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, says) in [
+        ("lisen = \"127.0.0.1:0\"\n", "unknown field `lisen`"),
+        ("lease = \"soon\"\n", "`lease`"),
+        ("max_memory = \"12Q\"\n", "`max_memory`"),
+        ("max_attempts = \"five\"\n", "max_attempts"),
+    ] {
+        let conf = dir.path().join("bad.toml");
+        std::fs::write(&conf, text).unwrap();
+        let o = run_in(dir.path(), &["serve", "--config", conf.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("bad.toml") && err.contains(says), "{text}: {err}");
+    }
+}
+
+/// deploy/fairsched-broker.service's command line, with deploy/fairsched.toml
+/// as its config, starts a broker (paths redirected by flags, which the
+/// file's keys give way to).
+#[test]
+fn the_systemd_units_command_line_starts_a_broker() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let unit = std::fs::read_to_string(repo.join("deploy/fairsched-broker.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    let mut words: Vec<String> = exec.split_whitespace().map(String::from).collect();
+    assert_eq!(words[0], "/usr/local/bin/fairsched");
+    let conf = words.iter().position(|w| w == "--config").expect("--config") + 1;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo.join("deploy/fairsched.toml"),
+        dir.path().join("fairsched.toml"),
+    )
+    .unwrap();
+    words[conf] = dir.path().join("fairsched.toml").to_str().unwrap().to_string();
+    let admin = init(dir.path(), "state.db");
+    let mut args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    args.extend([
+        "--db",
+        "state.db",
+        "--listen",
+        "127.0.0.1:0",
+        "--audit-log",
+        "audit.jsonl",
+    ]);
+    let (_p, url) = serve_with(dir.path(), &args);
+    let api = crate::common::Api::new(&url);
+    assert!(api.healthy());
+    api.post_ok("/v1/admin/orgs", &admin, &serde_json::json!({"name": "physics"}));
+    // The example's limits are in force.
+    let user = api.post_ok(
+        "/v1/admin/users",
+        &admin,
+        &serde_json::json!({"name": "alice", "org": "physics"}),
+    );
+    let r = api.post_json(
+        "/v1/tasks",
+        user["token"].as_str().unwrap(),
+        &serde_json::json!({"tasks": [{"command": "true", "time_limit_ms": 25 * 3_600_000u64}]}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.error().contains("max-time-limit"), "{}", r.text);
+}
