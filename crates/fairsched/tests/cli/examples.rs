@@ -126,6 +126,16 @@ const LIVE: &[(&str, &str)] = &[
         WALKTHROUGH,
     ),
     (
+        "fairsched admin quota set --user alice --max-queued 1000",
+        WALKTHROUGH,
+    ),
+    ("fairsched admin user rotate alice > alice.token", WALKTHROUGH),
+    (
+        "fairsched admin token revoke --worker-tokens-of physics",
+        WALKTHROUGH,
+    ),
+    ("fairsched output 1 --stderr", WALKTHROUGH),
+    (
         "fairsched simulate --broker-log fairsched.db --policy first-fit --policy fcfs",
         WALKTHROUGH,
     ),
@@ -160,7 +170,8 @@ const REDUCED: &[(&str, &str, &str, &str)] = &[
 
 /// Subcommands that talk to a broker.
 const LIVE_COMMANDS: &[&str] = &[
-    "serve", "worker", "submit", "status", "cancel", "explain", "optional", "admin", "export", "pilot",
+    "serve", "worker", "submit", "status", "cancel", "explain", "output", "optional", "admin", "export",
+    "pilot",
 ];
 
 /// ALL-CAPS words that are names, not placeholders: the shared logs'
@@ -1235,6 +1246,46 @@ fn the_readme_live_service_runs_as_written() {
         start("render-1") >= end("prepare") && start("merge") >= end("render-2"),
         "{dag:#?}"
     );
+
+    // Operating it.
+    let said = client(
+        b,
+        &as_admin,
+        &readme_command("fairsched admin quota set --user alice --max-queued 1000"),
+    );
+    assert_eq!(said, "user alice: at most 1000 queued\n");
+    // Task 1's stage-in failed (no ~/in/0 here): its stderr says so,
+    // once its worker has sent it.
+    let why = crate::common::wait_for("task 1's output", Duration::from_secs(20), || {
+        let mut cmd = crate::common::bin();
+        cmd.current_dir(b)
+            .args(readme_command("fairsched output 1 --stderr"))
+            .envs(as_alice);
+        let o = cmd.output().unwrap();
+        o.status.success().then(|| String::from_utf8(o.stdout).unwrap())
+    });
+    assert!(why.contains("in/0"), "{why}");
+    let new = client_to(b, &as_admin, "fairsched admin user rotate alice > alice.token");
+    let new = new.trim().to_string();
+    assert!(new.len() == 64 && new != alice, "{new}");
+    let old = crate::common::bin()
+        .current_dir(b)
+        .args(["status"])
+        .envs(as_alice)
+        .output()
+        .unwrap();
+    assert!(!old.status.success(), "alice's old token still works");
+    let as_new = [
+        ("FAIRSCHED_BROKER", url.as_str()),
+        ("FAIRSCHED_TOKEN", new.as_str()),
+    ];
+    client(b, &as_new, &["status".into()]);
+    let said = client(
+        b,
+        &as_admin,
+        &readme_command("fairsched admin token revoke --worker-tokens-of physics"),
+    );
+    assert_eq!(said, "revoked 1 worker tokens of physics\n");
     w.terminate(Duration::from_secs(10));
     assert!(
         broker.terminate(Duration::from_secs(10)).is_some(),
