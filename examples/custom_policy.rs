@@ -405,6 +405,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         grace: Duration::from_secs(1),
         guard: None,
         lease_file: None,
+        run_as_user: false,
     };
     let mut order = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -509,6 +509,21 @@ async fn revoke_worker_tokens(
     json(StatusCode::OK, &r)
 }
 
+async fn set_run_as(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
+    let who = app.who(&h).await?;
+    admin(&who)?;
+    let req: RunAsRequest = decode(body)?;
+    let r = app
+        .read(move |b| b.set_run_as(&req.name, req.account.as_deref()))
+        .await??;
+    app.audit(
+        &who,
+        "user run-as",
+        serde_json::json!({"name": r.name, "account": r.account}),
+    );
+    json(StatusCode::OK, &r)
+}
+
 async fn set_quota(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
     let who = app.who(&h).await?;
     admin(&who)?;
@@ -1261,6 +1276,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/admin/tokens/revoke", post(revoke_token))
         .route("/v1/admin/users/rotate", post(rotate_user))
         .route("/v1/admin/users/remove", post(remove_user))
+        .route("/v1/admin/users/run-as", post(set_run_as))
         .route("/v1/admin/orgs/remove", post(remove_org))
         .route("/v1/admin/quotas", post(set_quota).get(quotas))
         .route("/v1/admin/workers/{id}/drain", post(admin_drain))

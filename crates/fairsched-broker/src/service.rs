@@ -145,6 +145,14 @@ fn upgrade(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
             conn.execute_batch(&format!("ALTER TABLE tasks ADD COLUMN {col} {ty}"))?;
         }
     }
+    // The local account a user's tasks run as (workers with --run-as-user).
+    let has_run_as = conn
+        .prepare("PRAGMA table_info(users)")?
+        .query_map([], |r| r.get::<_, String>(1))?
+        .any(|c| c.is_ok_and(|c| c == "run_as"));
+    if !has_run_as {
+        conn.execute_batch("ALTER TABLE users ADD COLUMN run_as TEXT")?;
+    }
     conn.execute_batch(ADDED_TABLES)
 }
 
@@ -674,6 +682,8 @@ pub struct Broker {
     submit_keys: HashMap<(i64, String), Keyed>,
     /// Quotas on queued tasks.
     quotas: HashMap<admin::QuotaOf, u64>,
+    /// The local account each user's tasks run as, where the admin set one.
+    run_as: HashMap<i64, String>,
     /// Tasks each user submitted in the batch being planned (not counted
     /// yet), for the quotas.
     batch_queued: HashMap<i64, u64>,
@@ -785,6 +795,7 @@ impl Broker {
             ended_on: HashMap::new(),
             ended_order: std::collections::VecDeque::new(),
             quotas: HashMap::new(),
+            run_as: HashMap::new(),
             batch_queued: HashMap::new(),
             misses: HashMap::new(),
             polls: {
@@ -884,6 +895,13 @@ impl Broker {
             }
         }
         self.quotas = admin::load_quotas(conn)?;
+        {
+            let mut q = conn.prepare("SELECT id, run_as FROM users WHERE run_as IS NOT NULL")?;
+            for row in q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))? {
+                let (user, account) = row?;
+                self.run_as.insert(user, account);
+            }
+        }
         {
             let mut q = conn.prepare("SELECT worker, hash FROM worker_sessions")?;
             let rows = q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
@@ -1313,6 +1331,7 @@ impl Broker {
                     stage_out: d.stage_out.clone(),
                     time_limit_ms: d.limits.time_limit_ms,
                     memory_bytes: d.limits.memory_bytes,
+                    run_as: self.run_as.get(&d.user).cloned(),
                 });
             }
         }

@@ -347,3 +347,20 @@ pub struct Quota {
 pub struct QuotasReply {
     pub quotas: Vec<Quota>,
 }
+
+/// `POST /v1/admin/users/run-as`: the local account user `name`'s tasks
+/// run as on workers started with `--run-as-user` (`null`: none; such a
+/// worker then refuses its tasks).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunAsRequest {
+    pub name: String,
+    pub account: Option<String>,
+}
+
+/// Reply to [`RunAsRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAsReply {
+    pub name: String,
+    pub account: Option<String>,
+}

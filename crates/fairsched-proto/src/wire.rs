@@ -103,7 +103,7 @@ pub struct Assignment {
     pub stage_out: Option<String>,
     /// The run's wall-time limit: a worker kills a run still going after
     /// this long (SIGTERM, then SIGKILL after its grace period) and reports
-    /// it as killed by SIGKILL. Absent: no limit (and from older brokers).
+    /// exit code 124. Absent: no limit (and from older brokers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit_ms: Option<u64>,
     /// The run's memory limit, in bytes: each of its scripts runs with this
@@ -111,6 +111,11 @@ pub struct Assignment {
     /// Absent: no limit (and from older brokers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// The local account the broker maps the task's user to: a worker
+    /// started with `--run-as-user` runs the task as that account (and
+    /// refuses a task without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as: Option<String>,
 }
 
 impl Assignment {

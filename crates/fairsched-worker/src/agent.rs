@@ -360,18 +360,29 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     if !(broker.starts_with("http://") || broker.starts_with("https://")) {
         bail!("--broker {broker:?} must be an http:// or https:// URL");
     }
+    if opts.run_as_user && !nix::unistd::geteuid().is_root() {
+        bail!("--run-as-user: only root can run tasks as other users");
+    }
     let workdir = prepare_workdir(&opts.workdir)?;
+    if opts.run_as_user {
+        // Each task's account reaches its own directory (0700, its own),
+        // lists nothing here.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&workdir, std::fs::Permissions::from_mode(0o711))
+            .with_context(|| format!("cannot set the mode of {}", workdir.display()))?;
+    }
     let guard = crate::guard::program();
     if guard.is_none() && opts.executor == ExecutorKind::Process {
         tracing::warn!(
             "this program did not call fairsched_worker::guard_hook: tasks will outlive this worker if it is SIGKILLed"
         );
     }
-    if opts.executor == ExecutorKind::Process {
+    if opts.executor == ExecutorKind::Process && !opts.run_as_user {
         tracing::warn!(
             uid = nix::unistd::getuid().as_raw(),
             "tasks run under this worker's user: they can read this process (/proc/{}/environ, its memory), \
-             and so its token; run the worker under an account of its own",
+             and so its token, and each other's files; run the worker under an account of its own, \
+             or as root with --run-as-user",
             std::process::id()
         );
     }
@@ -388,6 +399,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             grace: opts.grace,
             guard,
             lease_file: lease_file.as_ref().map(|f| f.path.clone()),
+            run_as_user: opts.run_as_user,
         },
         slots: usize::try_from(slots).context("--slots")?,
         lease_file,
@@ -516,12 +528,19 @@ fn watchdog(shared: &Shared) {
 /// the worker is stopped, SIGSTOP, and kill their runs then). One line,
 /// `TERM_NS KILL_NS`: CLOCK_MONOTONIC times at which a guard SIGTERMs,
 /// then SIGKILLs, every process of its run; rewritten in place at each
-/// answered call. The file is unlinked at once (nothing is left in the work
-/// directory, whatever way the worker ends): guards open it as
-/// `/proc/WORKER_PID/fd/N`.
+/// answered call. It is `WORKDIR/.fairsched-lease-PID`, mode 0644 (a guard
+/// runs as the task's account under --run-as-user), removed when the worker
+/// stops (a SIGKILLed worker leaves it: the next one of the same pid
+/// rewrites it).
 struct LeaseFile {
     path: PathBuf,
     file: std::fs::File,
+}
+
+impl Drop for LeaseFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 impl LeaseFile {
@@ -535,12 +554,10 @@ impl LeaseFile {
             .mode(0o600)
             .open(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
-        std::fs::remove_file(&path).with_context(|| format!("cannot unlink {}", path.display()))?;
-        let path = PathBuf::from(format!(
-            "/proc/{}/fd/{}",
-            std::process::id(),
-            std::os::fd::AsRawFd::as_raw_fd(&file)
-        ));
+        // Readable by all (lease times are no secret): a guard running as a
+        // task's account (--run-as-user) opens it.
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .with_context(|| format!("cannot set the mode of {}", path.display()))?;
         let f = LeaseFile { path, file };
         f.write(0, 0);
         Ok(f)

@@ -89,6 +89,9 @@ pub enum ExecutorKind {
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
     pub executor: ExecutorKind,
+    /// Run each task as the local account its assignment names
+    /// (`--run-as-user`; the worker is root), refusing one that names none.
+    pub run_as_user: bool,
     /// Runs get `WORKDIR/task-ID-ATTEMPT/`.
     pub workdir: PathBuf,
     /// Time between SIGTERM and SIGKILL when a run is killed.
@@ -217,6 +220,20 @@ pub fn run_assignment(
 fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &KillHandle) -> Outcome {
     let key = a.key();
     let dir = cfg.run_dir(key);
+    let account = if cfg.run_as_user {
+        match Account::of(a.run_as.as_deref()) {
+            Ok(acc) => Some(acc),
+            Err(why) => {
+                // Fail closed: never as the worker's own user.
+                tracing::error!(task = key.task, attempt = key.attempt, "{why}");
+                emit(Report::phase(key, Phase::Setup));
+                return Outcome::Exited(WORKER_ERROR_EXIT);
+            }
+        }
+    } else {
+        None
+    };
+    let account = account.as_ref();
     // The time limit counts from the start of the run, every phase included.
     let limits = Limits {
         deadline: a
@@ -225,7 +242,7 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         memory_bytes: a.memory_bytes,
     };
     emit(Report::phase(key, Phase::Setup));
-    if let Err(e) = make_run_dir(&dir) {
+    if let Err(e) = make_run_dir(&dir).and_then(|()| own(&dir, account)) {
         tracing::error!(
             task = key.task,
             attempt = key.attempt,
@@ -249,7 +266,7 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         if kill.is_killed() {
             return Outcome::Killed;
         }
-        match run_script(cfg, &dir, key, phase, script, &limits, kill) {
+        match run_script(cfg, &dir, key, phase, script, &limits, account, kill) {
             Ok(Outcome::Exited(0)) => {}
             Ok(end) => return end,
             Err(e) => {
@@ -267,6 +284,49 @@ struct Limits {
     /// The time limit (ms) and when it runs out.
     deadline: Option<(u64, Instant)>,
     memory_bytes: Option<u64>,
+}
+
+/// The local account a task runs as (`--run-as-user`).
+#[derive(Debug, Clone)]
+pub(crate) struct Account {
+    name: String,
+    uid: nix::unistd::Uid,
+    gid: nix::unistd::Gid,
+    home: PathBuf,
+}
+
+impl Account {
+    /// The account `name` the broker mapped the task's user to; never root.
+    fn of(name: Option<&str>) -> Result<Account, String> {
+        let name = name.ok_or_else(|| {
+            "this worker runs each task as its user's local account (--run-as-user), and the broker maps this task's user to none (`fairsched admin user run-as`): not run".to_string()
+        })?;
+        let user = nix::unistd::User::from_name(name)
+            .map_err(|e| format!("local account `{name}`: {e}"))?
+            .ok_or_else(|| format!("no local account `{name}` on this worker: not run"))?;
+        if user.uid.is_root() {
+            return Err(format!("local account `{name}` is root: no task runs as root"));
+        }
+        Ok(Account {
+            name: user.name,
+            uid: user.uid,
+            gid: user.gid,
+            home: user.dir,
+        })
+    }
+}
+
+/// Gives `path` to the task's account, if it runs as one.
+fn own(path: &Path, account: Option<&Account>) -> io::Result<()> {
+    match account {
+        Some(a) => std::os::unix::fs::chown(path, Some(a.uid.as_raw()), Some(a.gid.as_raw())).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot give {} to {}: {e}", path.display(), a.name),
+            )
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Creates the run's directory, readable by the worker's user only (0700).
@@ -309,6 +369,7 @@ fn write_private(path: &Path, text: &str) -> io::Result<()> {
 /// group (under a guard leading the group, with `cfg.guard`), output
 /// appended to `dir/stdout` and `dir/stderr`, in the task's environment
 /// ([`task_env`]).
+#[allow(clippy::too_many_arguments)]
 fn run_script(
     cfg: &ExecConfig,
     dir: &Path,
@@ -316,13 +377,17 @@ fn run_script(
     phase: Phase,
     script: &str,
     limits: &Limits,
+    account: Option<&Account>,
     kill: &KillHandle,
 ) -> io::Result<Outcome> {
     let stdout = append(&dir.join("stdout"))?;
     let stderr = append(&dir.join("stderr"))?;
     let file = script_file(phase);
     write_private(&dir.join(file), script)?;
-    let result = run_script_file(cfg, dir, key, file, limits, kill, stdout, stderr);
+    for f in ["stdout", "stderr", file] {
+        own(&dir.join(f), account)?;
+    }
+    let result = run_script_file(cfg, dir, key, file, limits, account, kill, stdout, stderr);
     let _ = fs::remove_file(dir.join(file));
     let outcome = result?;
     if outcome == Outcome::Exited(TIME_LIMIT_EXIT)
@@ -344,6 +409,7 @@ fn run_script_file(
     key: RunKey,
     file: &str,
     limits: &Limits,
+    account: Option<&Account>,
     kill: &KillHandle,
     stdout: File,
     stderr: File,
@@ -372,10 +438,18 @@ fn run_script_file(
             (c, "sh")
         }
     };
+    command.current_dir(dir).env_clear().envs(task_env(key));
+    if let Some(acc) = account {
+        // std sets the group, drops the supplementary groups (as root), then
+        // the user, before the directory and `exec`.
+        command
+            .uid(acc.uid.as_raw())
+            .gid(acc.gid.as_raw())
+            .env("HOME", &acc.home)
+            .env("USER", &acc.name)
+            .env("LOGNAME", &acc.name);
+    }
     let mut child = command
-        .current_dir(dir)
-        .env_clear()
-        .envs(task_env(key))
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)

@@ -139,6 +139,12 @@ pub struct Opts {
     #[arg(long, value_enum, default_value_t = ExecutorKind::Process)]
     pub executor: ExecutorKind,
 
+    /// Run each task as the local account the broker maps its user to (`fairsched admin user
+    /// run-as`), refusing a task whose user has none; the worker must run as root. Without it,
+    /// every task runs as this worker's user and can read the others' files and this process
+    #[arg(long)]
+    pub run_as_user: bool,
+
     /// Run directories (task-ID-ATTEMPT, with their output) are removed this long after their
     /// last change (e.g. 7d, 12h); the broker keeps the end of each run's output
     /// (`fairsched output`)

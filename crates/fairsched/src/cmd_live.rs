@@ -587,6 +587,16 @@ pub enum UserCmd {
         conn: Conn,
         name: String,
     },
+    /// The local account a user's tasks run as on workers started as root with
+    /// `--run-as-user` (which refuse the tasks of a user with none).
+    RunAs {
+        #[command(flatten)]
+        conn: Conn,
+        name: String,
+        /// A local account name on the workers, or `none`.
+        #[arg(long, value_name = "ACCOUNT|none")]
+        account: String,
+    },
 }
 
 pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
@@ -816,6 +826,21 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
                 Some(&NameRequest { name }),
             )?;
             sayln!("removed user {}: {} tasks cancelled", r.name, r.cancelled.len());
+        }
+        AdminLive::User(UserCmd::RunAs { conn, name, account }) => {
+            let account = (account != "none").then_some(account);
+            let r: RunAsReply = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                "/v1/admin/users/run-as",
+                Some(&RunAsRequest { name, account }),
+            )?;
+            match r.account {
+                Some(a) => sayln!("{}'s tasks run as {a} on workers with --run-as-user", r.name),
+                None => sayln!(
+                    "{} has no local account: workers with --run-as-user refuse its tasks",
+                    r.name
+                ),
+            }
         }
         AdminLive::Token(TokenCmd::Revoke {
             conn,

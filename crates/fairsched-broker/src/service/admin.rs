@@ -7,7 +7,9 @@
 
 use super::{ApiError, Broker, Reply, St};
 use crate::identity::IdentityError;
-use fairsched_proto::api::{Quota, QuotaRequest, QuotasReply, RevokeReply, RevokedReply, UserReply};
+use fairsched_proto::api::{
+    Quota, QuotaRequest, QuotasReply, RevokeReply, RevokedReply, RunAsReply, UserReply,
+};
 use rusqlite::{OptionalExtension, params};
 use std::collections::HashMap;
 
@@ -164,6 +166,41 @@ impl Broker {
             Some(_) => Err(ApiError::new(410, format!("worker {worker} already left"))),
             None => Err(ApiError::not_found(format!("no worker {worker}"))),
         }
+    }
+
+    /// Sets (or with `None`, unsets) the local account user `name`'s tasks
+    /// run as on workers with `--run-as-user`.
+    pub fn set_run_as(&mut self, name: &str, account: Option<&str>) -> Reply<RunAsReply> {
+        if let Some(a) = account {
+            let ok = (1..=32).contains(&a.len())
+                && a.bytes()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == b'_')
+                && a.bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_.-".contains(&c));
+            if !ok {
+                return Err(ApiError::bad(format!(
+                    "account `{a}`: a POSIX user name (1 to 32 of a-z, 0-9, '_', '.', '-', not starting with a digit, '.' or '-')"
+                )));
+            }
+            if a == "root" {
+                return Err(ApiError::bad("account `root`: no task runs as root"));
+            }
+        }
+        let (id, _) = self.live.store().user(name)?;
+        self.live
+            .store()
+            .conn()
+            .execute("UPDATE users SET run_as = ?2 WHERE id = ?1", params![id, account])
+            .map_err(ApiError::internal)?;
+        match account {
+            Some(a) => self.run_as.insert(id, a.to_string()),
+            None => self.run_as.remove(&id),
+        };
+        Ok(RunAsReply {
+            name: name.to_string(),
+            account: account.map(str::to_string),
+        })
     }
 
     /// Sets or lifts a quota.

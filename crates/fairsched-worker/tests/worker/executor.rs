@@ -23,6 +23,7 @@ fn assignment(command: &str) -> Assignment {
         stage_out: None,
         time_limit_ms: None,
         memory_bytes: None,
+        run_as: None,
     }
 }
 
@@ -33,6 +34,7 @@ fn config(dir: &Path, grace: Duration) -> ExecConfig {
         grace,
         guard: None,
         lease_file: None,
+        run_as_user: false,
     }
 }
 

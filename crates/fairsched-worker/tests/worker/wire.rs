@@ -106,6 +106,7 @@ fn register_and_poll_bodies() {
                 stage_out: Some("cp out /data".into()),
                 time_limit_ms: None,
                 memory_bytes: None,
+                run_as: None,
             },
             Assignment {
                 task: 18,
@@ -116,6 +117,7 @@ fn register_and_poll_bodies() {
                 stage_out: None,
                 time_limit_ms: None,
                 memory_bytes: None,
+                run_as: None,
             },
         ]
     );

@@ -294,7 +294,13 @@ impl Broker {
         let err = File::create(self.dir.join(format!("{name}.stderr"))).unwrap();
         let mut cmd = bin();
         cmd.current_dir(&self.dir)
-            .args(["worker", "--broker", &self.url, "--token", token])
+            .args(["worker", "--broker", &self.url])
+            // No token: the caller gives --token-file in `more`.
+            .args(if token.is_empty() {
+                vec![]
+            } else {
+                vec!["--token", token]
+            })
             .args([
                 "--slots",
                 &slots.to_string(),

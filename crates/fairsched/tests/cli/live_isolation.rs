@@ -71,6 +71,7 @@ fn assignment(command: &str) -> Assignment {
         stage_out: None,
         time_limit_ms: None,
         memory_bytes: None,
+        run_as: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn guarded(dir: &Path) -> ExecConfig {
         grace: Duration::from_millis(500),
         guard: Some(env!("CARGO_BIN_EXE_fairsched").into()),
         lease_file: None,
+        run_as_user: false,
     }
 }
 
