@@ -38,7 +38,8 @@
 //! A task gets an allowlist of the worker's environment ([`TASK_ENV`]; no
 //! token) and a directory of its own (mode 0700); the scripts are passed
 //! in files, never on a command line. Tasks run under the worker's user,
-//! and can read its process: [`run`] warns of it. On SIGTERM or
+//! and can read its process: [`run`] warns of it — unless it runs as root
+//! with `--run-as-user`, each task as its user's local account. On SIGTERM or
 //! SIGINT the worker kills its runs, sends its last reports, leaves
 //! (`/leave`) and [`run`] returns `Ok`.
 //!
@@ -53,11 +54,11 @@
 //! let dir = std::env::temp_dir().join(format!("fairsched-doc-{}", std::process::id()));
 //! let cfg = ExecConfig {
 //!     executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1),
-//!     guard: None, lease_file: None,
+//!     guard: None, lease_file: None, run_as_user: false,
 //! };
 //! let a = Assignment {
 //!     task: 7, attempt: 1, name: "hello".into(), command: "echo hi".into(),
-//!     stage_in: None, stage_out: None, time_limit_ms: None, memory_bytes: None,
+//!     stage_in: None, stage_out: None, time_limit_ms: None, memory_bytes: None, run_as: None,
 //! };
 //! let (tx, rx) = mpsc::channel();
 //! assert_eq!(run_assignment(&cfg, &a, &tx, &KillHandle::new()), Outcome::Exited(0));

@@ -4,7 +4,13 @@
 //! acknowledged task completes, none runs twice, and the final state is
 //! the one an uninterrupted replay of the logged steps gives.
 //!
-//! `FAIRSCHED_CRASH_SEED=N` replays another schedule of kills.
+//! Meanwhile workers are stopped (SIGSTOP) for moments shorter than their
+//! lapse and continued: nothing of theirs is requeued or doubled.
+//!
+//! `FAIRSCHED_CRASH_SEED=N` replays another schedule of kills;
+//! `FAIRSCHED_CRASH_KILLS` (default 6) and `FAIRSCHED_CRASH_TASKS` (at
+//! least this many tasks acknowledged, default 0) size it:
+//! `bench/kill-test.sh` runs 20 kills and 10,000 tasks.
 
 use crate::common::{Api, Broker, free_port};
 use fairsched_broker::Live;
@@ -18,7 +24,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const KILLS: usize = 6;
+/// `FAIRSCHED_CRASH_…` or `default`.
+fn knob(name: &str, default: usize) -> usize {
+    std::env::var(format!("FAIRSCHED_CRASH_{name}"))
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
 
 /// Sets the flag when dropped (also when the test panics), so that the
 /// submitter stops and the scope can end.
@@ -36,7 +48,9 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_241_122);
-    println!("seed {seed}");
+    let kills = knob("KILLS", 6);
+    let target = knob("TASKS", 0);
+    println!("seed {seed}, {kills} kills, at least {target} tasks");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("ran.log");
     let listen = format!("127.0.0.1:{}", free_port());
@@ -68,16 +82,22 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
     let url = broker.url.clone();
 
     let acked: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    let enough = AtomicBool::new(target == 0);
     let retries = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let mut kill_times = Vec::new();
+    let pids: Vec<i32> = workers.iter().map(|w| w.pid() as i32).collect();
     std::thread::scope(|s| {
         let _stop = Raise(&stop);
         let submitter = s.spawn(|| {
             let api = Api::with_timeout(&url, Duration::from_secs(5));
             let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x5b);
             while !stop.load(Ordering::Relaxed) {
-                let n = rng.random_range(1..=5);
+                let n = if target > 1000 {
+                    50
+                } else {
+                    rng.random_range(1..=5)
+                };
                 let tasks: Vec<_> = (0..n)
                     .map(|_| {
                         let ms = rng.random_range(10..150);
@@ -101,7 +121,11 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
                                 .map(|i| i.as_u64().unwrap())
                                 .collect::<Vec<_>>();
                             assert_eq!(ids.len(), n);
-                            acked.lock().unwrap().extend(ids);
+                            let mut a = acked.lock().unwrap();
+                            a.extend(ids);
+                            if a.len() >= target {
+                                enough.store(true, Ordering::Relaxed);
+                            }
                             break;
                         }
                         Ok(r) if r.status != 503 => panic!("submission refused: {} {}", r.status, r.text),
@@ -115,12 +139,34 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
                         }
                     }
                 }
-                std::thread::sleep(Duration::from_millis(rng.random_range(10..80)));
+                if target <= 1000 {
+                    std::thread::sleep(Duration::from_millis(rng.random_range(10..80)));
+                } else if enough.load(Ordering::Relaxed) {
+                    // Enough queued: the kills go on while they run.
+                    std::thread::sleep(Duration::from_millis(200));
+                }
             }
+        });
+        // Workers stopped for less than their lapse (lease 20 s), then
+        // continued, all along.
+        let staller = s.spawn(|| {
+            let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x57);
+            let mut stalls = 0;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(rng.random_range(100..600)));
+                let pid = nix::unistd::Pid::from_raw(pids[rng.random_range(0..pids.len())]);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP);
+                std::thread::sleep(Duration::from_millis(rng.random_range(50..1500)));
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
+                stalls += 1;
+            }
+            stalls
         });
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
         let t0 = Instant::now();
-        for _ in 0..KILLS {
+        let mut k = 0;
+        while k < kills || !enough.load(Ordering::Relaxed) {
+            k += 1;
             std::thread::sleep(Duration::from_millis(rng.random_range(200..1200)));
             kill_times.push(t0.elapsed());
             broker.kill9();
@@ -130,8 +176,13 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
         std::thread::sleep(Duration::from_millis(500));
         stop.store(true, Ordering::Relaxed);
         submitter.join().unwrap();
+        println!(
+            "{} worker stalls (SIGSTOP, then SIGCONT)",
+            staller.join().unwrap()
+        );
     });
-    assert_eq!(broker.starts as usize, KILLS + 1);
+    let kills = broker.starts as usize - 1;
+    assert!(kills >= knob("KILLS", 6));
     assert_eq!(broker.listen, listen, "restarted on the same port");
     println!("killed at {kill_times:?}");
 
@@ -223,8 +274,8 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
     // the whole log's state, byte for byte.
     let said = std::fs::read_to_string(dir.path().join("broker.stderr")).unwrap();
     let restored = said.matches("restored from the snapshot").count();
-    println!("{restored} of {KILLS} restarts restored a snapshot");
-    assert!(restored >= KILLS / 2, "{said}");
+    println!("{restored} of {kills} restarts restored a snapshot");
+    assert!(restored >= kills / 2, "{said}");
     let fast = Live::open(&copy.join("broker.db"), &fairsched_core::Registry::builtin()).unwrap();
     assert!(fast.restored_from().is_some());
     assert_eq!(fast.core().snapshot().unwrap(), live.core().snapshot().unwrap());
