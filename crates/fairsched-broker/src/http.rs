@@ -541,6 +541,20 @@ async fn quotas(State(app): State<App>, h: HeaderMap) -> R {
     json(StatusCode::OK, &r)
 }
 
+/// The admin puts a running task back in the queue.
+async fn admin_requeue(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    admin(&who)?;
+    let task = task_id(&id)?;
+    match app.write(Write::Requeue { task }).await? {
+        Written::Cancelled(t) => {
+            app.audit(&who, "task requeue", serde_json::json!({"task": task}));
+            json(StatusCode::OK, &t)
+        }
+        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+    }
+}
+
 /// The admin drains a worker: as the worker's own drain.
 async fn admin_drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
     let who = app.who(&h).await?;
@@ -1280,6 +1294,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/admin/orgs/remove", post(remove_org))
         .route("/v1/admin/quotas", post(set_quota).get(quotas))
         .route("/v1/admin/workers/{id}/drain", post(admin_drain))
+        .route("/v1/admin/tasks/{id}/requeue", post(admin_requeue))
         .route("/v1/admin/workers/{id}/evict", post(admin_evict))
         .route("/v1/tasks", post(submit).get(list_tasks))
         .route("/v1/tasks/{id}", get(get_task))

@@ -256,6 +256,11 @@ pub enum Write {
         who: Principal,
         task: u64,
     },
+    /// The admin stops a running task's run and puts it back in the queue
+    /// (its work is lost; it runs again, a new attempt).
+    Requeue {
+        task: u64,
+    },
     Register {
         org: u32,
         slots: u32,
@@ -2134,6 +2139,22 @@ impl Broker {
                     kind: PlanKind::Cancel(task),
                 })
             }
+            Write::Requeue { task } => {
+                let running = self.live_task(task).is_some_and(|(core, _)| {
+                    self.live.core().view().task(core).is_some_and(|t| t.is_running())
+                });
+                let Some((core, _)) = self.live_task(task).filter(|_| running) else {
+                    let t = self.task_out(task)?;
+                    return Err(ApiError::new(
+                        409,
+                        format!("task {task} is not running ({}): nothing to requeue", t.state),
+                    ));
+                };
+                Ok(Plan {
+                    events: vec![Event::Requeue { task: core }],
+                    kind: PlanKind::Requeue(task),
+                })
+            }
             Write::Register { org, slots, host } => {
                 if slots == 0 || slots > 4096 {
                     return Err(ApiError::bad("`slots`: expected 1 to 4096"));
@@ -2481,7 +2502,7 @@ impl Broker {
                     None => Written::Settled,
                 }
             }
-            PlanKind::Cancel(task) => {
+            PlanKind::Cancel(task) | PlanKind::Requeue(task) => {
                 self.after(actions, now);
                 return Written::Cancelled(self.task_out(task).unwrap_or_else(|e| TaskOut {
                     id: task,
@@ -2782,6 +2803,7 @@ impl Known<'_> {
             // back from the core after the commit.
             PlanKind::Drain { .. } => d.slots_moved = true,
             PlanKind::Cancel(_)
+            | PlanKind::Requeue(_)
             | PlanKind::Withdraw { .. }
             | PlanKind::Report { .. }
             | PlanKind::Replayed { .. } => {}
@@ -2908,6 +2930,8 @@ enum PlanKind {
         workflow: Option<u32>,
     },
     Cancel(u64),
+    /// A running task the admin put back in the queue.
+    Requeue(u64),
     /// Held tasks entering the core: (public id, core id, user).
     Release(Vec<(u64, TaskId, i64)>),
     /// Held tasks cancelled (no event: the core never knew them), each
@@ -3077,7 +3101,7 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
                 params![*worker as i64],
             )?;
         }
-        PlanKind::Cancel(_) => {}
+        PlanKind::Cancel(_) | PlanKind::Requeue(_) => {}
     }
     Ok(())
 }

@@ -477,6 +477,21 @@ pub enum AdminLive {
     /// Quotas on the tasks a user, or an organization's users together, may have queued.
     #[command(subcommand)]
     Quota(QuotaCmd),
+    /// Any user's tasks: put a running one back in the queue.
+    #[command(subcommand)]
+    Task(AdminTaskCmd),
+}
+
+#[derive(clap::Subcommand)]
+pub enum AdminTaskCmd {
+    /// Stop a running task's run and put it back in the queue: a new attempt runs it later
+    /// (its worker kills the run).
+    Requeue {
+        #[command(flatten)]
+        conn: Conn,
+        /// The task's id.
+        id: u64,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -904,6 +919,14 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
                 }),
             )?;
             print_quotas(&r)?;
+        }
+        AdminLive::Task(AdminTaskCmd::Requeue { conn, id }) => {
+            let t: TaskOut = Client::new(&conn.conn(), Role::Admin)?.call(
+                "POST",
+                &format!("/v1/admin/tasks/{id}/requeue"),
+                None::<&()>,
+            )?;
+            sayln!("task {id}: {} after {} runs", t.state, t.attempts);
         }
         AdminLive::Quota(QuotaCmd::List { conn }) => {
             let r: QuotasReply =

@@ -42,7 +42,10 @@ fn refuses_what_it_cannot_read() {
         parse_duration("3w"),
         Err(ParseDurationError::BadUnit { .. })
     ));
-    assert_eq!(parse_duration("7d"), Ok(std::time::Duration::from_secs(7 * 86_400)));
+    assert_eq!(
+        parse_duration("7d"),
+        Ok(std::time::Duration::from_secs(7 * 86_400))
+    );
     assert!(matches!(
         parse_duration("99999999999999999999s"),
         Err(ParseDurationError::Overflow { .. })

@@ -360,3 +360,51 @@ fn a_tasks_output_is_read_from_the_broker_by_its_owner() {
         "no output of attempt 2",
     );
 }
+
+/// `admin task requeue`: a running task's run is killed on its worker and
+/// the task runs again, a new attempt; a task not running is a 409
+/// (issue 27, item 4).
+#[test]
+fn the_admin_requeues_a_running_task() {
+    let s = setup();
+    let api = s.broker.api();
+    let log = s.broker.dir.join("attempts.log");
+    let cmd = format!("echo $FAIRSCHED_ATTEMPT >> {}; sleep 60", log.display());
+    let ids = api.submit(&s.alice, &[cmd.clone(), cmd]);
+    let wd = s.broker.dir.join("wd");
+    let _w = s.broker.worker("w", &s.worker, 1, &wd, "process");
+    let lines = |n: usize| {
+        crate::common::wait_for(
+            &format!("{n} runs started"),
+            std::time::Duration::from_secs(20),
+            || {
+                let t = std::fs::read_to_string(&log).unwrap_or_default();
+                (t.lines().count() >= n).then_some(t)
+            },
+        )
+    };
+    assert_eq!(lines(1), "1\n");
+    let admin = s.broker.admin.clone();
+    refused(
+        &cli(&s, &admin, &["admin", "task", "requeue", &ids[1].to_string()]),
+        "is not running (waiting)",
+    );
+    let said = ok(&cli(
+        &s,
+        &admin,
+        &["admin", "task", "requeue", &ids[0].to_string()],
+    ));
+    assert!(said.starts_with(&format!("task {}: ", ids[0])), "{said}");
+    // FIFO puts it back first in line: it runs again at once, a second
+    // attempt, on the slot its killed run left (a one-slot worker starts
+    // nothing while a run's processes are alive).
+    assert_eq!(lines(2), "1\n2\n");
+    let t = api.get_ok(&format!("/v1/tasks/{}", ids[0]), &s.alice);
+    assert_eq!(
+        (t["state"].as_str(), t["attempts"].as_u64()),
+        (Some("running"), Some(2)),
+        "{t}"
+    );
+    let other = api.get_ok(&format!("/v1/tasks/{}", ids[1]), &s.alice);
+    assert_eq!(other["state"], "waiting");
+}
