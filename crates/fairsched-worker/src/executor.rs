@@ -352,17 +352,24 @@ fn script_file(phase: Phase) -> &'static str {
     }
 }
 
-/// Writes `text` to `path`, readable by the worker's user only (0600).
-fn write_private(path: &Path, text: &str) -> io::Result<()> {
+/// Writes `text` to `path`, readable by the worker's user (or the task's
+/// account) only (0600). Whatever the task left at `path` (a link to a file
+/// of someone else's) is removed first, never written through.
+fn write_private(path: &Path, text: &str, account: Option<&Account>) -> io::Result<()> {
+    let fail = |e: io::Error| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()));
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(fail(e)),
+        _ => {}
+    }
     let mut f = OpenOptions::new()
-        .create(true)
         .write(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
         .open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
-    f.set_permissions(fs::Permissions::from_mode(0o600))?;
-    f.write_all(text.as_bytes())
+        .map_err(fail)?;
+    give(&f, account).map_err(fail)?;
+    f.write_all(text.as_bytes()).map_err(fail)
 }
 
 /// `sh FILE` (the script written to FILE) in `dir`, as its own process
@@ -380,13 +387,10 @@ fn run_script(
     account: Option<&Account>,
     kill: &KillHandle,
 ) -> io::Result<Outcome> {
-    let stdout = append(&dir.join("stdout"))?;
-    let stderr = append(&dir.join("stderr"))?;
+    let stdout = append(&dir.join("stdout"), account)?;
+    let stderr = append(&dir.join("stderr"), account)?;
     let file = script_file(phase);
-    write_private(&dir.join(file), script)?;
-    for f in ["stdout", "stderr", file] {
-        own(&dir.join(f), account)?;
-    }
+    write_private(&dir.join(file), script, account)?;
     let result = run_script_file(cfg, dir, key, file, limits, account, kill, stdout, stderr);
     let _ = fs::remove_file(dir.join(file));
     let outcome = result?;
@@ -578,18 +582,49 @@ fn outcome_of(status: ExitStatus) -> Outcome {
     }
 }
 
-fn append(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
+/// `path`, a file of a run's directory, opened for appending (created
+/// 0600 if missing) and given to the task's account. The task may have put
+/// something there in the worker's way (the worker may be root): never
+/// through a symbolic link, only a plain file with one link.
+fn append(path: &Path, account: Option<&Account>) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.create(true).append(true).mode(0o600);
+    let f = open_in_run(path, &mut opts)?;
+    give(&f, account).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    Ok(f)
+}
+
+/// Opens a file of a run's directory with `opts`: not through a symbolic
+/// link (`O_NOFOLLOW`), and only a regular file with one link (a hard link
+/// to another's file is refused).
+pub(crate) fn open_in_run(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
+    use std::os::unix::fs::MetadataExt;
+    let fail = |e: io::Error| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()));
+    let f = opts
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
         .open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
+        .map_err(fail)?;
+    let m = f.metadata().map_err(fail)?;
+    if !m.file_type().is_file() || m.nlink() != 1 {
+        return Err(fail(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "not a plain file of this run (a link?): refused",
+        )));
+    }
+    Ok(f)
+}
+
+/// Gives an open file to the task's account, if it runs as one.
+fn give(f: &File, account: Option<&Account>) -> io::Result<()> {
+    match account {
+        Some(a) => std::os::unix::fs::fchown(f, Some(a.uid.as_raw()), Some(a.gid.as_raw())),
+        None => Ok(()),
+    }
 }
 
 /// Best effort: tell the task's owner why the worker gave up on it.
 fn note_in_stderr(dir: &Path, line: &str) {
-    if let Ok(mut f) = append(&dir.join("stderr")) {
+    if let Ok(mut f) = append(&dir.join("stderr"), None) {
         let _ = writeln!(f, "{line}");
     }
 }
@@ -600,7 +635,8 @@ pub(crate) fn output_of(cfg: &ExecConfig, key: RunKey) -> OutputRequest {
     let dir = cfg.run_dir(key);
     let tail = |name: &str| -> (String, u64) {
         use std::io::{Read, Seek, SeekFrom};
-        let Ok(mut f) = File::open(dir.join(name)) else {
+        // Not through a link the task put there: only its own output.
+        let Ok(mut f) = open_in_run(&dir.join(name), OpenOptions::new().read(true)) else {
             return (String::new(), 0);
         };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);

@@ -154,3 +154,59 @@ fn a_task_without_an_account_is_refused_by_a_run_as_user_worker() {
     );
     assert!(!std::path::Path::new(&format!("/tmp/should-not-exist-{id}")).exists());
 }
+
+/// A task that replaces its output files with links to the root worker's
+/// files (its directory is its own) gets nothing through them: the worker
+/// neither writes, nor gives away, nor sends back what they point to.
+#[test]
+fn links_in_a_run_directory_do_not_reach_the_root_worker() {
+    if !is_root() {
+        eprintln!("skipping live_hostile: --run-as-user needs root");
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "root:secret\n").unwrap();
+    std::fs::set_permissions(&victim, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    // Reachable by path from the task's account, not readable by it.
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o711)).unwrap();
+    let before = std::fs::metadata(&victim).unwrap();
+    let broker = Broker::start(dir.path(), "fifo", "30s");
+    broker.add_org("physics");
+    let mallory = broker.add_user("mallory", "physics");
+    let api = broker.api();
+    api.post_ok(
+        "/v1/admin/users/run-as",
+        &broker.admin,
+        &json!({"name": "mallory", "account": "nobody"}),
+    );
+    let v = victim.display();
+    let body = json!({"tasks": [{
+        "command": format!("rm -f stdout stderr; ln -s {v} stdout; ln -s {v} stderr"),
+        "stage_out": "echo more",
+    }]});
+    let id = api.post_ok("/v1/tasks", &mallory, &body)["ids"][0]
+        .as_u64()
+        .unwrap();
+    let wd = dir.path().join("wd");
+    let wt = broker.worker_token("physics");
+    let _w = broker.worker_with("w", &wt, 1, &wd, "process", &["--run-as-user"]);
+    broker.wait_idle(Duration::from_secs(30));
+    let t = api.get_ok(&format!("/v1/tasks/{id}"), &mallory);
+    assert_eq!(
+        (t["state"].as_str(), t["exit_code"].as_i64()),
+        (Some("failed"), Some(125)),
+        "{t}"
+    );
+    let after = std::fs::metadata(&victim).unwrap();
+    assert_eq!(
+        (after.uid(), after.mode(), after.len()),
+        (before.uid(), before.mode(), before.len())
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root:secret\n");
+    for stream in ["stdout", "stderr"] {
+        let r = api.get(&format!("/v1/tasks/{id}/output?stream={stream}"), Some(&mallory));
+        assert!(!r.text.contains("secret"), "{stream}: {}", r.text);
+    }
+}
