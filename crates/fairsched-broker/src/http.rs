@@ -39,6 +39,35 @@ pub const BODY_LIMIT: usize = 4 << 20;
 /// this many bytes in all before the 413 goes out: a client still sending
 /// when the connection closes would get a reset, not the reply.
 pub const DRAIN_LIMIT: usize = 64 << 20;
+/// All the request bodies being read at once hold at most this many bytes
+/// (503 beyond): many slow senders cannot take the broker's memory.
+pub const BODIES_BUDGET: usize = 256 << 20;
+static BODIES_HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Bytes of [`BODIES_BUDGET`] held by one body being read; given back when
+/// dropped.
+struct Held(usize);
+
+impl Held {
+    /// Takes `n` more bytes of the budget, if there are.
+    fn take(&mut self, n: usize) -> bool {
+        use std::sync::atomic::Ordering;
+        let prev = BODIES_HELD.fetch_add(n, Ordering::SeqCst);
+        if prev + n > BODIES_BUDGET {
+            BODIES_HELD.fetch_sub(n, Ordering::SeqCst);
+            return false;
+        }
+        self.0 += n;
+        true
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        BODIES_HELD.fetch_sub(self.0, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The longest a request's body may take to arrive (408 after).
 pub const BODY_TIME: Duration = Duration::from_secs(30);
 /// The longest a poll waits.
@@ -280,6 +309,7 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
     let deadline = tokio::time::Instant::now() + BODY_TIME;
     let mut stream = body.into_data_stream();
     let mut buf: Vec<u8> = Vec::new();
+    let mut held = Held(0);
     let mut read = 0usize;
     loop {
         match tokio::time::timeout_at(deadline, stream.next()).await {
@@ -298,6 +328,13 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
                     return too_large();
                 }
                 if read <= BODY_LIMIT {
+                    if !held.take(chunk.len()) {
+                        return ApiError::new(
+                            503,
+                            "the broker is reading too many request bodies at once: retry",
+                        )
+                        .into_response();
+                    }
                     buf.extend_from_slice(&chunk);
                 }
             }
@@ -686,10 +723,12 @@ async fn status(State(app): State<App>, h: HeaderMap) -> R {
 }
 
 async fn register(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
-    let org = worker_org(&app.who(&h).await?)?;
+    let who = app.who(&h).await?;
+    let org = worker_org(&who)?;
     let req: RegisterRequest = decode(body)?;
     req.check()
         .map_err(|m| ApiError::new(400, format!("request body: {m}")))?;
+    let host = req.host.clone();
     match app
         .write(Write::Register {
             org,
@@ -698,7 +737,14 @@ async fn register(State(app): State<App>, h: HeaderMap, body: Result<Bytes, Byte
         })
         .await?
     {
-        Written::Registered(r) => json(StatusCode::CREATED, &r),
+        Written::Registered(r) => {
+            app.audit(
+                &who,
+                "worker register",
+                serde_json::json!({"worker": r.worker, "host": host, "slots": req.slots}),
+            );
+            json(StatusCode::CREATED, &r)
+        }
         other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
     }
 }

@@ -301,6 +301,8 @@ struct Keyed {
     digest: [u8; 32],
     ids: Vec<u64>,
     workflow: Option<u32>,
+    /// When it was submitted (the broker's clock, ms).
+    at_ms: i64,
 }
 
 /// What a write answers.
@@ -689,6 +691,14 @@ pub struct Broker {
     quotas: HashMap<admin::QuotaOf, u64>,
     /// The local account each user's tasks run as, where the admin set one.
     run_as: HashMap<i64, String>,
+    /// Users and organizations the operator removed: a request they made
+    /// before (authenticated then) is refused when it is applied.
+    removed_users: HashSet<i64>,
+    removed_orgs: HashSet<u32>,
+    /// Idempotency keys of submissions planned in the batch being planned.
+    batch_keys: HashSet<(i64, String)>,
+    /// When `submit_keys` was last pruned.
+    keys_pruned: Option<Instant>,
     /// Tasks each user submitted in the batch being planned (not counted
     /// yet), for the quotas.
     batch_queued: HashMap<i64, u64>,
@@ -801,6 +811,10 @@ impl Broker {
             ended_order: std::collections::VecDeque::new(),
             quotas: HashMap::new(),
             run_as: HashMap::new(),
+            removed_users: HashSet::new(),
+            removed_orgs: HashSet::new(),
+            batch_keys: HashSet::new(),
+            keys_pruned: None,
             batch_queued: HashMap::new(),
             misses: HashMap::new(),
             polls: {
@@ -872,7 +886,7 @@ impl Broker {
             // `at_ms` is the broker's clock, as every `_ms` of the tables.
             let since = self.clock().millis() - KEYS_KEPT.as_millis() as i64;
             conn.execute("DELETE FROM submit_keys WHERE at_ms < ?1", [since])?;
-            let mut q = conn.prepare("SELECT user_id, key, digest, ids, workflow FROM submit_keys")?;
+            let mut q = conn.prepare("SELECT user_id, key, digest, ids, workflow, at_ms FROM submit_keys")?;
             let rows = q.query_map([], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
@@ -880,10 +894,11 @@ impl Broker {
                     r.get::<_, Vec<u8>>(2)?,
                     r.get::<_, String>(3)?,
                     r.get::<_, Option<u32>>(4)?,
+                    r.get::<_, i64>(5)?,
                 ))
             })?;
             for row in rows {
-                let (user, key, digest, ids, workflow) = row?;
+                let (user, key, digest, ids, workflow, at_ms) = row?;
                 if let (Ok(digest), Ok(ids)) = (
                     <[u8; 32]>::try_from(digest.as_slice()),
                     serde_json::from_str(&ids),
@@ -894,12 +909,22 @@ impl Broker {
                             digest,
                             ids,
                             workflow,
+                            at_ms,
                         },
                     );
                 }
             }
         }
         self.quotas = admin::load_quotas(conn)?;
+        {
+            let mut q = conn.prepare("SELECT kind, id FROM removed")?;
+            for row in q.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+                match row? {
+                    (k, id) if k == "user" => self.removed_users.insert(id),
+                    (_, id) => self.removed_orgs.insert(id as u32),
+                };
+            }
+        }
         {
             let mut q = conn.prepare("SELECT id, run_as FROM users WHERE run_as IS NOT NULL")?;
             for row in q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))? {
@@ -1724,6 +1749,16 @@ impl Broker {
     /// steps to take now.
     pub fn due(&mut self) -> Vec<Write> {
         let now = Instant::now();
+        // Idempotency keys past KEYS_KEPT go, once a minute (the table's
+        // rows at the next open).
+        if self
+            .keys_pruned
+            .is_none_or(|t| now.duration_since(t) > Duration::from_secs(60))
+        {
+            self.keys_pruned = Some(now);
+            let since = self.clock().millis() - KEYS_KEPT.as_millis() as i64;
+            self.submit_keys.retain(|_, k| k.at_ms >= since);
+        }
         let mut out: Vec<Write> = self
             .workers
             .iter()
@@ -1765,8 +1800,10 @@ impl Broker {
     fn write_unsettled(&mut self, writes: Vec<Write>) -> Vec<Reply<Written>> {
         let now = self.clock();
         self.batch_queued.clear();
+        self.batch_keys.clear();
         let plans: Vec<Reply<Plan>> = writes.into_iter().map(|w| self.plan(w)).collect();
         self.batch_queued.clear();
+        self.batch_keys.clear();
         self.commit(plans, now, true)
     }
 
@@ -2025,6 +2062,22 @@ impl Broker {
                 workflow,
                 key,
             } => {
+                if self.removed_users.contains(&user) || self.removed_orgs.contains(&org) {
+                    return Err(ApiError::forbidden("this user (or its organization) was removed"));
+                }
+                if let Some(k) = &key
+                    && !self.batch_keys.insert((user, k.key.clone()))
+                {
+                    // Its twin in this batch is not committed yet: what it
+                    // gets is not known. The client's retry gets it.
+                    return Err(ApiError::new(
+                        409,
+                        format!(
+                            "Idempotency-Key `{}`: the same request is being applied; retry",
+                            k.key
+                        ),
+                    ));
+                }
                 if let Some(k) = &key
                     && let Some(done) = self.submit_keys.get(&(user, k.key.clone()))
                 {
@@ -2091,12 +2144,14 @@ impl Broker {
                 if let Some(k) = &key {
                     // Now, not when committed: a retry in the same batch
                     // is a replay too. Forgotten again if the commit fails.
+                    let at_ms = self.clock().millis();
                     self.submit_keys.insert(
                         (user, k.key.clone()),
                         Keyed {
                             digest: k.digest,
                             ids: ids.clone(),
                             workflow: workflow.as_ref().map(|(w, _)| *w),
+                            at_ms,
                         },
                     );
                 }
@@ -2156,6 +2211,9 @@ impl Broker {
                 })
             }
             Write::Register { org, slots, host } => {
+                if self.removed_orgs.contains(&org) {
+                    return Err(ApiError::forbidden("this organization was removed"));
+                }
                 if slots == 0 || slots > 4096 {
                     return Err(ApiError::bad("`slots`: expected 1 to 4096"));
                 }
@@ -2573,6 +2631,9 @@ impl Broker {
                 Written::Reported(ReportReply { kill })
             }
             PlanKind::Leave { worker, .. } => {
+                // Its long poll returns now (410): the worker kills its runs
+                // at once, not at its next heartbeat.
+                self.generation += 1;
                 if let Some(w) = self.workers.get_mut(&worker) {
                     self.recent
                         .note(now.millis(), What::WorkerLeft { worker, org: w.org });
@@ -4015,11 +4076,11 @@ mod tests {
             Ok(Written::Submitted { ids, .. }) => ids,
             other => panic!("{other:?}"),
         };
-        // Twice in one batch, then again.
+        // Twice in one batch: the twin is told to retry (what the first
+        // gets is not known before the commit); then again.
         let mut replies = b.write(vec![submit("true", "k1", f.user), submit("true", "k1", f.user)]);
-        let second = ids(replies.pop().unwrap());
+        assert_eq!(replies.pop().unwrap().unwrap_err().status, 409);
         let first = ids(replies.pop().unwrap());
-        assert_eq!(first, second);
         assert_eq!(
             ids(b.write(vec![submit("true", "k1", f.user)]).pop().unwrap()),
             first

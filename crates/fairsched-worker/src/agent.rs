@@ -365,6 +365,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     }
     let workdir = prepare_workdir(&opts.workdir)?;
     if opts.run_as_user {
+        root_only(&workdir)?;
         // Each task's account reaches its own directory (0700, its own),
         // lists nothing here.
         use std::os::unix::fs::PermissionsExt;
@@ -547,16 +548,23 @@ impl LeaseFile {
     fn create(workdir: &std::path::Path) -> anyhow::Result<LeaseFile> {
         use std::os::unix::fs::OpenOptionsExt;
         let path = workdir.join(format!(".fairsched-lease-{}", std::process::id()));
+        // A new file, never one (or a link) left there.
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", path.display()));
+            }
+            _ => {}
+        }
         let file = std::fs::OpenOptions::new()
-            .create(true)
+            .create_new(true)
             .write(true)
-            .truncate(true)
             .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
         // Readable by all (lease times are no secret): a guard running as a
         // task's account (--run-as-user) opens it.
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
             .with_context(|| format!("cannot set the mode of {}", path.display()))?;
         let f = LeaseFile { path, file };
         f.write(0, 0);
@@ -605,6 +613,27 @@ fn drain_deadline(opts: &Opts) -> anyhow::Result<Option<Instant>> {
         tracing::info!("draining in {:?} ({before:?} before the end)", left - before);
     }
     Ok(Some(Instant::now() + left.saturating_sub(before)))
+}
+
+/// Under `--run-as-user` the worker is root and creates, opens and gives
+/// away files in the work directory: it and every folder above it must be
+/// root's, and writable by nobody else (unless sticky, as /tmp), or a task
+/// account could have put links there for root to follow.
+fn root_only(workdir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in workdir.ancestors() {
+        let m = std::fs::symlink_metadata(dir).with_context(|| format!("{}", dir.display()))?;
+        let shared = m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0;
+        if m.uid() != 0 || shared || (dir == workdir && m.mode() & 0o022 != 0) {
+            bail!(
+                "--run-as-user: {} must be root's and writable by root only (it is uid {}, mode {:o}): a task account could have left links there",
+                dir.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            );
+        }
+    }
+    Ok(())
 }
 
 fn prepare_workdir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {

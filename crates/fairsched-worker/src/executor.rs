@@ -242,7 +242,7 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         memory_bytes: a.memory_bytes,
     };
     emit(Report::phase(key, Phase::Setup));
-    if let Err(e) = make_run_dir(&dir).and_then(|()| own(&dir, account)) {
+    if let Err(e) = make_run_dir(&dir, account.is_some()).and_then(|()| own(&dir, account)) {
         tracing::error!(
             task = key.task,
             attempt = key.attempt,
@@ -304,8 +304,10 @@ impl Account {
         let user = nix::unistd::User::from_name(name)
             .map_err(|e| format!("local account `{name}`: {e}"))?
             .ok_or_else(|| format!("no local account `{name}` on this worker: not run"))?;
-        if user.uid.is_root() {
-            return Err(format!("local account `{name}` is root: no task runs as root"));
+        if user.uid.is_root() || user.gid.as_raw() == 0 {
+            return Err(format!(
+                "local account `{name}` is root or in group root: no task runs so"
+            ));
         }
         Ok(Account {
             name: user.name,
@@ -330,9 +332,20 @@ fn own(path: &Path, account: Option<&Account>) -> io::Result<()> {
 }
 
 /// Creates the run's directory, readable by the worker's user only (0700).
-fn make_run_dir(dir: &Path) -> io::Result<()> {
+/// Under `--run-as-user` a directory (or link) already there is removed
+/// first (never followed): it may be another account's, from an earlier
+/// database.
+fn make_run_dir(dir: &Path, fresh: bool) -> io::Result<()> {
     if let Some(parent) = dir.parent() {
         fs::create_dir_all(parent)?;
+    }
+    if fresh {
+        match fs::symlink_metadata(dir) {
+            Ok(m) if m.is_dir() => fs::remove_dir_all(dir)?,
+            Ok(_) => fs::remove_file(dir)?,
+            Err(_) => {}
+        }
+        return fs::DirBuilder::new().mode(0o700).create(dir);
     }
     match fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
@@ -426,6 +439,7 @@ fn run_script_file(
                 grace,
                 cfg.lease_file.as_deref(),
                 limits.memory_bytes,
+                account.map(|a| (a.uid.as_raw(), a.gid.as_raw())),
                 file,
             ));
             (c, "the task guard")
@@ -444,14 +458,19 @@ fn run_script_file(
     };
     command.current_dir(dir).env_clear().envs(task_env(key));
     if let Some(acc) = account {
-        // std sets the group, drops the supplementary groups (as root), then
-        // the user, before the directory and `exec`.
         command
-            .uid(acc.uid.as_raw())
-            .gid(acc.gid.as_raw())
             .env("HOME", &acc.home)
             .env("USER", &acc.name)
             .env("LOGNAME", &acc.name);
+        if cfg.guard.is_none() {
+            // No guard: the shell drops to the account itself (the guard
+            // does it for its shell, and stays root).
+            let (uid, gid) = (acc.uid.as_raw(), acc.gid.as_raw());
+            // SAFETY: setgroups, setgid and setuid are async-signal-safe.
+            unsafe {
+                command.pre_exec(move || guard::drop_to(uid, gid));
+            }
+        }
     }
     let mut child = command
         .stdin(Stdio::null())
@@ -600,8 +619,10 @@ fn append(path: &Path, account: Option<&Account>) -> io::Result<File> {
 pub(crate) fn open_in_run(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     use std::os::unix::fs::MetadataExt;
     let fail = |e: io::Error| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()));
+    // O_NONBLOCK: a FIFO the task put there must not hang the worker in
+    // open (it is refused below; on a regular file it changes nothing).
     let f = opts
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
         .open(path)
         .map_err(fail)?;
     let m = f.metadata().map_err(fail)?;

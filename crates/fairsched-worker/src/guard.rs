@@ -95,16 +95,33 @@ pub(crate) fn args(
     grace: Duration,
     lease_file: Option<&Path>,
     memory_bytes: Option<u64>,
+    run_as: Option<(u32, u32)>,
     file: &str,
-) -> [OsString; 6] {
+) -> [OsString; 7] {
     [
         GUARD_ARG.into(),
         grace.as_millis().to_string().into(),
         std::process::id().to_string().into(),
         lease_file.map_or_else(|| "-".into(), |p| p.as_os_str().to_owned()),
         memory_bytes.map_or_else(|| "-".into(), |b| b.to_string().into()),
+        run_as.map_or_else(|| "-".into(), |(u, g)| format!("{u}:{g}").into()),
         file.into(),
     ]
+}
+
+/// Drops to `uid`:`gid` with no supplementary group, failing closed: in a
+/// child about to exec a task's shell, as root (`--run-as-user`). The
+/// guard itself stays root, out of the task's reach (it could kill or stop
+/// a guard of its own uid, and with it the kill of its subtree).
+pub(crate) fn drop_to(uid: u32, gid: u32) -> std::io::Result<()> {
+    use nix::unistd::{Gid, Uid, setgid, setgroups, setuid};
+    setgroups(&[]).map_err(std::io::Error::from)?;
+    setgid(Gid::from_raw(gid)).map_err(std::io::Error::from)?;
+    setuid(Uid::from_raw(uid)).map_err(std::io::Error::from)?;
+    if nix::unistd::getuid().is_root() || nix::unistd::geteuid().is_root() {
+        return Err(std::io::Error::other("still root after setuid"));
+    }
+    Ok(())
 }
 
 /// How the script ended.
@@ -120,9 +137,20 @@ fn guard(args: Vec<OsString>) -> i32 {
         eprintln!("fairsched task guard: {why}");
         WORKER_ERROR_EXIT
     };
-    let [grace, parent, lease, memory, file]: [OsString; 5] = match args.try_into() {
+    let [grace, parent, lease, memory, run_as, file]: [OsString; 6] = match args.try_into() {
         Ok(a) => a,
-        Err(_) => return fail("expected GRACE_MS WORKER_PID LEASE_FILE|- MEMORY_BYTES|- FILE"),
+        Err(_) => return fail("expected GRACE_MS WORKER_PID LEASE_FILE|- MEMORY_BYTES|- UID:GID|- FILE"),
+    };
+    let run_as: Option<(u32, u32)> = match run_as.to_str() {
+        Some("-") => None,
+        Some(ug) => match ug
+            .split_once(':')
+            .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
+        {
+            Some(ug) => Some(ug),
+            None => return fail("UID:GID: not two numbers"),
+        },
+        None => return fail("UID:GID: not text"),
     };
     let Some(grace) = grace
         .to_str()
@@ -204,6 +232,9 @@ fn guard(args: Vec<OsString>) -> i32 {
         command.pre_exec(move || {
             if let Some(bytes) = memory {
                 limit_memory(bytes)?;
+            }
+            if let Some((uid, gid)) = run_as {
+                drop_to(uid, gid)?;
             }
             watched.thread_unblock().map_err(std::io::Error::from)
         });

@@ -31,9 +31,9 @@
 //! lease taken as lapsed: no call answered for the lease less
 //! max(heartbeat, 10% of the lease), checked by a **lease** thread and
 //! before anything reaches the broker (after a SIGSTOP, before any report
-//! of a run). The task guards read the same deadline from an unlinked file
-//! the worker keeps open, and kill their runs themselves while the worker
-//! is stopped.
+//! of a run). The task guards read the same deadline from a file the
+//! worker rewrites (`WORKDIR/.fairsched-lease-PID`), and kill their runs
+//! themselves while the worker is stopped.
 //!
 //! A task gets an allowlist of the worker's environment ([`TASK_ENV`]; no
 //! token) and a directory of its own (mode 0700); the scripts are passed

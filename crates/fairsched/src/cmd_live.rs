@@ -81,7 +81,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     snapshot_every: Option<u64>,
     /// Where the audit log goes: one JSON line per admin action, submission and cancellation,
-    /// with who asked and from where [default: the database's path with `.audit.jsonl`].
+    /// with who asked [default: the database's path with `.audit.jsonl`].
     #[arg(long, value_name = "PATH")]
     audit_log: Option<PathBuf>,
     /// Try it on one machine: create the database if it is missing (policy `first-fit`, an

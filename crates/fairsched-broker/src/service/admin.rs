@@ -56,6 +56,13 @@ impl Broker {
 
     /// A new token for user `name`; its old ones stop working.
     pub fn rotate_user(&self, name: &str) -> Reply<UserReply> {
+        let (id, org) = self.live.store().user(name)?;
+        if self.removed_users.contains(&id) || self.removed_orgs.contains(&org) {
+            return Err(ApiError::new(
+                409,
+                format!("user `{name}` (or its organization) was removed"),
+            ));
+        }
         let (id, org, token) = self.live.store().rotate_user(name, true)?;
         let org = self.org_names().remove(&org).unwrap_or_default();
         Ok(UserReply {
@@ -80,6 +87,7 @@ impl Broker {
     pub fn remove_user(&mut self, name: &str) -> Reply<(i64, Vec<u64>)> {
         let (id, _, _) = self.live.store().rotate_user(name, false)?;
         self.mark_removed("user", id)?;
+        self.removed_users.insert(id);
         Ok((id, self.unended_of("user_id", id)?))
     }
 
@@ -104,6 +112,7 @@ impl Broker {
         }
         self.live.store().revoke_worker_tokens(name)?;
         self.mark_removed("org", i64::from(org))?;
+        self.removed_orgs.insert(org);
         let tasks = self.unended_of("org", i64::from(org))?;
         let mut workers: Vec<u64> = self
             .workers
