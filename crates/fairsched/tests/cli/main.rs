@@ -17,6 +17,7 @@ mod live_crash;
 mod live_dashboard;
 mod live_files;
 mod live_kill;
+mod live_log_bounds;
 mod live_optional;
 mod live_scale;
 mod live_worker_loss;
