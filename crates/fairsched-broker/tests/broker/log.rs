@@ -540,3 +540,33 @@ fn compaction_is_refused_while_the_database_is_locked() {
     drop(lock);
     assert!(compact(&path, None).unwrap().moved > 0);
 }
+
+/// One snapshot, of the last step (a clean shutdown's): every step goes to
+/// the archive and the database's `steps` is empty; it reopens at the same
+/// step, logs the next ones after it, and the whole log still replays.
+#[test]
+fn a_compaction_of_every_step_leaves_a_log_that_goes_on() {
+    use fairsched_broker::upkeep::compact;
+    let registry = fairsched_core::Registry::builtin();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let mut live = Live::create(&path, &config("fair-share"), &registry).unwrap();
+    live.set_snapshot_every(0);
+    let mut started = Vec::new();
+    drive(&mut live, &script()[..30], &mut started);
+    live.write_snapshot().unwrap();
+    let steps = live.steps();
+    drop(live);
+    let c = compact(&path, None).unwrap();
+    assert_eq!((c.archived_through, c.moved), (steps as i64, steps));
+    assert_eq!(rows(&path, "steps"), 0);
+    let mut live = Live::open(&path, &registry).unwrap();
+    assert_eq!((live.steps(), live.restored_from()), (steps, Some(steps as i64)));
+    drive(&mut live, &script()[30..], &mut started);
+    let want = live.core().snapshot().unwrap();
+    let all = live.steps();
+    drop(live);
+    assert_eq!(rows(&path, "steps") as u64, all - steps);
+    let full = Live::open_from_log(&path, &registry).unwrap();
+    assert_eq!((full.steps(), full.core().snapshot().unwrap()), (all, want));
+}
