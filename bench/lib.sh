@@ -8,7 +8,7 @@ REPO_ROOT=$(pwd)
 SWF_DIR=../shared/data/traces/swf
 # FAIRSCHED_BIN=/path/to/fairsched measures another build (an older commit's,
 # for a before/after) instead of building this checkout's.
-BIN=${FAIRSCHED_BIN:-target/release/fairsched}
+BIN=${FAIRSCHED_BIN:-${CARGO_TARGET_DIR:-target}/release/fairsched}
 
 die() {
     echo "error: $*" >&2

@@ -1239,11 +1239,8 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
     if let Ok(real) = opts.db.canonicalize() {
         opts.db = real;
     }
-    let lock_path = {
-        let mut p = opts.db.clone().into_os_string();
-        p.push(".lock");
-        PathBuf::from(p)
-    };
+    // (`fairsched admin compact` takes the same lock.)
+    let lock_path = crate::upkeep::lock_path(&opts.db);
     // A lock file this call creates is removed again if the broker does not
     // start (no database there, not a database, the address taken): only a
     // database that served keeps one.

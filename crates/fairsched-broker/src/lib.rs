@@ -9,6 +9,8 @@
 //!   clairvoyant policy at configuration and a reused task id at
 //!   submission.
 //! - [`dashboard`]: the live page at `/` and the snapshot it shows.
+//! - [`upkeep`]: an online backup, and the log kept in bounds (steps no
+//!   restart needs moved to an archive).
 
 /// The API's bodies (they live in `fairsched-proto`).
 pub use fairsched_proto::{api, wire};
@@ -19,6 +21,7 @@ pub mod identity;
 pub mod live;
 pub mod service;
 pub mod store;
+pub mod upkeep;
 
 pub use identity::{IdentityError, Principal};
 pub use live::{DEFAULT_SNAPSHOT_EVERY, Live, LiveError, build_core};

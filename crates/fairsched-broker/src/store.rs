@@ -9,6 +9,12 @@
 //! step, so that opening replays only the steps after it. A snapshot is a
 //! shortcut, never the truth — the log alone rebuilds everything, and a
 //! snapshot that does not restore is skipped.
+//!
+//! `fairsched admin compact` ([`crate::upkeep::compact`]) moves the steps
+//! up to the older kept snapshot into an archive, a SQLite file of its own;
+//! the database then records which steps are there (`meta.archived_through`)
+//! and where (`meta.archive`). A replay that starts before that step reads
+//! the archive first, then the database: the log is whole again.
 
 use fairsched_core::{Event, Time};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -94,7 +100,21 @@ pub enum StoreError {
     Corrupt { path: PathBuf, seq: i64, reason: String },
     #[error("{path}: {cause}")]
     Io { path: PathBuf, cause: std::io::Error },
+    /// A replay needs steps the database moved to its archive, and the
+    /// archive cannot give them.
+    #[error("{path}: steps 1 to {through} are archived in {archive}, which {reason}")]
+    Archive {
+        path: PathBuf,
+        archive: PathBuf,
+        through: i64,
+        reason: String,
+    },
 }
+
+/// The database's `meta` keys written by a compaction: the last step moved
+/// to the archive, and the archive's absolute path.
+pub(crate) const META_ARCHIVED_THROUGH: &str = "archived_through";
+pub(crate) const META_ARCHIVE: &str = "archive";
 
 /// The open database.
 pub struct Store {
@@ -106,6 +126,10 @@ pub struct Store {
     /// When the database was created (Unix milliseconds): the core's time
     /// zero.
     epoch_ms: i64,
+    /// Steps 1 to this one are in the archive, not here (0: none).
+    archived_through: i64,
+    /// Where they are.
+    archive: Option<PathBuf>,
 }
 
 /// The wall clock, in Unix milliseconds.
@@ -122,7 +146,7 @@ pub fn unix_ms() -> i64 {
 /// fairsched, or by hand) is set to 0600, and said; when that is not
 /// allowed (not ours), said only. SQLite gives its `-wal` and `-shm`
 /// files the database's mode; those already there are set too.
-fn private(path: &Path, create: bool) -> Result<(), StoreError> {
+pub(crate) fn private(path: &Path, create: bool) -> Result<(), StoreError> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     if create {
         std::fs::OpenOptions::new()
@@ -194,6 +218,8 @@ impl Store {
             next_seq: 1,
             config: config.clone(),
             epoch_ms: unix_ms(),
+            archived_through: 0,
+            archive: None,
         };
         let has_meta: bool = s
             .conn
@@ -246,6 +272,8 @@ impl Store {
             next_seq: 1,
             config: Config::default(),
             epoch_ms: unix_ms(),
+            archived_through: 0,
+            archive: None,
         };
         let get = |s: &Store, key: &str| -> Result<Option<String>, StoreError> {
             s.conn
@@ -281,11 +309,17 @@ impl Store {
                     seq: 0,
                     reason: "no creation time (meta.epoch_ms)".into(),
                 })?;
+        s.archived_through = get(&s, META_ARCHIVED_THROUGH)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        s.archive = get(&s, META_ARCHIVE)?.map(PathBuf::from);
         let last: Option<i64> = s
             .conn
             .query_row("SELECT max(seq) FROM steps", [], |r| r.get(0))
             .map_err(|e| s.err(e))?;
-        s.next_seq = last.unwrap_or(0) + 1;
+        // A compaction may have moved every step (when the only snapshot is
+        // of the last one): the archive's last step counts.
+        s.next_seq = last.unwrap_or(0).max(s.archived_through) + 1;
         s.conn.execute_batch(SNAPSHOT_SCHEMA).map_err(|e| s.err(e))?;
         Ok((s, config))
     }
@@ -319,6 +353,16 @@ impl Store {
 
     pub fn is_empty(&self) -> bool {
         self.next_seq == 1
+    }
+
+    /// Steps 1 to this one were moved to the archive (0: none).
+    pub fn archived_through(&self) -> i64 {
+        self.archived_through
+    }
+
+    /// The archive those steps are in, if a compaction made one.
+    pub fn archive(&self) -> Option<&Path> {
+        self.archive.as_deref()
     }
 
     /// Appends `steps` in one transaction: all of them are durable when
@@ -359,6 +403,22 @@ impl Store {
         tx.commit().map_err(sql)?;
         self.next_seq += steps.len() as i64;
         Ok(())
+    }
+
+    /// Runs `f` in one transaction of the database (committed if it
+    /// returns `Ok`).
+    pub(crate) fn transact(
+        &mut self,
+        f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<()>,
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            cause: source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        f(&tx).map_err(sql)?;
+        tx.commit().map_err(sql)
     }
 
     /// Writes `snap` (one transaction) and drops all but the newest
@@ -464,40 +524,141 @@ impl Store {
         self.replay_after(0, f)
     }
 
-    /// [`Store::replay`] of the steps after `seq` only.
+    /// [`Store::replay`] of the steps after `seq` only. Steps the database
+    /// moved to its archive come from there, then the rest from here, in
+    /// order; a step missing on the way is an error, never skipped.
     pub fn replay_after<E>(
         &self,
         seq: i64,
         mut f: impl FnMut(i64, Step) -> Result<(), E>,
     ) -> Result<(), ReplayError<E>> {
-        let mut q = self
-            .conn
-            .prepare("SELECT seq, now_ms, events FROM steps WHERE seq > ?1 ORDER BY seq")
-            .map_err(|e| ReplayError::Store(self.err(e)))?;
-        let mut rows = q.query([seq]).map_err(|e| ReplayError::Store(self.err(e)))?;
-        while let Some(row) = rows.next().map_err(|e| ReplayError::Store(self.err(e)))? {
-            let read = || -> Result<(i64, i64, String), rusqlite::Error> {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-            };
-            let (seq, now, events) = read().map_err(|e| ReplayError::Store(self.err(e)))?;
-            let events: Vec<Event> = serde_json::from_str(&events).map_err(|e| {
-                ReplayError::Store(StoreError::Corrupt {
-                    path: self.path.clone(),
-                    seq,
-                    reason: format!("events: {e}"),
-                })
-            })?;
-            f(
-                seq,
-                Step {
-                    now: Time::from_millis(now),
-                    events,
-                },
-            )
-            .map_err(|e| ReplayError::Step(seq, e))?;
+        let mut next = seq + 1;
+        if seq < self.archived_through {
+            let archive = self.open_archive().map_err(ReplayError::Store)?;
+            let path = self.archive.clone().unwrap_or_default();
+            steps_of(
+                &archive,
+                &path,
+                "SELECT seq, now_ms, events FROM steps WHERE seq > ?1 AND seq <= ?2 ORDER BY seq",
+                [seq, self.archived_through],
+                &mut next,
+                &mut f,
+            )?;
+            if next != self.archived_through + 1 {
+                return Err(ReplayError::Store(self.archive_err(format!(
+                    "ends at step {} (it lacks steps of this database)",
+                    next - 1
+                ))));
+            }
+        }
+        steps_of(
+            &self.conn,
+            &self.path,
+            // Up to the last step counted at the open (a broker may be
+            // appending to the file meanwhile).
+            "SELECT seq, now_ms, events FROM steps WHERE seq > ?1 AND seq < ?2 ORDER BY seq",
+            [next - 1, self.next_seq],
+            &mut next,
+            &mut f,
+        )?;
+        if next != self.next_seq {
+            return Err(ReplayError::Store(StoreError::Corrupt {
+                path: self.path.clone(),
+                seq: next,
+                reason: format!("missing (the log ends at {})", self.next_seq - 1),
+            }));
         }
         Ok(())
     }
+
+    fn archive_err(&self, reason: String) -> StoreError {
+        StoreError::Archive {
+            path: self.path.clone(),
+            archive: self.archive.clone().unwrap_or_default(),
+            through: self.archived_through,
+            reason,
+        }
+    }
+
+    /// The archive, to read, checked to be this database's.
+    fn open_archive(&self) -> Result<Connection, StoreError> {
+        let Some(path) = &self.archive else {
+            return Err(self.archive_err("is not recorded (meta.archive)".into()));
+        };
+        if !path.exists() {
+            return Err(self.archive_err("is missing".into()));
+        }
+        // Read-write, never created: a compaction cut short in its archive
+        // transaction left a journal that SQLite rolls back on the first read.
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| self.archive_err(format!("does not open: {e}")))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| self.archive_err(e.to_string()))?;
+        let of: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'archive_of'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.archive_err(format!("is not an archive ({e})")))?;
+        if of.as_deref() != Some(self.epoch_ms.to_string().as_str()) {
+            return Err(self.archive_err(format!(
+                "is the archive of another database (created at {}, this one at {})",
+                of.as_deref().unwrap_or("?"),
+                self.epoch_ms
+            )));
+        }
+        Ok(conn)
+    }
+}
+
+/// Hands the steps `sql` selects (with `args`) to `f`, each checked to be
+/// step `*next`, which then moves on.
+fn steps_of<E>(
+    conn: &Connection,
+    path: &Path,
+    sql: &str,
+    args: [i64; 2],
+    next: &mut i64,
+    f: &mut impl FnMut(i64, Step) -> Result<(), E>,
+) -> Result<(), ReplayError<E>> {
+    let err = |e| {
+        ReplayError::Store(StoreError::Sqlite {
+            path: path.to_path_buf(),
+            cause: e,
+        })
+    };
+    let mut q = conn.prepare(sql).map_err(err)?;
+    let mut rows = q.query(args).map_err(err)?;
+    while let Some(row) = rows.next().map_err(err)? {
+        let read =
+            || -> Result<(i64, i64, String), rusqlite::Error> { Ok((row.get(0)?, row.get(1)?, row.get(2)?)) };
+        let (seq, now, events) = read().map_err(err)?;
+        if seq != *next {
+            return Err(ReplayError::Store(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                seq: *next,
+                reason: format!("missing (the next step here is {seq})"),
+            }));
+        }
+        let events: Vec<Event> = serde_json::from_str(&events).map_err(|e| {
+            ReplayError::Store(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                seq,
+                reason: format!("events: {e}"),
+            })
+        })?;
+        f(
+            seq,
+            Step {
+                now: Time::from_millis(now),
+                events,
+            },
+        )
+        .map_err(|e| ReplayError::Step(seq, e))?;
+        *next += 1;
+    }
+    Ok(())
 }
 
 /// Why a replay stopped.

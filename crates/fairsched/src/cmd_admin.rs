@@ -1,6 +1,7 @@
-//! `fairsched admin …`: set up a broker's database.
+//! `fairsched admin …`: set up a broker's database, back it up, keep its
+//! log in bounds.
 
-use crate::term::{sayln, usage};
+use crate::term::{note, sayln, usage};
 use fairsched_broker::{Config, Live, LiveError};
 use std::path::PathBuf;
 
@@ -27,6 +28,32 @@ pub enum AdminCommand {
         /// The core's seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+    },
+    /// Copy the broker's database to OUT while the broker runs (SQLite's online backup: the
+    /// copy is the database as of one commit). OUT is created readable by you only, and
+    /// refused if it exists; `fairsched serve --db OUT` serves the copy. The archive made by
+    /// `admin compact`, if any, is not copied: the copy records the same one.
+    Backup {
+        /// The database to copy.
+        #[arg(long, value_name = "PATH", default_value = "fairsched.db")]
+        db: PathBuf,
+        /// The copy (a new file).
+        #[arg(value_name = "OUT")]
+        out: PathBuf,
+    },
+    /// Move the steps of the log that no restart needs — those up to the older of the two
+    /// snapshots kept — into an archive, so that the database stops growing with every step.
+    /// A restart restores a snapshot and replays the steps after it: every one of those stays.
+    /// A replay of the whole log reads the archive first. Refused while a broker serves the
+    /// database (and no broker starts meanwhile).
+    Compact {
+        /// The database (its broker stopped).
+        #[arg(long, value_name = "PATH", default_value = "fairsched.db")]
+        db: PathBuf,
+        /// The archive: a SQLite file, created readable by you only, appended to by later
+        /// compactions [default: DB.archive; once made, the one the database records].
+        #[arg(long, value_name = "FILE")]
+        archive: Option<PathBuf>,
     },
     #[command(flatten)]
     Live(crate::cmd_live::AdminLive),
@@ -55,6 +82,50 @@ pub fn run(c: AdminCommand) -> anyhow::Result<()> {
                 })?;
             let token = live.store().admin_token()?;
             sayln!("{token}");
+            Ok(())
+        }
+        AdminCommand::Backup { db, out } => {
+            let b = fairsched_broker::upkeep::backup(&db, &out)?;
+            sayln!(
+                "{} → {}: {} steps, {} bytes",
+                db.display(),
+                out.display(),
+                b.steps,
+                b.pages * b.page_size
+            );
+            if let Some(a) = b.archive {
+                note(format_args!(
+                    "steps 1 to {} are in the archive {} (not copied; the copy reads it when it replays its whole log)",
+                    b.archived_through,
+                    a.display()
+                ));
+            }
+            Ok(())
+        }
+        AdminCommand::Compact { db, archive } => {
+            let c = fairsched_broker::upkeep::compact(&db, archive.as_deref())?;
+            match c.oldest_snapshot {
+                None => sayln!(
+                    "{}: no snapshot yet (a restart replays the whole log): nothing archived",
+                    db.display()
+                ),
+                Some(_) if c.moved == 0 => sayln!(
+                    "{}: steps 1 to {} already in {}; the rest is what a restart needs: nothing archived",
+                    db.display(),
+                    c.archived_through,
+                    c.archive.display()
+                ),
+                Some(s) => sayln!(
+                    "{}: {} steps archived in {} (steps 1 to {} are there); kept {} steps, {} to {} (a restart replays the steps after the snapshot of step {s} or a newer one)",
+                    db.display(),
+                    c.moved,
+                    c.archive.display(),
+                    c.archived_through,
+                    c.last - c.archived_through,
+                    c.archived_through + 1,
+                    c.last
+                ),
+            }
             Ok(())
         }
         AdminCommand::Live(c) => crate::cmd_live::admin_live(c),

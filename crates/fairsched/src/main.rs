@@ -48,7 +48,8 @@ enum Command {
     #[command(subcommand)]
     Experiment(cmd_experiment::ExperimentCommand),
     /// Set up the live service: `admin init` (the database), then, through the running
-    /// broker, `admin org add`, `admin user add`, `admin worker-token`.
+    /// broker, `admin org add`, `admin user add`, `admin worker-token`; keep its database:
+    /// `admin backup`, `admin compact`.
     #[command(subcommand)]
     Admin(cmd_admin::AdminCommand),
     /// Run the live broker: HTTP API, durable log, the core deciding what runs where.

@@ -342,3 +342,231 @@ fn a_snapshot_that_does_not_restore_is_passed_over_for_an_older_one_then_the_log
     c.execute("UPDATE snapshots SET timers = 'not json'", []).unwrap();
     check(None);
 }
+
+/// Rows of `table` in the SQLite file at `path`.
+fn rows(path: &std::path::Path, table: &str) -> i64 {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+/// `admin compact`: the steps up to the older kept snapshot go to the
+/// archive, the database keeps the rest; a restart restores the same state
+/// from the same snapshot and decides the same from there on, a replay of
+/// the whole log reads the archive then the database, and a later
+/// compaction appends. Without the archive, a restart still works (it
+/// needs none of those steps); a whole replay says what is missing.
+#[test]
+fn compaction_keeps_what_a_restart_needs_and_archives_the_rest() {
+    use fairsched_broker::upkeep::{backup, compact};
+    let registry = fairsched_core::Registry::builtin();
+    let dir = tempfile::tempdir().unwrap();
+    let steps = script();
+    let cut = steps.len() * 2 / 3;
+    let a_path = dir.path().join("a.db");
+    let mut a = Live::create(&a_path, &config("fair-share"), &registry).unwrap();
+    a.set_snapshot_every(5);
+    let mut started = Vec::new();
+    drive(&mut a, &steps[..cut], &mut started);
+    drop(a);
+    // b: the same database, compacted.
+    let b_path = dir.path().join("b.db");
+    backup(&a_path, &b_path).unwrap();
+    let before = rows(&b_path, "steps");
+    let snaps: Vec<i64> = {
+        let c = rusqlite::Connection::open(&b_path).unwrap();
+        let mut q = c.prepare("SELECT seq FROM snapshots ORDER BY seq").unwrap();
+        q.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(snaps.len(), 2, "{snaps:?}");
+    let c = compact(&b_path, None).unwrap();
+    assert_eq!(c.archived_through, snaps[0], "up to the older kept snapshot");
+    assert_eq!(c.moved as i64, snaps[0]);
+    assert_eq!(c.archive, dir.path().canonicalize().unwrap().join("b.db.archive"));
+    assert_eq!(rows(&b_path, "steps"), before - snaps[0], "the live log shrank");
+    assert_eq!(rows(&c.archive, "steps"), snaps[0]);
+
+    let a = Live::open(&a_path, &registry).unwrap();
+    let b = Live::open(&b_path, &registry).unwrap();
+    assert_eq!(b.restored_from(), Some(snaps[1]));
+    assert_eq!(b.core().snapshot().unwrap(), a.core().snapshot().unwrap());
+    assert_eq!((b.now(), b.steps()), (a.now(), a.steps()));
+    assert_eq!(b.pending_timers(), a.pending_timers());
+    // The whole log, archive first.
+    let fa = Live::open_from_log(&a_path, &registry).unwrap();
+    let fb = Live::open_from_log(&b_path, &registry).unwrap();
+    assert_eq!(fb.replayed_actions(), fa.replayed_actions());
+    assert_eq!(fb.core().snapshot().unwrap(), fa.core().snapshot().unwrap());
+    drop((fa, fb));
+
+    // The same next decisions, and a second compaction appends.
+    let (mut a, mut b) = (a, b);
+    a.set_snapshot_every(5);
+    b.set_snapshot_every(5);
+    let a_next = drive(&mut a, &steps[cut..], &mut started.clone());
+    let b_next = drive(&mut b, &steps[cut..], &mut started);
+    assert_eq!(a_next, b_next);
+    drop((a, b));
+    let c2 = compact(&b_path, None).unwrap();
+    assert!(c2.archived_through > c.archived_through && c2.moved > 0, "{c2:?}");
+    assert_eq!(rows(&c2.archive, "steps"), c2.archived_through);
+    let again = compact(&b_path, None).unwrap();
+    assert_eq!(again.moved, 0, "nothing new");
+    let fa = Live::open_from_log(&a_path, &registry).unwrap();
+    let fb = Live::open_from_log(&b_path, &registry).unwrap();
+    assert_eq!(fb.replayed_actions(), fa.replayed_actions());
+    drop((fa, fb));
+
+    // Another archive for the same database is refused.
+    let e = compact(&b_path, Some(&dir.path().join("other.archive"))).unwrap_err();
+    assert!(e.to_string().contains("a database keeps one archive"), "{e}");
+
+    // Without its archive: a restart is fine, a whole replay is refused.
+    let moved = dir.path().join("elsewhere");
+    std::fs::rename(&c2.archive, &moved).unwrap();
+    let b = Live::open(&b_path, &registry).unwrap();
+    assert_eq!(
+        b.core().snapshot().unwrap(),
+        Live::open(&a_path, &registry).unwrap().core().snapshot().unwrap()
+    );
+    drop(b);
+    let e = Live::open_from_log(&b_path, &registry).err().unwrap().to_string();
+    assert!(e.contains("b.db.archive") && e.contains("is missing"), "{e}");
+    // Nor is a compaction (more steps, newer snapshots: some to move).
+    let mut b = Live::open(&b_path, &registry).unwrap();
+    b.set_snapshot_every(4);
+    for i in 0..12 {
+        b.step(s(1000 + i), vec![submit(1000 + i as u64, 1, 0)]).unwrap();
+    }
+    drop(b);
+    let e = compact(&b_path, None).unwrap_err().to_string();
+    assert!(e.contains("is missing"), "{e}");
+    assert!(!c2.archive.exists(), "not made again, empty");
+    std::fs::rename(&moved, &c2.archive).unwrap();
+    assert!(compact(&b_path, None).unwrap().moved > 0);
+    let fb = Live::open_from_log(&b_path, &registry).unwrap();
+    let b = Live::open(&b_path, &registry).unwrap();
+    assert_eq!(fb.core().snapshot().unwrap(), b.core().snapshot().unwrap());
+}
+
+/// A compaction that stopped between its two transactions left steps in
+/// both files: the database still reads its own, and the next compaction
+/// goes on. An archive whose steps differ from the database's (a copy's,
+/// which went its own way) is refused, and nothing moves.
+#[test]
+fn a_compaction_cut_short_is_finished_by_the_next_and_a_foreign_archive_refused() {
+    use fairsched_broker::upkeep::compact;
+    let registry = fairsched_core::Registry::builtin();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let mut live = Live::create(&path, &config("fifo"), &registry).unwrap();
+    live.set_snapshot_every(4);
+    drive(&mut live, &script()[..20], &mut Vec::new());
+    drop(live);
+    let c = compact(&path, None).unwrap();
+    let through = c.archived_through;
+    let want = Live::open_from_log(&path, &registry)
+        .unwrap()
+        .core()
+        .snapshot()
+        .unwrap();
+    // The first transaction of a next compaction, alone: the steps up to
+    // 6 beyond, copied into the archive.
+    let arch = rusqlite::Connection::open(&c.archive).unwrap();
+    arch.execute("ATTACH ?1 AS live", [path.to_str().unwrap()])
+        .unwrap();
+    arch.execute(
+        "INSERT INTO steps SELECT * FROM live.steps WHERE seq > ?1 AND seq <= ?1 + 6",
+        [through],
+    )
+    .unwrap();
+    arch.execute("DETACH live", []).unwrap();
+    let full = Live::open_from_log(&path, &registry).unwrap();
+    assert_eq!(full.core().snapshot().unwrap(), want);
+    drop(full);
+
+    let mut live = Live::open(&path, &registry).unwrap();
+    live.set_snapshot_every(4);
+    drive(&mut live, &script()[20..], &mut Vec::new());
+    drop(live);
+    // A copied step that differs: refused, nothing moved.
+    arch.execute(
+        "UPDATE steps SET now_ms = now_ms + 1 WHERE seq = ?1",
+        [through + 3],
+    )
+    .unwrap();
+    let before = rows(&path, "steps");
+    let e = compact(&path, None).unwrap_err().to_string();
+    assert!(e.contains(&format!("another step {}", through + 3)), "{e}");
+    assert_eq!(rows(&path, "steps"), before);
+    arch.execute(
+        "UPDATE steps SET now_ms = now_ms - 1 WHERE seq = ?1",
+        [through + 3],
+    )
+    .unwrap();
+    drop(arch);
+    let c2 = compact(&path, None).unwrap();
+    assert!(c2.archived_through > through + 6, "{c2:?}");
+    let want = Live::open(&path, &registry).unwrap().core().snapshot().unwrap();
+    let full = Live::open_from_log(&path, &registry).unwrap();
+    assert_eq!(full.core().snapshot().unwrap(), want);
+}
+
+/// `admin compact` takes the lock `fairsched serve` takes: refused while
+/// it is held, nothing touched.
+#[test]
+fn compaction_is_refused_while_the_database_is_locked() {
+    use fairsched_broker::upkeep::{compact, lock_path};
+    let registry = fairsched_core::Registry::builtin();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let mut live = Live::create(&path, &config("fifo"), &registry).unwrap();
+    live.set_snapshot_every(4);
+    drive(&mut live, &script()[..20], &mut Vec::new());
+    drop(live);
+    let lock = std::fs::File::create(lock_path(&path)).unwrap();
+    lock.try_lock().unwrap();
+    let before = rows(&path, "steps");
+    let e = compact(&path, None).unwrap_err().to_string();
+    assert!(
+        e.contains("is using this database") && e.contains("x.db.lock"),
+        "{e}"
+    );
+    assert_eq!(rows(&path, "steps"), before);
+    assert!(!dir.path().join("x.db.archive").exists());
+    drop(lock);
+    assert!(compact(&path, None).unwrap().moved > 0);
+}
+
+/// One snapshot, of the last step (a clean shutdown's): every step goes to
+/// the archive and the database's `steps` is empty; it reopens at the same
+/// step, logs the next ones after it, and the whole log still replays.
+#[test]
+fn a_compaction_of_every_step_leaves_a_log_that_goes_on() {
+    use fairsched_broker::upkeep::compact;
+    let registry = fairsched_core::Registry::builtin();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let mut live = Live::create(&path, &config("fair-share"), &registry).unwrap();
+    live.set_snapshot_every(0);
+    let mut started = Vec::new();
+    drive(&mut live, &script()[..30], &mut started);
+    live.write_snapshot().unwrap();
+    let steps = live.steps();
+    drop(live);
+    let c = compact(&path, None).unwrap();
+    assert_eq!((c.archived_through, c.moved), (steps as i64, steps));
+    assert_eq!(rows(&path, "steps"), 0);
+    let mut live = Live::open(&path, &registry).unwrap();
+    assert_eq!((live.steps(), live.restored_from()), (steps, Some(steps as i64)));
+    drive(&mut live, &script()[30..], &mut started);
+    let want = live.core().snapshot().unwrap();
+    let all = live.steps();
+    drop(live);
+    assert_eq!(rows(&path, "steps") as u64, all - steps);
+    let full = Live::open_from_log(&path, &registry).unwrap();
+    assert_eq!((full.steps(), full.core().snapshot().unwrap()), (all, want));
+}

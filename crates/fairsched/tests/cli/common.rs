@@ -185,6 +185,24 @@ impl Broker {
         b
     }
 
+    /// `serve` on the existing database `db` (a copy, a compacted one) with
+    /// its admin token, on any free port; working directory `dir`.
+    pub fn open(dir: &Path, db: &Path, admin: &str, lease: &str) -> Broker {
+        let mut b = Broker {
+            dir: dir.to_path_buf(),
+            db: db.to_path_buf(),
+            admin: admin.to_string(),
+            url: String::new(),
+            lease: lease.to_string(),
+            listen: "127.0.0.1:0".into(),
+            starts: 0,
+            serve_args: Vec::new(),
+            proc: None,
+        };
+        b.serve();
+        b
+    }
+
     /// Starts `serve` (again) on `self.listen`; returns once it listens.
     pub fn serve(&mut self) {
         assert!(self.proc.is_none(), "the broker is already running");

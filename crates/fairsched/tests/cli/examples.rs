@@ -139,6 +139,8 @@ const LIVE: &[(&str, &str)] = &[
         "fairsched simulate --broker-log fairsched.db --policy first-fit --policy fcfs",
         WALKTHROUGH,
     ),
+    ("fairsched admin backup --db fairsched.db backup.db", WALKTHROUGH),
+    ("fairsched admin compact --db fairsched.db", WALKTHROUGH),
 ];
 
 const WALKTHROUGH: &str = "examples::the_readme_live_service_runs_as_written";
@@ -1286,6 +1288,16 @@ fn the_readme_live_service_runs_as_written() {
         &readme_command("fairsched admin token revoke --worker-tokens-of physics"),
     );
     assert_eq!(said, "revoked 1 worker tokens of physics\n");
+    // A copy while the broker runs.
+    let said = client(
+        b,
+        &[],
+        &readme_command("fairsched admin backup --db fairsched.db backup.db"),
+    );
+    assert!(
+        said.contains("backup.db") && b.join("backup.db").is_file(),
+        "{said}"
+    );
     w.terminate(Duration::from_secs(10));
     assert!(
         broker.terminate(Duration::from_secs(10)).is_some(),
@@ -1314,6 +1326,19 @@ fn the_readme_live_service_runs_as_written() {
             serde_json::from_str(&fs::read_to_string(out.join(p).join("summary.json")).unwrap()).unwrap();
         assert!(s["jobs"].as_u64().unwrap() >= 4, "{s:#}");
     }
+    // The broker stopped (its snapshot written): the log up to it goes to
+    // the archive, and the export reads the same.
+    let said = client(
+        b,
+        &[],
+        &readme_command("fairsched admin compact --db fairsched.db"),
+    );
+    assert!(
+        said.contains("archived in") && b.join("fairsched.db.archive").is_file(),
+        "{said}"
+    );
+    client(b, &[], &export);
+    assert_eq!(fs::read_to_string(b.join("history.swf")).unwrap(), swf);
 }
 
 /// `examples/custom_policy.rs` (docs/extending.md) runs as documented: its
