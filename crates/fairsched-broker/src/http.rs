@@ -13,8 +13,8 @@ use crate::identity::{Principal, hash};
 use crate::service::{ApiError, Broker, LATENCY_BUCKETS_MS, Settings, SubmitKey, Write, Written};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -524,9 +524,27 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
     }
 }
 
-async fn list_tasks(State(app): State<App>, h: HeaderMap) -> R {
+/// `GET /v1/tasks`'s query: the page after task `after`, of `limit`
+/// tasks.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TasksQuery {
+    after: Option<u64>,
+    limit: Option<u32>,
+}
+
+async fn list_tasks(State(app): State<App>, h: HeaderMap, q: Result<Query<TasksQuery>, QueryRejection>) -> R {
     let who = app.who(&h).await?;
-    let reply = app.read(move |b| b.task_list(&who)).await??;
+    let Query(q) = q.map_err(|e| ApiError::new(400, format!("query: {}", e.body_text())))?;
+    let limit = q.limit.unwrap_or(TASKS_PAGE);
+    if !(1..=MAX_TASKS_PAGE).contains(&limit) {
+        return Err(ApiError::new(
+            400,
+            format!("query: limit {limit}: from 1 to {MAX_TASKS_PAGE}"),
+        ));
+    }
+    let after = q.after;
+    let reply = app.read(move |b| b.task_list(&who, after, limit)).await??;
     json(StatusCode::OK, &reply)
 }
 
@@ -1266,6 +1284,15 @@ mod tests {
             (
                 "StatusReply",
                 serde_json::to_value(StatusReply::default()).unwrap(),
+            ),
+            (
+                "TasksReply",
+                serde_json::to_value(TasksReply {
+                    tasks: Vec::new(),
+                    users: [(1, "u".to_string())].into(),
+                    next: Some(1),
+                })
+                .unwrap(),
             ),
             (
                 "Task",

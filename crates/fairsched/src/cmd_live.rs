@@ -555,7 +555,8 @@ pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.conn.conn(), Role::User)?;
     let s: StatusReply = client.call("GET", "/v1/status", None::<&()>)?;
     let tasks: Option<TasksReply> = if a.tasks {
-        Some(client.call("GET", "/v1/tasks", None::<&()>)?)
+        // Page after page (`GET /v1/tasks?after=…`).
+        Some(client.tasks()?)
     } else {
         None
     };
