@@ -5,7 +5,7 @@
 use crate::term::{sayln, usage};
 use fairsched_broker::api::*;
 use fairsched_broker::export::{Exported, platform_toml};
-use fairsched_broker::http::{ServeOpts, serve};
+use fairsched_broker::http::{HttpLimits, ServeOpts, serve};
 use fairsched_broker::service::Settings;
 use fairsched_client::dag::{activity_commands, workflow_file};
 use fairsched_client::text::{explain_text, task_table};
@@ -79,6 +79,19 @@ pub struct ServeArgs {
     /// worker`, `submit`, `status`… run from this folder find them.
     #[arg(long)]
     quickstart: bool,
+    /// A connection that has not sent a whole request head within this time is closed; so is a
+    /// kept-alive connection idle this long.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
+    header_timeout: Duration,
+    /// Requests per second each client address may make to the routes that need no token (the
+    /// dashboard, /metrics, /openapi.json, /healthz); past it, 429 with Retry-After. 0: no
+    /// limit.
+    #[arg(long, value_name = "N", default_value_t = fairsched_broker::server::ANONYMOUS_RATE)]
+    anonymous_rate: u32,
+    /// Requests a client address may make to those routes at once before --anonymous-rate
+    /// applies.
+    #[arg(long, value_name = "N", default_value_t = fairsched_broker::server::ANONYMOUS_BURST)]
+    anonymous_burst: u32,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -119,6 +132,14 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
     if a.max_attempts == 0 {
         return Err(usage("--max-attempts: at least 1"));
     }
+    if a.header_timeout < Duration::from_millis(100) {
+        return Err(usage("--header-timeout: at least 100ms"));
+    }
+    if a.anonymous_rate > 0 && a.anonymous_burst == 0 {
+        return Err(usage(
+            "--anonymous-burst: at least 1 (or --anonymous-rate 0: no limit)",
+        ));
+    }
     let mut tokens: Option<Vec<(&str, String)>> = None;
     let mut created = false;
     if a.quickstart {
@@ -155,6 +176,11 @@ pub fn serve_cmd(a: ServeArgs, registry: &fairsched_core::Registry) -> anyhow::R
             ..Settings::default()
         },
         stop: None,
+        limits: HttpLimits {
+            header_time: a.header_timeout,
+            anonymous_rate: a.anonymous_rate,
+            anonymous_burst: a.anonymous_burst,
+        },
     };
     let listening = std::cell::Cell::new(false);
     let served = serve(opts, |addr| {
