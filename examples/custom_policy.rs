@@ -30,7 +30,7 @@
 //!    tasks carry no estimate), with its name.
 
 use fairsched_broker::api::{NewTask, OrgReply, SubmitReply, SubmitRequest, TaskOut, TokenReply, UserReply};
-use fairsched_broker::http::{ServeOpts, Stop, serve};
+use fairsched_broker::http::{HttpLimits, ServeOpts, Stop, serve};
 use fairsched_broker::service::Settings;
 use fairsched_broker::{Config, Live};
 use fairsched_client::{Client, Conn, Role};
@@ -333,6 +333,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         audit: None,
         settings,
         stop: Some(stop.clone()),
+        limits: HttpLimits::default(),
     };
     let server = std::thread::spawn(move || serve(opts, |addr| tx.send(addr).expect("main waits")));
     let addr = rx.recv_timeout(Duration::from_secs(30))?;

@@ -2,19 +2,27 @@
 //! [`Broker`], which one thread owns. Handlers send it writes (answered
 //! after their group commit) and reads; worker polls wait on a watch of
 //! the broker's generation (bumped when tasks start or runs are stopped).
-//! The dashboard ([`crate::dashboard`]) is served at `/`; its snapshot
-//! stream is fed by one task that rebuilds the snapshot after each commit
-//! (at most every [`DASHBOARD_MIN_GAP`], and every [`DASHBOARD_REFRESH`]
-//! anyway) while someone listens.
+//! The dashboard ([`crate::dashboard`]) is served at `/`. The routes that
+//! need no token never run work of their own on the broker's thread: the
+//! dashboard's snapshot and `/metrics` are published frames
+//! ([`crate::frames`]), built at most every [`DASHBOARD_MIN_GAP`] however
+//! many clients ask; a task rebuilds the snapshot after commits (and every
+//! [`DASHBOARD_REFRESH`]) for the event streams while one listens; and each
+//! client address has a rate limit on them ([`crate::limit`]). The server
+//! itself ([`crate::server`]) closes a connection slow to send its request
+//! head.
 
 use crate::api::*;
 use crate::dashboard;
+use crate::frames::{Frame, Published};
 use crate::identity::{Principal, hash};
+use crate::limit::Limiter;
+pub use crate::server::HttpLimits;
 use crate::service::{ApiError, Broker, LATENCY_BUCKETS_MS, Settings, SubmitKey, Write, Written};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -28,6 +36,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -72,10 +81,12 @@ impl Drop for Held {
 pub const BODY_TIME: Duration = Duration::from_secs(30);
 /// The longest a poll waits.
 pub const MAX_WAIT_MS: u64 = 30_000;
-/// The dashboard's stream sends a snapshot at most this often…
-pub const DASHBOARD_MIN_GAP: Duration = Duration::from_millis(250);
-/// …and at least this often (waits and satisfactions move with time).
-pub const DASHBOARD_REFRESH: Duration = Duration::from_secs(2);
+/// The dashboard's snapshot (and `/metrics`) is built at most this
+/// often…
+pub const DASHBOARD_MIN_GAP: Duration = crate::frames::MIN_GAP;
+/// …and its stream sends one at least this often (waits and satisfactions
+/// move with time).
+pub const DASHBOARD_REFRESH: Duration = crate::frames::REFRESH;
 
 /// What `fairsched serve` takes.
 #[derive(Clone, Debug)]
@@ -89,6 +100,8 @@ pub struct ServeOpts {
     /// Stops the broker as SIGTERM does (a program that runs one in a
     /// thread of its own); `None`: signals only.
     pub stop: Option<Stop>,
+    /// Timeouts and the anonymous routes' rate limit.
+    pub limits: HttpLimits,
 }
 
 /// Stops a broker [`serve`] runs, from the same program: requests in
@@ -135,9 +148,18 @@ struct App {
     /// The broker's clock when this process started (the dashboard's
     /// uptime).
     started_ms: i64,
-    /// The latest dashboard snapshot (JSON), for the event streams; each
-    /// stream subscribes.
-    frames: Arc<watch::Sender<Option<Arc<str>>>>,
+    /// The broker's group commits, as of its last batch (sent before the
+    /// batch's writes are answered).
+    commits: watch::Receiver<u64>,
+    /// The dashboard's latest snapshot (JSON); each event stream
+    /// subscribes.
+    dashboard: Arc<Published>,
+    /// `/metrics`'s latest text (what the broker's thread renders).
+    metrics: Arc<Published>,
+    /// Reads the broker's thread ran for requests (frame builds included).
+    reads: Arc<AtomicU64>,
+    /// Requests of the anonymous routes refused with 429.
+    limited: Arc<AtomicU64>,
 }
 
 impl App {
@@ -158,6 +180,7 @@ impl App {
         let job: Job = Box::new(move |b| {
             let _ = tx.send(f(b));
         });
+        self.reads.fetch_add(1, Ordering::Relaxed);
         self.tx
             .send(Msg::Read(job))
             .map_err(|_| ApiError::new(503, "the broker is shutting down"))?;
@@ -213,6 +236,36 @@ impl App {
         if let Err(e) = writeln!(f, "{line}") {
             tracing::error!("the audit log: {e}");
         }
+    }
+
+    /// The dashboard's snapshot, as of every commit so far (see
+    /// [`crate::frames`]).
+    async fn dashboard_frame(&self) -> Result<Arc<Frame>, ApiError> {
+        let app = self.clone();
+        let commits = *self.commits.borrow();
+        self.dashboard
+            .get(commits, move || async move {
+                let started = app.started_ms;
+                let (d, commits) = app
+                    .read(move |b| dashboard::snapshot(b, started).map(|d| (d, b.counters.commits)))
+                    .await??;
+                // Serialized here, not on the broker's thread.
+                let json = serde_json::to_vec(&d).map_err(|e| ApiError::new(503, e.to_string()))?;
+                Ok((Bytes::from(json), commits))
+            })
+            .await
+    }
+
+    /// `/metrics`'s text, as of every commit so far.
+    async fn metrics_frame(&self) -> Result<Arc<Frame>, ApiError> {
+        let app = self.clone();
+        let commits = *self.commits.borrow();
+        self.metrics
+            .get(commits, move || async move {
+                let (text, commits) = app.read(|b| (render_metrics(b), b.counters.commits)).await?;
+                Ok((Bytes::from(text), commits))
+            })
+            .await
     }
 
     /// Tokens changed: no cached principal is trusted any more.
@@ -669,9 +722,27 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
     }
 }
 
-async fn list_tasks(State(app): State<App>, h: HeaderMap) -> R {
+/// `GET /v1/tasks`'s query: the page after task `after`, of `limit`
+/// tasks.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TasksQuery {
+    after: Option<u64>,
+    limit: Option<u32>,
+}
+
+async fn list_tasks(State(app): State<App>, h: HeaderMap, q: Result<Query<TasksQuery>, QueryRejection>) -> R {
     let who = app.who(&h).await?;
-    let reply = app.read(move |b| b.task_list(&who)).await??;
+    let Query(q) = q.map_err(|e| ApiError::new(400, format!("query: {}", e.body_text())))?;
+    let limit = q.limit.unwrap_or(TASKS_PAGE);
+    if !(1..=MAX_TASKS_PAGE).contains(&limit) {
+        return Err(ApiError::new(
+            400,
+            format!("query: limit {limit}: from 1 to {MAX_TASKS_PAGE}"),
+        ));
+    }
+    let after = q.after;
+    let reply = app.read(move |b| b.task_list(&who, after, limit)).await??;
     json(StatusCode::OK, &reply)
 }
 
@@ -871,9 +942,56 @@ async fn drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> 
     }
 }
 
+/// The published text ([`render_metrics`]), then the HTTP side's own
+/// counters as of this request.
 async fn metrics(State(app): State<App>) -> R {
-    let text = app.read(render_metrics).await?;
+    let frame = app.metrics_frame().await?;
+    let mut text = String::with_capacity(frame.body.len() + 1024);
+    text.push_str(std::str::from_utf8(&frame.body).unwrap_or_default());
+    let _ = writeln!(
+        text,
+        "# HELP fairsched_http_broker_reads_total Reads the broker's thread ran for HTTP requests (token lookups, frame builds and every authenticated read).\n# TYPE fairsched_http_broker_reads_total counter\nfairsched_http_broker_reads_total {}",
+        app.reads.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        text,
+        "# HELP fairsched_http_frames_built_total Frames the broker's thread built for the routes that need no token (each serves every request until it is stale).\n# TYPE fairsched_http_frames_built_total counter\nfairsched_http_frames_built_total{{frame=\"dashboard\"}} {}\nfairsched_http_frames_built_total{{frame=\"metrics\"}} {}",
+        app.dashboard.builds(),
+        app.metrics.builds()
+    );
+    let _ = writeln!(
+        text,
+        "# HELP fairsched_http_rate_limited_total Requests to the routes that need no token refused with 429 (per-client rate limit).\n# TYPE fairsched_http_rate_limited_total counter\nfairsched_http_rate_limited_total {}",
+        app.limited.load(Ordering::Relaxed)
+    );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
+}
+
+/// The rate limit of the routes that need no token: 429, with
+/// `Retry-After` (whole seconds, at least 1), past a client's share.
+async fn limit_anonymous(
+    State((limiter, limited)): State<(Arc<Limiter>, Arc<AtomicU64>)>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Some(peer) = crate::server::peer(&req)
+        && let Err(wait) = limiter.take(peer.ip(), Instant::now())
+    {
+        limited.fetch_add(1, Ordering::Relaxed);
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        let mut r = ApiError::new(
+            429,
+            format!(
+                "too many requests from {}: try again in {}s",
+                peer.ip(),
+                secs.max(1)
+            ),
+        )
+        .into_response();
+        r.headers_mut().insert(header::RETRY_AFTER, secs.max(1).into());
+        return r;
+    }
+    next.run(req).await
 }
 
 /// A file of the dashboard: bundled, same-origin only.
@@ -904,33 +1022,42 @@ async fn dashboard_style() -> Response {
 }
 
 /// The dashboard's snapshot (no token: aggregate, read-only data, as
-/// `/metrics`).
+/// `/metrics`): the published frame.
 async fn dashboard_snapshot(State(app): State<App>) -> R {
-    let started = app.started_ms;
-    let d = app.read(move |b| dashboard::snapshot(b, started)).await??;
-    Ok(([(header::CACHE_CONTROL, "no-store")], axum::Json(d)).into_response())
+    let frame = app.dashboard_frame().await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        frame.body.clone(),
+    )
+        .into_response())
 }
 
-/// The dashboard's snapshot now, then again whenever it changes, as
-/// server-sent events (`event: snapshot`), until the broker stops.
+/// The dashboard's snapshot now, then again whenever a new one is
+/// published, as server-sent events (`event: snapshot`), until the broker
+/// stops.
 async fn dashboard_events(State(app): State<App>) -> R {
-    let started = app.started_ms;
-    let first = app.read(move |b| dashboard::snapshot(b, started)).await??;
-    let first = serde_json::to_string(&first).map_err(|e| ApiError::new(503, e.to_string()))?;
-    // Subscribed after the first snapshot was taken: a change since then
-    // is sent next.
-    let frames = app.frames.subscribe();
+    // Subscribed before the first snapshot is taken: a newer one is sent
+    // next (the same one is not sent twice).
+    let frames = app.dashboard.subscribe();
+    let first = app.dashboard_frame().await?;
     let stopping = app.stopping.clone();
+    let text = |f: &Frame| String::from_utf8_lossy(&f.body).into_owned();
     let stream = futures_util::stream::unfold(
-        (Some(first), frames, stopping),
-        |(first, mut frames, mut stopping)| async move {
-            if let Some(json) = first {
+        (Some(first.clone()), first, frames, stopping),
+        move |(pending, mut sent, mut frames, mut stopping)| async move {
+            if let Some(f) = pending {
                 // `retry`: a browser reconnects after 1 s (a restarted broker).
                 let e = SseEvent::default()
                     .event("snapshot")
                     .retry(Duration::from_secs(1))
-                    .data(json);
-                return Some((Ok::<_, std::convert::Infallible>(e), (None, frames, stopping)));
+                    .data(text(&f));
+                return Some((
+                    Ok::<_, std::convert::Infallible>(e),
+                    (None, sent, frames, stopping),
+                ));
             }
             loop {
                 if *stopping.borrow_and_update() {
@@ -943,10 +1070,13 @@ async fn dashboard_events(State(app): State<App>) -> R {
                     }
                     _ = stopping.changed() => continue,
                 }
-                let json = frames.borrow_and_update().clone();
-                if let Some(json) = json {
-                    let e = SseEvent::default().event("snapshot").data(&*json);
-                    return Some((Ok(e), (None, frames, stopping)));
+                let f = frames.borrow_and_update().clone();
+                if let Some(f) = f
+                    && !Arc::ptr_eq(&f, &sent)
+                {
+                    let e = SseEvent::default().event("snapshot").data(text(&f));
+                    sent = f;
+                    return Some((Ok(e), (None, sent, frames, stopping)));
                 }
             }
         },
@@ -956,40 +1086,38 @@ async fn dashboard_events(State(app): State<App>) -> R {
         .into_response())
 }
 
-/// Rebuilds the dashboard snapshot for the event streams after each
-/// commit (`changes`) and every [`DASHBOARD_REFRESH`], while at least one
-/// stream listens.
-async fn publish_dashboard(app: App, mut changes: watch::Receiver<u64>) {
+/// Has the dashboard's snapshot rebuilt after each commit (`commits`) and
+/// every [`DASHBOARD_REFRESH`], while at least one event stream listens
+/// (the frames requests make reach the streams too).
+async fn publish_dashboard(app: App) {
     let mut stopping = app.stopping.clone();
+    let mut commits = app.commits.clone();
     loop {
+        let now = tokio::time::Instant::now();
+        let next = match app.dashboard.latest() {
+            Some(f) if app.dashboard.listeners() > 0 => (f.at + DASHBOARD_REFRESH).max(now),
+            _ => now + DASHBOARD_REFRESH,
+        };
         tokio::select! {
-            changed = changes.changed() => {
+            changed = commits.changed() => {
                 if changed.is_err() {
                     return;
                 }
             }
-            _ = tokio::time::sleep(DASHBOARD_REFRESH) => {}
+            _ = tokio::time::sleep_until(next) => {}
             _ = stopping.changed() => {}
         }
         if *stopping.borrow_and_update() {
             return;
         }
-        if app.frames.receiver_count() == 0 {
+        if app.dashboard.listeners() == 0 {
             continue;
         }
-        let started = app.started_ms;
-        match app.read(move |b| dashboard::snapshot(b, started)).await {
-            Ok(Ok(d)) => match serde_json::to_string(&d) {
-                Ok(json) => {
-                    app.frames.send_replace(Some(json.into()));
-                }
-                Err(e) => tracing::warn!("dashboard: {e}"),
-            },
-            Ok(Err(e)) => tracing::warn!("dashboard: {}", e.message),
-            // The actor is gone.
-            Err(_) => return,
+        if let Err(e) = app.dashboard_frame().await {
+            // The actor stops after `stopping` is set: checked above.
+            tracing::warn!("dashboard: {}", e.message);
+            tokio::time::sleep(DASHBOARD_MIN_GAP).await;
         }
-        tokio::time::sleep(DASHBOARD_MIN_GAP).await;
     }
 }
 
@@ -1200,6 +1328,11 @@ fn actor(
         let timer_due = b.next_timer().is_some_and(|at| at <= b.clock());
         if !writes.is_empty() || timer_due || b.unsettled() {
             let replies = b.write(writes);
+            // Before the replies: a client that got its write acknowledged
+            // and then reads a published frame gets one built after it.
+            if *changes.borrow() != b.counters.commits {
+                changes.send_replace(b.counters.commits);
+            }
             for (tx, r) in repliers.into_iter().zip(replies) {
                 if let Some(tx) = tx {
                     let _ = tx.send(r);
@@ -1321,10 +1454,33 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         principals: Arc::default(),
         tokens_epoch: Arc::default(),
         started_ms,
-        frames: Arc::new(watch::channel(None).0),
+        commits: changes_rx,
+        dashboard: Arc::default(),
+        metrics: Arc::default(),
+        reads: Arc::default(),
+        limited: Arc::default(),
     };
     let publisher = app.clone();
     let stopper = app.tx.clone();
+    let limiter = Arc::new(Limiter::new(
+        opts.limits.anonymous_rate,
+        opts.limits.anonymous_burst,
+    ));
+    // The routes that need no token: each client address has a rate limit
+    // on them (a route layer: a request to no route is not counted).
+    let anonymous = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/", get(dashboard_page))
+        .route("/dashboard.js", get(dashboard_script))
+        .route("/dashboard.css", get(dashboard_style))
+        .route("/v1/dashboard", get(dashboard_snapshot))
+        .route("/v1/dashboard/events", get(dashboard_events))
+        .route("/openapi.json", get(openapi))
+        .route("/healthz", get(|| async { "ok" }))
+        .route_layer(axum::middleware::from_fn_with_state(
+            (limiter, app.limited.clone()),
+            limit_anonymous,
+        ));
     let router = Router::new()
         .route("/v1/admin/orgs", post(add_org))
         .route("/v1/admin/users", post(add_user))
@@ -1351,14 +1507,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/workers/{id}/leave", post(leave))
         .route("/v1/workers/{id}/output", post(output_in))
         .route("/v1/workers/{id}/drain", post(drain))
-        .route("/metrics", get(metrics))
-        .route("/", get(dashboard_page))
-        .route("/dashboard.js", get(dashboard_script))
-        .route("/dashboard.css", get(dashboard_style))
-        .route("/v1/dashboard", get(dashboard_snapshot))
-        .route("/v1/dashboard/events", get(dashboard_events))
-        .route("/openapi.json", get(openapi))
-        .route("/healthz", get(|| async { "ok" }))
+        .merge(anonymous)
         // After every route: it applies to the routes defined before it.
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
@@ -1373,12 +1522,16 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         listening.set(true);
-        tokio::spawn(publish_dashboard(publisher, changes_rx));
+        tokio::spawn(publish_dashboard(publisher));
         ready(addr);
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown(stop_tx, opts.stop.clone()))
-            .await
-            .map_err(|e| e.to_string())
+        crate::server::serve_connections(
+            listener,
+            router,
+            opts.limits.header_time,
+            shutdown(stop_tx, opts.stop.clone()),
+        )
+        .await;
+        Ok::<(), String>(())
     });
     // The server answered what was in flight; the actor finishes its batch
     // (every acknowledged write is committed) and stops. Connections still
@@ -1507,6 +1660,15 @@ mod tests {
             (
                 "StatusReply",
                 serde_json::to_value(StatusReply::default()).unwrap(),
+            ),
+            (
+                "TasksReply",
+                serde_json::to_value(TasksReply {
+                    tasks: Vec::new(),
+                    users: [(1, "u".to_string())].into(),
+                    next: Some(1),
+                })
+                .unwrap(),
             ),
             (
                 "Task",

@@ -11,14 +11,21 @@
 //! - [`dashboard`]: the live page at `/` and the snapshot it shows.
 //! - [`upkeep`]: an online backup, and the log kept in bounds (steps no
 //!   restart needs moved to an archive).
+//! - [`http`]: the HTTP API in front of the broker's one thread;
+//!   [`server`] its accept loop and timeouts, [`frames`] what the routes
+//!   without a token serve (built at most every 250 ms), [`limit`] their
+//!   per-client rate limit.
 
 /// The API's bodies (they live in `fairsched-proto`).
 pub use fairsched_proto::{api, wire};
 pub mod dashboard;
 pub mod export;
+pub mod frames;
 pub mod http;
 pub mod identity;
+pub mod limit;
 pub mod live;
+pub mod server;
 pub mod service;
 pub mod store;
 pub mod upkeep;

@@ -1172,8 +1172,29 @@ impl Broker {
         Ok(t)
     }
 
-    /// Every task of `who` (all of them for the admin).
+    /// Every task of `who` (all of them for the admin), in one list.
     pub fn tasks(&self, who: &Principal) -> Reply<Vec<TaskOut>> {
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let (page, next) = self.tasks_page(who, after, MAX_TASKS_PAGE)?;
+            out.extend(page);
+            match next {
+                Some(n) => after = Some(n),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// The tasks of `who` (all of them for the admin) with ids over `after`,
+    /// by id, at most `limit` of them; and the id to pass as `after` for the
+    /// next page (`None`: this page is the last).
+    pub fn tasks_page(
+        &self,
+        who: &Principal,
+        after: Option<u64>,
+        limit: u32,
+    ) -> Reply<(Vec<TaskOut>, Option<u64>)> {
         let user = match who {
             Principal::Admin => None,
             Principal::User { id, .. } => Some(*id),
@@ -1181,13 +1202,26 @@ impl Broker {
                 return Err(ApiError::forbidden("workers have no tasks"));
             }
         };
+        // One row more than the page: whether another page follows.
+        let (after, take) = (
+            after.map_or(-1, |a| a.min(i64::MAX as u64) as i64),
+            i64::from(limit) + 1,
+        );
         let conn = self.live.store().conn();
-        let mut q = conn
-            .prepare_cached(&format!(
-                "{TASK_COLUMNS} WHERE (?1 IS NULL OR user_id = ?1) ORDER BY id"
-            ))
-            .map_err(ApiError::internal)?;
-        let rows = q.query_map([user], row_task).map_err(ApiError::internal)?;
+        // Two statements, not `?1 IS NULL OR user_id = ?1`: each walks its
+        // own index (the rowid; `tasks_user`) from `after` on.
+        let mut q = match user {
+            None => conn.prepare_cached(&format!("{TASK_COLUMNS} WHERE id > ?1 ORDER BY id LIMIT ?2")),
+            Some(_) => conn.prepare_cached(&format!(
+                "{TASK_COLUMNS} WHERE user_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2"
+            )),
+        }
+        .map_err(ApiError::internal)?;
+        let rows = match user {
+            None => q.query_map(rusqlite::params![after, take], row_task),
+            Some(u) => q.query_map(rusqlite::params![after, take, u], row_task),
+        }
+        .map_err(ApiError::internal)?;
         let mut out = Vec::new();
         for r in rows {
             let t = r.map_err(ApiError::internal)?;
@@ -1197,13 +1231,19 @@ impl Broker {
                 out.push(t);
             }
         }
-        Ok(out)
+        let next = if out.len() > limit as usize {
+            out.truncate(limit as usize);
+            out.last().map(|t| t.id)
+        } else {
+            None
+        };
+        Ok((out, next))
     }
 
-    /// `GET /v1/tasks`: [`Broker::tasks`], with the users' names for the
-    /// admin.
-    pub fn task_list(&self, who: &Principal) -> Reply<TasksReply> {
-        let tasks = self.tasks(who)?;
+    /// `GET /v1/tasks?after=ID&limit=N`: [`Broker::tasks_page`], with the
+    /// users' names for the admin.
+    pub fn task_list(&self, who: &Principal, after: Option<u64>, limit: u32) -> Reply<TasksReply> {
+        let (tasks, next) = self.tasks_page(who, after, limit)?;
         let mut users = BTreeMap::new();
         if matches!(who, Principal::Admin) {
             let names = self.user_names();
@@ -1213,7 +1253,7 @@ impl Broker {
                 }
             }
         }
-        Ok(TasksReply { tasks, users })
+        Ok(TasksReply { tasks, users, next })
     }
 
     /// Counts by state for `who`: kept as tasks change state, so O(1)

@@ -12,8 +12,9 @@
 //!
 //! Monitoring polls `GET /v1/tasks/ID` for each request in flight: with the
 //! few requests a dispatcher keeps in flight that is cheaper than
-//! `GET /v1/tasks`, which returns every task the user ever submitted.
-//! Past [`LIST_ABOVE`] requests in flight one `GET /v1/tasks` is used.
+//! `GET /v1/tasks`, which lists every task the user ever submitted. Past
+//! [`LIST_ABOVE`] requests in flight the pages of `GET /v1/tasks` from the
+//! oldest request in flight to the newest are read instead.
 
 use crate::{Client, ClientError};
 use fairsched_proto::api::{
@@ -24,8 +25,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Past this many requests in flight, one `GET /v1/tasks` per poll
-/// replaces one `GET /v1/tasks/ID` per request.
+/// Past this many requests in flight, the pages of `GET /v1/tasks` that
+/// hold them replace one `GET /v1/tasks/ID` per request.
 pub const LIST_ABOVE: usize = 64;
 
 /// Gives up after this long without a successful poll.
@@ -404,7 +405,9 @@ impl<'a> Dispatcher<'a> {
                 .map(|id| self.client.call("GET", &format!("/v1/tasks/{id}"), None::<&()>))
                 .collect::<Result<_, ClientError>>()?
         } else {
-            let r: TasksReply = self.client.call("GET", "/v1/tasks", None::<&()>)?;
+            // The pages from the oldest request in flight to the newest.
+            let (from, to) = (ids[0], ids[ids.len() - 1]);
+            let r: TasksReply = self.client.tasks_between(from, to)?;
             r.tasks
                 .into_iter()
                 .filter(|t| self.in_flight.contains(&t.id))

@@ -287,6 +287,35 @@ impl Client {
         serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))
     }
 
+    /// The caller's tasks with ids from `from` to `to` (both included; all
+    /// of them for the admin), by id: `GET /v1/tasks` page after page
+    /// ([`TASKS_PAGE`](fairsched_proto::api::TASKS_PAGE) each), the
+    /// users' names of every page together.
+    pub fn tasks_between(&self, from: u64, to: u64) -> Result<fairsched_proto::api::TasksReply, ClientError> {
+        use fairsched_proto::api::{TASKS_PAGE, TasksReply};
+        let mut all = TasksReply::default();
+        let mut after = from.checked_sub(1);
+        loop {
+            let path = match after {
+                Some(a) => format!("/v1/tasks?after={a}&limit={TASKS_PAGE}"),
+                None => format!("/v1/tasks?limit={TASKS_PAGE}"),
+            };
+            let page: TasksReply = self.call("GET", &path, None::<&()>)?;
+            all.tasks.extend(page.tasks.into_iter().filter(|t| t.id <= to));
+            all.users.extend(page.users);
+            match page.next {
+                Some(n) if n < to => after = Some(n),
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// Every task of the caller (all of them for the admin):
+    /// [`Client::tasks_between`] every id.
+    pub fn tasks(&self) -> Result<fairsched_proto::api::TasksReply, ClientError> {
+        self.tasks_between(0, u64::MAX)
+    }
+
     /// The broker's order policy, read from the explanation of `task` (one
     /// of the caller's), when it is not `diet-ethic` — the only one that
     /// tells optional tasks from mandatory ones. `None` when it is, or

@@ -207,6 +207,12 @@ pub struct TaskOut {
     pub reason: Option<String>,
 }
 
+/// Tasks a `GET /v1/tasks` page holds when it gives no `limit`.
+pub const TASKS_PAGE: u32 = 1000;
+/// The largest `limit` of a `GET /v1/tasks` page.
+pub const MAX_TASKS_PAGE: u32 = 10_000;
+
+/// `GET /v1/tasks?after=ID&limit=N`: one page of tasks, by id.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TasksReply {
     pub tasks: Vec<TaskOut>,
@@ -214,6 +220,9 @@ pub struct TasksReply {
     /// by user id (`TaskOut::user`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub users: std::collections::BTreeMap<i64, String>,
+    /// The `after` of the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<u64>,
 }
 
 /// `GET /v1/status`.

@@ -5,7 +5,7 @@
 use crate::term::{sayln, usage};
 use fairsched_broker::api::*;
 use fairsched_broker::export::{Exported, platform_toml};
-use fairsched_broker::http::{ServeOpts, serve};
+use fairsched_broker::http::{HttpLimits, ServeOpts, serve};
 use fairsched_broker::service::Settings;
 use fairsched_client::dag::{activity_commands, workflow_file};
 use fairsched_client::text::{explain_text, task_table};
@@ -42,7 +42,8 @@ impl Conn {
 pub struct ServeArgs {
     /// A TOML file of these settings (keys as the flags' names with `_`: `db`, `listen`,
     /// `lease`, `max_attempts`, `max_user_priority`, `max_time_limit`, `max_memory`,
-    /// `snapshot_every`, `audit_log`; paths relative to the file's folder). A flag given
+    /// `snapshot_every`, `audit_log`, `header_timeout`, `anonymous_rate`, `anonymous_burst`;
+    /// paths relative to the file's folder). A flag given
     /// overrides the file. deploy/fairsched.toml is an example.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -90,6 +91,19 @@ pub struct ServeArgs {
     /// worker`, `submit`, `status`… run from this folder find them.
     #[arg(long)]
     quickstart: bool,
+    /// A connection that has not sent a whole request head within this time is closed; so is a
+    /// kept-alive connection idle this long [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    header_timeout: Option<Duration>,
+    /// Requests per second each client address may make to the routes that need no token (the
+    /// dashboard, /metrics, /openapi.json, /healthz); past it, 429 with Retry-After. 0: no
+    /// limit [default: 100].
+    #[arg(long, value_name = "N")]
+    anonymous_rate: Option<u32>,
+    /// Requests a client address may make to those routes at once before --anonymous-rate
+    /// applies [default: 200].
+    #[arg(long, value_name = "N")]
+    anonymous_burst: Option<u32>,
 }
 
 /// `serve --config FILE`: the same settings as the flags.
@@ -105,6 +119,9 @@ struct ServeFile {
     max_memory: Option<toml::Value>,
     snapshot_every: Option<u64>,
     audit_log: Option<PathBuf>,
+    header_timeout: Option<String>,
+    anonymous_rate: Option<u32>,
+    anonymous_burst: Option<u32>,
 }
 
 /// `serve`'s settings: each flag given, else the file's, else the default.
@@ -118,6 +135,9 @@ struct Serve {
     max_memory: Option<u64>,
     snapshot_every: u64,
     audit_log: PathBuf,
+    header_timeout: Duration,
+    anonymous_rate: u32,
+    anonymous_burst: u32,
 }
 
 impl ServeArgs {
@@ -146,6 +166,11 @@ impl ServeArgs {
             (Some(d), _) => d,
             (None, Some(s)) => duration(s).map_err(|e| named("lease", e))?,
             (None, None) => Duration::from_secs(30),
+        };
+        let header_timeout = match (self.header_timeout, &file.header_timeout) {
+            (Some(d), _) => d,
+            (None, Some(s)) => duration(s).map_err(|e| named("header_timeout", e))?,
+            (None, None) => Duration::from_secs(10),
         };
         let max_time_limit = match (self.max_time_limit, &file.max_time_limit) {
             (Some(d), _) => Some(d),
@@ -190,6 +215,15 @@ impl ServeArgs {
                 .unwrap_or(fairsched_broker::DEFAULT_SNAPSHOT_EVERY),
             audit_log,
             db,
+            header_timeout,
+            anonymous_rate: self
+                .anonymous_rate
+                .or(file.anonymous_rate)
+                .unwrap_or(fairsched_broker::server::ANONYMOUS_RATE),
+            anonymous_burst: self
+                .anonymous_burst
+                .or(file.anonymous_burst)
+                .unwrap_or(fairsched_broker::server::ANONYMOUS_BURST),
         })
     }
 }
@@ -234,6 +268,14 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
     if a.max_attempts == 0 {
         return Err(usage("--max-attempts: at least 1"));
     }
+    if a.header_timeout < Duration::from_millis(100) {
+        return Err(usage("--header-timeout: at least 100ms"));
+    }
+    if a.anonymous_rate > 0 && a.anonymous_burst == 0 {
+        return Err(usage(
+            "--anonymous-burst: at least 1 (or --anonymous-rate 0: no limit)",
+        ));
+    }
     let mut tokens: Option<Vec<(&str, String)>> = None;
     let mut created = false;
     if quickstart_asked {
@@ -271,6 +313,11 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
             ..Settings::default()
         },
         stop: None,
+        limits: HttpLimits {
+            header_time: a.header_timeout,
+            anonymous_rate: a.anonymous_rate,
+            anonymous_burst: a.anonymous_burst,
+        },
     };
     let listening = std::cell::Cell::new(false);
     let served = serve(opts, |addr| {
@@ -710,7 +757,8 @@ pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.conn.conn(), Role::User)?;
     let s: StatusReply = client.call("GET", "/v1/status", None::<&()>)?;
     let tasks: Option<TasksReply> = if a.tasks {
-        Some(client.call("GET", "/v1/tasks", None::<&()>)?)
+        // Page after page (`GET /v1/tasks?after=…`).
+        Some(client.tasks()?)
     } else {
         None
     };

@@ -531,9 +531,18 @@ impl Api {
         (r.status == 200).then(|| serde_json::from_str(&r.text).unwrap())
     }
 
+    /// Every task `token` may list, page after page.
     pub fn tasks(&self, token: &str) -> Vec<TaskOut> {
-        let r: TasksReply = serde_json::from_value(self.get_ok("/v1/tasks", token)).unwrap();
-        r.tasks
+        let mut all = Vec::new();
+        let mut path = "/v1/tasks".to_string();
+        loop {
+            let r: TasksReply = serde_json::from_value(self.get_ok(&path, token)).unwrap();
+            all.extend(r.tasks);
+            match r.next {
+                Some(n) => path = format!("/v1/tasks?after={n}"),
+                None => return all,
+            }
+        }
     }
 
     /// Submits tasks with these commands; their ids.

@@ -13,6 +13,7 @@ mod experiment_pffp;
 mod experiment_workflow;
 mod formats_out;
 mod live_auth;
+mod live_cheap_reads;
 mod live_crash;
 mod live_dashboard;
 mod live_files;

@@ -1,0 +1,140 @@
+//! The broker's accept loop: HTTP/1.1 connections served by hyper, each
+//! request handed to the axum router with the peer's address
+//! ([`ConnectInfo`]), and the timeouts `axum::serve` does not set.
+//!
+//! - **Header read**: a connection that has not sent a whole request head
+//!   within [`HttpLimits::header_time`] is closed. hyper starts this timer
+//!   whenever it waits for a request head, the first one or the next one
+//!   on a kept-alive connection, so it is also the **idle keep-alive**
+//!   timeout: an idle connection is closed after the same time. (A body
+//!   has its own, longer deadline: `BODY_TIME`, answered with 408.)
+//! - A response in progress (a long poll, the dashboard's event stream)
+//!   is not under either timer.
+//!
+//! Stopping: the loop stops accepting, every connection is asked to close
+//! once its response in flight is written (hyper's graceful shutdown), and
+//! [`serve_connections`] returns when all have closed.
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// How the broker guards its HTTP side (`fairsched serve` flags).
+#[derive(Clone, Debug)]
+pub struct HttpLimits {
+    /// A connection must send a whole request head within this time, the
+    /// first one or the next one on a kept-alive connection (closed
+    /// otherwise).
+    pub header_time: Duration,
+    /// Requests per second each client address may make to the routes
+    /// that need no token (0: no limit)…
+    pub anonymous_rate: u32,
+    /// …and how many it may make at once before that rate applies.
+    pub anonymous_burst: u32,
+}
+
+/// See [`HttpLimits::header_time`].
+pub const HEADER_TIME: Duration = Duration::from_secs(10);
+/// See [`HttpLimits::anonymous_rate`].
+pub const ANONYMOUS_RATE: u32 = 100;
+/// See [`HttpLimits::anonymous_burst`].
+pub const ANONYMOUS_BURST: u32 = 200;
+
+impl Default for HttpLimits {
+    fn default() -> HttpLimits {
+        HttpLimits {
+            header_time: HEADER_TIME,
+            anonymous_rate: ANONYMOUS_RATE,
+            anonymous_burst: ANONYMOUS_BURST,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then lets
+/// each connection finish the response it is writing and returns once all
+/// have closed.
+pub async fn serve_connections(
+    listener: TcpListener,
+    router: Router,
+    header_time: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(header_time);
+    // Each connection holds a receiver: told to close by `close`, and the
+    // loop knows they have all closed when none is left.
+    let (close, closing) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    accept_error(e).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(ConnectInfo(peer));
+            let mut router = router.clone();
+            // A `Router` is always ready: no `poll_ready` first.
+            tower_service::Service::call(&mut router, req)
+        });
+        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let mut closing = closing.clone();
+        tokio::spawn(async move {
+            tokio::pin!(conn);
+            loop {
+                tokio::select! {
+                    // A timeout, a reset, a malformed request: the
+                    // connection is over either way.
+                    _ = conn.as_mut() => break,
+                    changed = closing.changed() => {
+                        if changed.is_err() {
+                            // Not before this task ends (the loop waits
+                            // for it): never here.
+                            let _ = conn.as_mut().await;
+                            break;
+                        }
+                        if *closing.borrow_and_update() {
+                            // The response in flight is written, then the
+                            // connection closes.
+                            conn.as_mut().graceful_shutdown();
+                        }
+                    }
+                }
+            }
+            drop(closing);
+        });
+    }
+    drop(listener);
+    let _ = close.send(true);
+    // Only the connections' receivers are left to wait for.
+    drop(closing);
+    close.closed().await;
+}
+
+/// Errors of `accept`: one connection's (it was reset before it was
+/// taken) are passed over; others (out of file descriptors) are waited
+/// out, as `axum::serve` does.
+async fn accept_error(e: std::io::Error) {
+    use std::io::ErrorKind::*;
+    if matches!(e.kind(), ConnectionRefused | ConnectionAborted | ConnectionReset) {
+        return;
+    }
+    tracing::error!("accepting a connection: {e}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// The peer of a request served by [`serve_connections`].
+pub fn peer(req: &axum::extract::Request) -> Option<SocketAddr> {
+    req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
+}
