@@ -249,16 +249,27 @@ fn guard(args: Vec<OsString>) -> i32 {
     let mut deadline: Option<Instant> = None;
     loop {
         // Reap the script and any orphan of it.
+        let mut no_children = false;
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(pid, code)) if pid == sh => end = Some(End::Exited(code)),
                 Ok(WaitStatus::Signaled(pid, sig, _)) if pid == sh => end = Some(End::Signaled(sig)),
-                Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => break,
+                Ok(WaitStatus::StillAlive) => break,
+                Err(Errno::ECHILD) => {
+                    no_children = true;
+                    break;
+                }
                 Ok(_) | Err(Errno::EINTR) => {}
                 Err(_) => break,
             }
         }
         if let Some(e) = end {
+            // The guard is their subreaper: with the script gone, a
+            // descendant still alive would have made one of them its
+            // child. None: nothing to look for in /proc.
+            if no_children {
+                return pass(e);
+            }
             let left = descendants(me);
             if left.is_empty() {
                 return pass(e);
