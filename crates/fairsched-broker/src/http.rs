@@ -1562,7 +1562,12 @@ async fn shutdown(stopping: watch::Sender<bool>, stop: Option<Stop>) {
         _ = tokio::signal::ctrl_c() => {}
         _ = asked => {}
     }
-    eprintln!("fairsched serve: shutting down (requests in flight are answered first)");
+    // Not eprintln!: a closed stderr (`2>&1 | head`) must not stop the
+    // clean shutdown.
+    let _ = writeln!(
+        std::io::stderr(),
+        "fairsched serve: shutting down (requests in flight are answered first)"
+    );
     let _ = stopping.send(true);
 }
 

@@ -123,8 +123,9 @@ pub struct Opts {
     pub token: String,
 
     /// Read the worker token from this file (its first line, trimmed) instead of --token or
-    /// FAIRSCHED_TOKEN, which other users may see (a command line, an environment)
-    #[arg(long, value_name = "PATH", conflicts_with = "token")]
+    /// FAIRSCHED_TOKEN, which other users may see (a command line, an environment); the file
+    /// wins over both
+    #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
 
     /// Tasks run at once, 1 to 4096 [default: the number of CPUs, at most 4096]

@@ -268,6 +268,11 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
     if a.max_attempts == 0 {
         return Err(usage("--max-attempts: at least 1"));
     }
+    if a.max_time_limit.is_some_and(|d| d < Duration::from_millis(1)) {
+        return Err(usage(
+            "--max-time-limit: at least 1ms (leave it out for no limit)",
+        ));
+    }
     if a.header_timeout < Duration::from_millis(100) {
         return Err(usage("--header-timeout: at least 100ms"));
     }
@@ -283,13 +288,27 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
             tokens = Some(quickstart_init(&a.db, registry)?);
             created = true;
         } else if std::path::Path::new(TOKENS_FILE).exists() {
-            // Same broker again: keep the tokens, refresh the URL below.
+            // Same broker again: keep the tokens, refresh the URL below —
+            // if they are this database's.
             let keys = ["admin", "user", "worker"];
-            tokens = Some(
-                keys.iter()
-                    .filter_map(|k| quickstart(k).map(|v| (*k, v)))
-                    .collect(),
-            );
+            let kept: Vec<(&str, String)> = keys
+                .iter()
+                .filter_map(|k| quickstart(k).map(|v| (*k, v)))
+                .collect();
+            let admin = kept.iter().find(|(k, _)| *k == "admin").map(|(_, v)| v.clone());
+            let (store, _) = fairsched_broker::Store::open(&a.db)?;
+            let ours = match admin {
+                Some(t) => store.authenticate(&t)? == Some(fairsched_broker::Principal::Admin),
+                None => false,
+            };
+            drop(store);
+            if !ours {
+                return Err(usage(format!(
+                    "--quickstart: ./{TOKENS_FILE} holds the tokens of another database than {}; serve it without --quickstart, or move ./{TOKENS_FILE} away",
+                    a.db.display()
+                )));
+            }
+            tokens = Some(kept);
         } else {
             return Err(usage(format!(
                 "--quickstart: {} exists but ./{TOKENS_FILE} does not (its tokens were shown once); serve it without --quickstart, or pick a new --db",

@@ -47,9 +47,10 @@ enum Command {
     /// Reproduce a paper's experiment and print our numbers beside the paper's.
     #[command(subcommand)]
     Experiment(cmd_experiment::ExperimentCommand),
-    /// Set up the live service: `admin init` (the database), then, through the running
-    /// broker, `admin org add`, `admin user add`, `admin worker-token`; keep its database:
-    /// `admin backup`, `admin compact`.
+    /// Set up and run the live service: `admin init` (the database), then, through the running
+    /// broker, `admin org|user|worker-token …`; operate it: `admin quota`, `admin token revoke`,
+    /// `admin user rotate|remove|run-as`, `admin worker drain|evict`, `admin task requeue`;
+    /// keep its database: `admin backup`, `admin compact`.
     #[command(subcommand)]
     Admin(cmd_admin::AdminCommand),
     /// Run the live broker: HTTP API, durable log, the core deciding what runs where.
@@ -105,6 +106,26 @@ fn negatives(cmd: clap::Command) -> clap::Command {
     .mut_subcommands(negatives)
 }
 
+/// Standard error for the log lines: one that cannot be written (a pipe
+/// whose reader is gone, `2>&1 | head`) is dropped, not a panic of the
+/// broker or the worker, which go on.
+struct QuietStderr;
+
+impl std::io::Write for QuietStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match std::io::stderr().write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(buf.len()),
+            r => r,
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match std::io::stderr().flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // `fairsched worker` runs each task under a guard, this binary started
     // again with a hidden first argument: that process stops here.
@@ -115,7 +136,7 @@ fn main() -> ExitCode {
                 tracing_subscriber::EnvFilter::new("warn,fairsched_worker=info,fairsched_broker=info")
             }),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(|| QuietStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = parse_cli();

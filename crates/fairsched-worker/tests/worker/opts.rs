@@ -71,8 +71,10 @@ fn token_file_instead_of_a_token() {
     .unwrap()
     .opts;
     assert_eq!(opts.token_file, Some(PathBuf::from("/run/t")));
-    // Not both.
-    assert!(parse(&["--token-file", "/run/t"]).is_err());
+    // With a token too (FAIRSCHED_TOKEN exported for other commands): the
+    // file wins (`run` reads it over the token).
+    let both = parse(&["--token-file", "/run/t"]).unwrap();
+    assert_eq!(both.token_file, Some(PathBuf::from("/run/t")));
 }
 
 #[test]

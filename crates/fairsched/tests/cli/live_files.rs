@@ -271,3 +271,79 @@ fn the_systemd_units_command_line_starts_a_broker() {
     assert_eq!(r.status, 400, "{}", r.text);
     assert!(r.error().contains("max-time-limit"), "{}", r.text);
 }
+
+/// `serve` and `worker` with their standard error a pipe nobody reads any
+/// more (`2>&1 | head -1`): log lines are dropped, not a panic (it was exit
+/// 101, and a broker stopped without its clean-shutdown snapshot).
+#[test]
+fn a_closed_stderr_does_not_stop_the_broker_or_the_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), "b.db");
+    let spawn = |args: &[&str]| {
+        let mut cmd = bin();
+        cmd.current_dir(dir.path())
+            .args(args)
+            .env("FAIRSCHED_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        drop(child.stderr.take()); // the reader is gone
+        child
+    };
+    let mut worker = spawn(&["worker", "--broker", "http://127.0.0.1:1", "--token", "t"]);
+    let mut broker = spawn(&["serve", "--db", "b.db", "--listen", "127.0.0.1:0"]);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        worker.try_wait().unwrap().is_none(),
+        "the worker died: {:?}",
+        worker.try_wait()
+    );
+    assert!(broker.try_wait().unwrap().is_none(), "the broker died");
+    for c in [&mut worker, &mut broker] {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(c.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+    }
+    let st = broker.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "the broker's clean stop");
+    let st = worker.wait().unwrap();
+    assert_ne!(st.code(), Some(101), "the worker panicked");
+}
+
+/// `serve --quickstart` on a database whose tokens are not those of
+/// ./fairsched.tokens is refused (it wrote the other database's tokens
+/// with this one's URL: every client got 401).
+#[test]
+fn quickstart_refuses_another_databases_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = quickstart(dir.path());
+    p.terminate(Duration::from_secs(10));
+    init(dir.path(), "other.db");
+    let o = run_in(
+        dir.path(),
+        &[
+            "serve",
+            "--quickstart",
+            "--db",
+            "other.db",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("another database"),
+        "{o:?}"
+    );
+    let o = run_in(
+        dir.path(),
+        &["serve", "--db", "other.db", "--max-time-limit", "0s"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--max-time-limit"),
+        "{o:?}"
+    );
+}
