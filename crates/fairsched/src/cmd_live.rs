@@ -591,7 +591,9 @@ pub enum WorkerCmd {
         id: u64,
     },
     /// The worker's slots leave now and its runs go back to the queue (as when its lease runs
-    /// out); its next call is refused, and it kills its runs.
+    /// out); its next call is refused, and it kills its runs. It registers again (a new id)
+    /// while its token works: revoke that first (`admin token revoke --worker-tokens-of ORG`)
+    /// to keep it out.
     Evict {
         #[command(flatten)]
         conn: Conn,
