@@ -145,6 +145,8 @@ struct App {
     tokens_epoch: Arc<std::sync::atomic::AtomicU64>,
     /// The audit log, if any.
     audit: Option<Arc<Mutex<std::fs::File>>>,
+    /// A read-only connection to the database, for token lookups.
+    auth_db: Arc<Mutex<rusqlite::Connection>>,
     /// The broker's clock when this process started (the dashboard's
     /// uptime).
     started_ms: i64,
@@ -201,11 +203,21 @@ impl App {
         {
             return Ok(p.clone());
         }
+        // On a read-only connection of its own, off the broker's thread:
+        // a flood of unknown tokens costs that thread nothing.
         let t = token.to_string();
-        let p = self
-            .read(move |b| b.authenticate(&t))
-            .await??
-            .ok_or_else(|| ApiError::new(401, "unknown token"))?;
+        let db = Arc::clone(&self.auth_db);
+        let p = tokio::task::spawn_blocking(move || {
+            let conn = db.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match crate::identity::token_holder(&conn, &t)? {
+                Some(p) => Ok(Some(p)),
+                None => crate::identity::session_holder(&conn, &t),
+            }
+        })
+        .await
+        .map_err(|e| ApiError::new(503, e.to_string()))?
+        .map_err(|e: rusqlite::Error| ApiError::new(503, format!("tokens: {e}")))?
+        .ok_or_else(|| ApiError::new(401, "unknown token"))?;
         // Read after `epoch` was: a revocation since bumped it, and this
         // entry is read again next time.
         self.principals
@@ -1424,6 +1436,18 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
             return Err(e.to_string());
         }
     };
+    let auth_db = match rusqlite::Connection::open_with_flags(
+        &opts.db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .and_then(|c| c.busy_timeout(Duration::from_secs(5)).map(|()| c))
+    {
+        Ok(c) => Arc::new(Mutex::new(c)),
+        Err(e) => {
+            unlock(lock);
+            return Err(format!("{}: {e}", opts.db.display()));
+        }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -1448,6 +1472,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
     let (stop_tx, stop_rx) = watch::channel(false);
     let app = App {
         audit,
+        auth_db,
         tx,
         generation: gen_rx,
         stopping: stop_rx,

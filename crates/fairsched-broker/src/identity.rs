@@ -239,11 +239,19 @@ impl Store {
             .map_err(IdentityError::from)
     }
 
-    /// Who holds `token`, if anyone.
+    /// Who holds `token`, if anyone (a token of the store; not a worker's
+    /// session).
     pub fn authenticate(&self, token: &str) -> Result<Option<Principal>, StoreError> {
-        let h = hash(token.trim());
-        let row = self
-            .conn()
+        token_holder(self.conn(), token).map_err(|e| self.sql(e))
+    }
+}
+
+/// Who holds `token` in the database `conn` reads, a token of the store.
+/// Also used off the broker's thread, on a read-only connection of its own
+/// (`fairsched serve`).
+pub fn token_holder(conn: &rusqlite::Connection, token: &str) -> rusqlite::Result<Option<Principal>> {
+    let h = hash(token.trim());
+    let row = conn
             .query_row(
                 "SELECT t.hash, t.kind, t.user_id, t.org, u.name FROM tokens t LEFT JOIN users u ON u.id = t.user_id WHERE t.hash = ?1",
                 [h.to_vec()],
@@ -258,22 +266,36 @@ impl Store {
                 },
             )
             .optional()
-            .map_err(|e| self.sql(e))?;
-        let Some((stored, kind, user, org, name)) = row else {
-            return Ok(None);
-        };
-        if !bool::from(stored.as_slice().ct_eq(&h)) {
-            return Ok(None);
-        }
-        Ok(match (kind.as_str(), user, org, name) {
-            ("admin", ..) => Some(Principal::Admin),
-            ("user", Some(id), Some(org), Some(name)) => Some(Principal::User {
-                id,
-                name,
-                org: org as u32,
-            }),
-            ("worker", _, Some(org), _) => Some(Principal::Worker { org: org as u32 }),
-            _ => None,
-        })
+            ?;
+    let Some((stored, kind, user, org, name)) = row else {
+        return Ok(None);
+    };
+    if !bool::from(stored.as_slice().ct_eq(&h)) {
+        return Ok(None);
     }
+    Ok(match (kind.as_str(), user, org, name) {
+        ("admin", ..) => Some(Principal::Admin),
+        ("user", Some(id), Some(org), Some(name)) => Some(Principal::User {
+            id,
+            name,
+            org: org as u32,
+        }),
+        ("worker", _, Some(org), _) => Some(Principal::Worker { org: org as u32 }),
+        _ => None,
+    })
+}
+
+/// A worker's session, by its credential: the worker and its organization.
+pub fn session_holder(conn: &rusqlite::Connection, token: &str) -> rusqlite::Result<Option<Principal>> {
+    let h = hash(token.trim());
+    conn.prepare_cached(
+        "SELECT s.worker, w.org FROM worker_sessions s JOIN workers w ON w.id = s.worker WHERE s.hash = ?1",
+    )?
+    .query_row([h.to_vec()], |r| {
+        Ok(Principal::Session {
+            worker: r.get::<_, i64>(0)? as u64,
+            org: r.get::<_, i64>(1)? as u32,
+        })
+    })
+    .optional()
 }

@@ -861,3 +861,44 @@ fn a_submission_retried_with_its_key_is_not_doubled() {
     // The setup's task and this one.
     assert_eq!(a.tasks(&s.alice).len(), 2);
 }
+
+/// Tokens are looked up off the broker's thread: a flood of unknown
+/// tokens makes it run nothing (issue 27, finding 4; each was a read of
+/// that thread), and a worker's session still authenticates.
+#[test]
+fn unknown_tokens_cost_the_brokers_thread_nothing() {
+    let s = setup();
+    let a = &s.api;
+    let reads = || -> u64 {
+        let m = a.get("/metrics", None).text;
+        m.lines()
+            .find_map(|l| l.strip_prefix("fairsched_http_broker_reads_total "))
+            .expect("the reads counter")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let before = reads();
+    for i in 0..200 {
+        let r = a.get("/v1/status", Some(&format!("{i:064x}")));
+        assert_eq!(r.status, 401, "{}", r.text);
+    }
+    let after = reads();
+    // The two /metrics frames themselves, at most.
+    assert!(
+        after - before <= 2,
+        "{} reads of the broker's thread",
+        after - before
+    );
+    let reg = a.post_ok("/v1/workers", &s.worker, &json!({"slots": 1, "host": "w"}));
+    let (w, session) = (
+        reg["worker"].as_u64().unwrap(),
+        reg["session"].as_str().unwrap().to_string(),
+    );
+    let r = a.post(
+        &format!("/v1/workers/{w}/poll"),
+        Some(&session),
+        br#"{"wait_ms":0}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+}
