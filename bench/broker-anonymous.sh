@@ -48,18 +48,8 @@ fi
 [ -x "$BIN" ] || die "$BIN was not built"
 [ -x "$LOAD" ] || die "$LOAD was not built"
 
-tmpdir=$(mktemp -d)
-pids=()
-# Stops what this script started (by pid), then removes the directory.
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
-    pids=()
-    if [ -n "${KEEP_TMP:-}" ]; then echo "kept $tmpdir" >&2; else rm -rf "$tmpdir"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# $tmpdir, and $pids (what this script starts): stopped and removed on exit.
+with_tmpdir
 
 mkdir -p bench/results
 out=bench/results/broker-anonymous.txt

@@ -113,3 +113,22 @@ quiet_line() {
     pgrep -x rustc > /dev/null 2>&1 && busy="$busy rustc"
     echo "load average $(cut -d' ' -f1-3 /proc/loadavg); busy:${busy:- nothing else}"
 }
+
+# A temporary directory ($tmpdir) and the pids of the processes a script
+# starts in it ($pids, `pids+=($!)`): on exit, or Ctrl-C, every one is
+# stopped by its pid and the directory removed (KEEP_TMP=1 keeps it).
+with_tmpdir() {
+    tmpdir=$(mktemp -d)
+    pids=()
+    trap cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+# Stops what the script started (by pid), then removes $tmpdir.
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
+    pids=()
+    if [ -n "${KEEP_TMP:-}" ]; then echo "kept $tmpdir" >&2; else rm -rf "$tmpdir"; fi
+}

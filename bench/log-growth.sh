@@ -58,18 +58,8 @@ fi
 [ -x "$LOAD" ] || die "$LOAD was not built"
 command -v curl > /dev/null || die "curl is missing (used to read /metrics)"
 
-tmpdir=$(mktemp -d)
-pids=()
-# Stops what this script started (by pid), then removes the directory.
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
-    pids=()
-    if [ -n "${KEEP_TMP:-}" ]; then echo "kept $tmpdir" >&2; else rm -rf "$tmpdir"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# $tmpdir, and $pids (what this script starts): stopped and removed on exit.
+with_tmpdir
 
 # dbsize DB: "pages bytes steps steps_bytes" — the sizes above of DB, its
 # rows in `steps`, and the bytes of the `steps` table — read-only, beside a
