@@ -864,26 +864,30 @@ pub fn output_cmd(a: OutputArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `method path` with `body` as the admin, the reply read as `T`.
+fn admin_call<T: serde::de::DeserializeOwned>(
+    conn: &Conn,
+    method: &str,
+    path: &str,
+    body: Option<&impl serde::Serialize>,
+) -> Result<T, fairsched_client::ClientError> {
+    Client::new(&conn.conn(), Role::Admin)?.call(method, path, body)
+}
+
 pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
     match c {
         AdminLive::Org(OrgCmd::Add { conn, name }) => {
-            let r: OrgReply = Client::new(&conn.conn(), Role::Admin)?.call(
-                "POST",
-                "/v1/admin/orgs",
-                Some(&OrgRequest { name }),
-            )?;
+            let r: OrgReply = admin_call(&conn, "POST", "/v1/admin/orgs", Some(&OrgRequest { name }))?;
             sayln!("{}", r.id);
         }
         AdminLive::User(UserCmd::Add { conn, name, org }) => {
-            let r: UserReply = Client::new(&conn.conn(), Role::Admin)?.call(
-                "POST",
-                "/v1/admin/users",
-                Some(&UserRequest { name, org }),
-            )?;
+            let r: UserReply =
+                admin_call(&conn, "POST", "/v1/admin/users", Some(&UserRequest { name, org }))?;
             sayln!("{}", r.token);
         }
         AdminLive::Org(OrgCmd::Remove { conn, name }) => {
-            let r: RemovedReply = Client::new(&conn.conn(), Role::Admin)?.call(
+            let r: RemovedReply = admin_call(
+                &conn,
                 "POST",
                 "/v1/admin/orgs/remove",
                 Some(&NameRequest { name }),
@@ -896,7 +900,8 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             );
         }
         AdminLive::User(UserCmd::Rotate { conn, name }) => {
-            let r: UserReply = Client::new(&conn.conn(), Role::Admin)?.call(
+            let r: UserReply = admin_call(
+                &conn,
                 "POST",
                 "/v1/admin/users/rotate",
                 Some(&NameRequest { name }),
@@ -904,7 +909,8 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             sayln!("{}", r.token);
         }
         AdminLive::User(UserCmd::Remove { conn, name }) => {
-            let r: RemovedReply = Client::new(&conn.conn(), Role::Admin)?.call(
+            let r: RemovedReply = admin_call(
+                &conn,
                 "POST",
                 "/v1/admin/users/remove",
                 Some(&NameRequest { name }),
@@ -913,7 +919,8 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
         }
         AdminLive::User(UserCmd::RunAs { conn, name, account }) => {
             let account = (account != "none").then_some(account);
-            let r: RunAsReply = Client::new(&conn.conn(), Role::Admin)?.call(
+            let r: RunAsReply = admin_call(
+                &conn,
                 "POST",
                 "/v1/admin/users/run-as",
                 Some(&RunAsRequest { name, account }),
@@ -950,7 +957,8 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             }
         }
         AdminLive::Worker(WorkerCmd::Drain { conn, id }) => {
-            let r: fairsched_broker::wire::DrainReply = Client::new(&conn.conn(), Role::Admin)?.call(
+            let r: fairsched_broker::wire::DrainReply = admin_call(
+                &conn,
                 "POST",
                 &format!("/v1/admin/workers/{id}/drain"),
                 None::<&()>,
@@ -958,7 +966,8 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             sayln!("worker {id} drains: {} busy slots left", r.slots);
         }
         AdminLive::Worker(WorkerCmd::Evict { conn, id }) => {
-            let _: serde_json::Value = Client::new(&conn.conn(), Role::Admin)?.call(
+            let _: serde_json::Value = admin_call(
+                &conn,
                 "POST",
                 &format!("/v1/admin/workers/{id}/evict"),
                 None::<&()>,
@@ -978,7 +987,8 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
                         .map_err(|_| usage(format!("--max-queued {n}: a number, or `none`")))?,
                 ),
             };
-            let r: QuotasReply = Client::new(&conn.conn(), Role::Admin)?.call(
+            let r: QuotasReply = admin_call(
+                &conn,
                 "POST",
                 "/v1/admin/quotas",
                 Some(&QuotaRequest {
@@ -990,7 +1000,8 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             print_quotas(&r)?;
         }
         AdminLive::Task(AdminTaskCmd::Requeue { conn, id }) => {
-            let t: TaskOut = Client::new(&conn.conn(), Role::Admin)?.call(
+            let t: TaskOut = admin_call(
+                &conn,
                 "POST",
                 &format!("/v1/admin/tasks/{id}/requeue"),
                 None::<&()>,
@@ -998,12 +1009,12 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             sayln!("task {id}: {} after {} runs", t.state, t.attempts);
         }
         AdminLive::Quota(QuotaCmd::List { conn }) => {
-            let r: QuotasReply =
-                Client::new(&conn.conn(), Role::Admin)?.call("GET", "/v1/admin/quotas", None::<&()>)?;
+            let r: QuotasReply = admin_call(&conn, "GET", "/v1/admin/quotas", None::<&()>)?;
             print_quotas(&r)?;
         }
         AdminLive::WorkerToken { conn, org } => {
-            let r: TokenReply = Client::new(&conn.conn(), Role::Admin)?.call(
+            let r: TokenReply = admin_call(
+                &conn,
                 "POST",
                 "/v1/admin/worker-tokens",
                 Some(&WorkerTokenRequest { org }),
