@@ -9,15 +9,19 @@ use crate::common::{Broker, wait_for};
 use serde_json::json;
 use std::time::Duration;
 
+/// Whether tasks can be switched to other accounts here; says so when not
+/// (.ci/run runs as root).
 fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        eprintln!("skipping live_hostile: --run-as-user needs root");
+    }
+    root
 }
 
 #[test]
 fn another_tenants_task_reaches_nothing_of_mine() {
     if !is_root() {
-        // .ci/run runs as root; elsewhere the accounts cannot be switched.
-        eprintln!("skipping live_hostile: --run-as-user needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -127,7 +131,6 @@ echo end"#,
 #[test]
 fn a_task_without_an_account_is_refused_by_a_run_as_user_worker() {
     if !is_root() {
-        eprintln!("skipping live_hostile: --run-as-user needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -161,7 +164,6 @@ fn a_task_without_an_account_is_refused_by_a_run_as_user_worker() {
 #[test]
 fn links_in_a_run_directory_do_not_reach_the_root_worker() {
     if !is_root() {
-        eprintln!("skipping live_hostile: --run-as-user needs root");
         return;
     }
     use std::os::unix::fs::MetadataExt;
