@@ -648,13 +648,7 @@ async fn admin_requeue(State(app): State<App>, h: HeaderMap, Path(id): Path<Stri
     let who = app.who(&h).await?;
     admin(&who)?;
     let task = task_id(&id)?;
-    match app.write(Write::Requeue { task }).await? {
-        Written::Cancelled(t) => {
-            app.audit(&who, "task requeue", serde_json::json!({"task": task}));
-            json(StatusCode::OK, &t)
-        }
-        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
-    }
+    task_change(&app, &who, Write::Requeue { task }, "task requeue", task).await
 }
 
 /// The admin drains a worker: as the worker's own drain.
@@ -773,19 +767,42 @@ async fn get_task(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) 
 async fn cancel(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
     let who = app.who(&h).await?;
     let task = task_id(&id)?;
-    match app
-        .write(Write::Cancel {
-            who: who.clone(),
-            task,
-        })
-        .await?
-    {
+    let w = Write::Cancel {
+        who: who.clone(),
+        task,
+    };
+    task_change(&app, &who, w, "cancel", task).await
+}
+
+/// A task is put on hold (by its user or the admin): it does not run
+/// until released. Only a waiting or held task.
+async fn hold(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    let task = task_id(&id)?;
+    let w = Write::Hold {
+        who: who.clone(),
+        task,
+    };
+    task_change(&app, &who, w, "hold", task).await
+}
+
+/// A task on hold is released (the admin's hold by the admin only).
+async fn release(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    let task = task_id(&id)?;
+    let w = Write::Unhold {
+        who: who.clone(),
+        task,
+    };
+    task_change(&app, &who, w, "release", task).await
+}
+
+/// Applies a write that changes one task and answers with the task,
+/// recorded in the audit log as `action`.
+async fn task_change(app: &App, who: &Principal, w: Write, action: &str, task: u64) -> R {
+    match app.write(w).await? {
         Written::Cancelled(t) => {
-            app.audit(
-                &who,
-                "cancel",
-                serde_json::json!({"task": task, "state": t.state}),
-            );
+            app.audit(who, action, serde_json::json!({"task": task, "state": t.state}));
             json(StatusCode::OK, &t)
         }
         other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
@@ -1523,6 +1540,8 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/tasks", post(submit).get(list_tasks))
         .route("/v1/tasks/{id}", get(get_task))
         .route("/v1/tasks/{id}/cancel", post(cancel))
+        .route("/v1/tasks/{id}/hold", post(hold))
+        .route("/v1/tasks/{id}/release", post(release))
         .route("/v1/tasks/{id}/explain", get(explain))
         .route("/v1/tasks/{id}/output", get(output_out))
         .route("/v1/status", get(status))

@@ -55,11 +55,13 @@ use std::time::{Duration, Instant};
 
 mod admin;
 mod history;
+mod hold;
 mod output;
 mod satisfaction;
 mod schema;
 
 pub use history::{History, HistoryTask, history};
+use hold::{HoldBy, Room};
 use satisfaction::{Satisfaction, Share, ShareDelta, Staged};
 use schema::upgrade;
 pub use schema::{ADDED_COLUMNS, ADDED_TABLES, SCHEMA};
@@ -169,6 +171,17 @@ pub enum Write {
     Requeue {
         task: u64,
     },
+    /// A waiting (or held) task is put on hold: it does not run until
+    /// released ([`hold`]).
+    Hold {
+        who: Principal,
+        task: u64,
+    },
+    /// A task on hold is released.
+    Unhold {
+        who: Principal,
+        task: u64,
+    },
     Register {
         org: u32,
         slots: u32,
@@ -266,11 +279,13 @@ struct Held {
     optional: bool,
     submit_ms: i64,
     limits: Limits,
-    workflow: WorkflowRef,
+    workflow: Option<WorkflowRef>,
     /// Public ids, ascending, without repeats.
     parents: Vec<u64>,
     /// Parents not completed yet.
     pending: u32,
+    /// Who put it on hold, if anyone did.
+    hold: Option<HoldBy>,
 }
 
 #[derive(Clone, Debug)]
@@ -401,7 +416,8 @@ pub struct Broker {
     settings: Settings,
     /// Live tasks (in the core), by core id.
     tasks: HashMap<TaskId, Live_>,
-    /// Held workflow tasks, by public id.
+    /// Held tasks (workflow tasks waiting for parents, tasks on hold,
+    /// tasks past a running quota: [`hold`]), by public id.
     held: HashMap<u64, Held>,
     /// The held children of a task not ended yet (public ids; a child
     /// cancelled meanwhile may linger until the parent ends).
@@ -426,8 +442,21 @@ pub struct Broker {
     ended_order: std::collections::VecDeque<RunKey>,
     /// Submissions by (user, idempotency key), of the last [`KEYS_KEPT`].
     submit_keys: HashMap<(i64, String), Keyed>,
-    /// Quotas on queued tasks.
-    quotas: HashMap<admin::QuotaOf, u64>,
+    /// Quotas on queued and running tasks.
+    quotas: HashMap<admin::QuotaOf, admin::Limit>,
+    /// Held tasks that wait for nothing but a running quota, by user
+    /// (with its organization), public ids ascending.
+    throttled: BTreeMap<i64, (u32, BTreeSet<u64>)>,
+    /// Users and organizations whose throttled tasks may fit now: looked
+    /// at in the next round of [`Broker::settle`].
+    recheck_users: BTreeSet<i64>,
+    recheck_orgs: BTreeSet<u32>,
+    /// Live tasks being put on hold in the step being applied (their end
+    /// in the core is not their end), and by whom.
+    withdrawing: HashMap<TaskId, HoldBy>,
+    /// Tasks planned into the core in the batch being planned, for the
+    /// running quotas.
+    batch_room: Room,
     /// The local account each user's tasks run as, where the admin set one.
     run_as: HashMap<i64, String>,
     /// Users and organizations the operator removed: a request they made
@@ -549,6 +578,11 @@ impl Broker {
             ended_on: HashMap::new(),
             ended_order: std::collections::VecDeque::new(),
             quotas: HashMap::new(),
+            throttled: BTreeMap::new(),
+            recheck_users: BTreeSet::new(),
+            recheck_orgs: BTreeSet::new(),
+            withdrawing: HashMap::new(),
+            batch_room: Room::default(),
             run_as: HashMap::new(),
             removed_users: HashSet::new(),
             removed_orgs: HashSet::new(),
@@ -684,7 +718,7 @@ impl Broker {
         {
             let mut q = conn.prepare(
                 "SELECT id, user_id, org, name, command, stage_in, stage_out, submit_ms, core_id, state,
-                        priority, optional, workflow, activity, time_limit_ms, memory_bytes
+                        priority, optional, workflow, activity, time_limit_ms, memory_bytes, hold
                  FROM tasks WHERE state IN ('live', 'held')",
             )?;
             let mut rows = q.query([])?;
@@ -732,12 +766,13 @@ impl Broker {
                             optional: r.get::<_, i64>(11)? != 0,
                             submit_ms,
                             limits,
-                            workflow: WorkflowRef {
-                                workflow: WorkflowId(r.get::<_, Option<i64>>(12)?.unwrap_or(0) as u32),
-                                activity: r.get::<_, Option<i64>>(13)?.unwrap_or(0) as u32,
-                            },
+                            workflow: r.get::<_, Option<i64>>(12)?.map(|w| WorkflowRef {
+                                workflow: WorkflowId(w as u32),
+                                activity: r.get::<_, Option<i64>>(13).ok().flatten().unwrap_or(0) as u32,
+                            }),
                             parents: Vec::new(),
                             pending: 0,
+                            hold: r.get::<_, Option<String>>(16)?.as_deref().and_then(HoldBy::of),
                         },
                     );
                 }
@@ -783,7 +818,7 @@ impl Broker {
                 let h = self.held.get_mut(&child).expect("loaded above");
                 h.parents = parents;
                 h.pending = pending;
-                if pending == 0 {
+                if pending == 0 && h.hold.is_none() {
                     self.ready.insert(child);
                 }
             }
@@ -1127,8 +1162,8 @@ impl Broker {
                 start_ms: None,
                 end_ms: None,
                 command: h.command.clone(),
-                workflow: Some(h.workflow.workflow.0),
-                reason: None,
+                workflow: h.workflow.map(|w| w.workflow.0),
+                reason: self.held_reason(id),
             });
         }
         if let Some((core, d)) = self.live_task(id) {
@@ -1163,6 +1198,15 @@ impl Broker {
             .optional()
             .map_err(ApiError::internal)?
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))
+    }
+
+    /// A write's reply: task `task` as it is now.
+    fn task_written(&self, task: u64) -> Written {
+        Written::Cancelled(self.task_out(task).unwrap_or_else(|e| TaskOut {
+            id: task,
+            state: format!("unknown: {}", e.message),
+            ..TaskOut::default()
+        }))
     }
 
     /// Task `id`, if `who` may see it.
@@ -1413,6 +1457,12 @@ impl Broker {
         let policy = serde_json::json!({
             "order": cfg.order, "allocate": cfg.allocate, "control": cfg.control,
         });
+        if let Some(why) = self.held_reason(id) {
+            return Ok(serde_json::json!({
+                "task": id, "state": "held", "policy": policy, "reason": why,
+                "why": format!("it is {why}"),
+            }));
+        }
         if let Some(h) = self.held.get(&id) {
             let parents: Vec<(u64, String)> = h.parents.iter().map(|&p| (p, self.state_of(p))).collect();
             let waiting: Vec<&(u64, String)> = parents.iter().filter(|(_, s)| s != "completed").collect();
@@ -1562,7 +1612,10 @@ impl Broker {
     /// Held tasks are waiting to be released or cancelled (a commit that
     /// failed is tried again at the next batch).
     pub fn unsettled(&self) -> bool {
-        !self.ready.is_empty() || !self.doomed.is_empty()
+        !self.ready.is_empty()
+            || !self.doomed.is_empty()
+            || !self.recheck_users.is_empty()
+            || !self.recheck_orgs.is_empty()
     }
 
     /// Prepares, commits and applies a batch of writes: one step each, all
@@ -1570,8 +1623,18 @@ impl Broker {
     /// held tasks whose parents ended in it are released or cancelled
     /// ([`Broker::settle`]).
     pub fn write(&mut self, writes: Vec<Write>) -> Vec<Reply<Written>> {
-        let replies = self.write_unsettled(writes);
-        self.settle();
+        let mut replies = self.write_unsettled(writes);
+        if self.unsettled() {
+            self.settle();
+            // A task released from hold entered the queue meanwhile.
+            for r in replies.iter_mut() {
+                if let Ok(Written::Cancelled(t)) = r
+                    && t.state == "held"
+                {
+                    *r = Ok(self.task_written(t.id));
+                }
+            }
+        }
         replies
     }
 
@@ -1580,9 +1643,11 @@ impl Broker {
         let now = self.clock();
         self.batch_queued.clear();
         self.batch_keys.clear();
+        self.batch_room = Room::default();
         let plans: Vec<Reply<Plan>> = writes.into_iter().map(|w| self.plan(w)).collect();
         self.batch_queued.clear();
         self.batch_keys.clear();
+        self.batch_room = Room::default();
         self.commit(plans, now, true)
     }
 
@@ -1627,6 +1692,7 @@ impl Broker {
     /// The plans of one round of [`Broker::settle`] (none when what was
     /// pending no longer applies: its tasks ended meanwhile).
     fn plan_settle(&mut self) -> Vec<Plan> {
+        self.promote_throttled();
         let mut cancel = Vec::new();
         let mut stack: Vec<(u64, Option<String>)> = self
             .doomed
@@ -1651,13 +1717,19 @@ impl Broker {
         }
         let mut events = Vec::with_capacity(ready.len());
         let mut release = Vec::with_capacity(ready.len());
+        let mut room = Room::default();
         for id in ready {
+            let (user, org) = (self.held[&id].user, self.held[&id].org);
+            if !self.take_room(&mut room, user, org) {
+                self.throttle(id, user, org);
+                continue;
+            }
             let core = TaskId(self.take_id());
             let h = &self.held[&id];
             let mut spec = TaskSpec::new(core.0, h.user, h.org);
             spec.priority = h.priority;
             spec.optional = h.optional;
-            spec.workflow = Some(h.workflow);
+            spec.workflow = h.workflow;
             release.push((id, core, h.user));
             events.push(Event::Submit(spec));
             // Known before the commit: an end in the same step (a
@@ -1732,13 +1804,13 @@ impl Broker {
                 for (plan, actions) in stepped.iter().zip(outcomes) {
                     if let Some(actions) = actions {
                         persist(tx, plan, now_ms)?;
-                        persist_actions(tx, actions, known.public_of)?;
+                        persist_actions(tx, actions, known.public_of, plan.withdrawn())?;
                         known.plan_delta(plan, &mut delta, &mut batch);
                         known.actions_delta(actions, now_ms, &mut delta, &mut batch);
                     }
                 }
                 for actions in outcomes.iter().skip(stepped.len()).flatten() {
-                    persist_actions(tx, actions, known.public_of)?;
+                    persist_actions(tx, actions, known.public_of, None)?;
                     known.actions_delta(actions, now_ms, &mut delta, &mut batch);
                 }
                 for plan in &tables_only {
@@ -1902,13 +1974,17 @@ impl Broker {
                 let mut events = Vec::with_capacity(tasks.len());
                 let mut ids: Vec<u64> = Vec::with_capacity(tasks.len());
                 let mut parents: Vec<Vec<u64>> = Vec::with_capacity(tasks.len());
+                let mut to_core: Vec<bool> = Vec::with_capacity(tasks.len());
+                let mut room = std::mem::take(&mut self.batch_room);
                 for t in &tasks {
                     let id = self.take_id();
                     let mut ps: Vec<u64> = t.after.iter().map(|&i| ids[i as usize]).collect();
                     ps.sort_unstable();
                     ps.dedup();
                     ids.push(id);
-                    if ps.is_empty() {
+                    let now = ps.is_empty() && self.enters_now(&mut room, user, org);
+                    to_core.push(now);
+                    if now {
                         let mut spec = TaskSpec::new(id, user, org);
                         spec.priority = t.priority.unwrap_or(1);
                         spec.optional = t.optional;
@@ -1920,6 +1996,7 @@ impl Broker {
                     }
                     parents.push(ps);
                 }
+                self.batch_room = room;
                 if let Some(k) = &key {
                     // Now, not when committed: a retry in the same batch
                     // is a replay too. Forgotten again if the commit fails.
@@ -1942,11 +2019,14 @@ impl Broker {
                         tasks,
                         ids,
                         parents,
+                        to_core,
                         workflow,
                         key,
                     },
                 })
             }
+            Write::Hold { who, task } => self.plan_hold(&who, task),
+            Write::Unhold { who, task } => self.plan_unhold(&who, task),
             Write::Cancel { who, task } => {
                 if let Some(h) = self.held.get(&task) {
                     allowed(&who, h.user, task)?;
@@ -2207,12 +2287,13 @@ impl Broker {
                 tasks,
                 ids,
                 parents,
+                to_core,
                 workflow,
                 ..
             } => {
                 let held_before = self.held.len() as u64;
-                for ((t, &id), ps) in tasks.into_iter().zip(&ids).zip(parents) {
-                    if ps.is_empty() {
+                for (((t, &id), ps), now_in) in tasks.into_iter().zip(&ids).zip(parents).zip(to_core) {
+                    if now_in {
                         self.tasks.insert(
                             TaskId(id),
                             Live_ {
@@ -2251,15 +2332,20 @@ impl Broker {
                                 time_limit_ms: t.time_limit_ms,
                                 memory_bytes: t.memory_bytes,
                             },
-                            workflow: WorkflowRef {
-                                workflow: WorkflowId(workflow.as_ref().map_or(0, |w| w.0)),
+                            workflow: workflow.as_ref().map(|w| WorkflowRef {
+                                workflow: WorkflowId(w.0),
                                 activity: t.activity.unwrap_or(0),
-                            },
+                            }),
                             pending: ps.len() as u32,
+                            hold: None,
                             parents: ps,
                         },
                     );
                     self.counts.add(user, St::Held, 1);
+                    if self.held[&id].pending == 0 {
+                        // Past the running quota.
+                        self.throttle(id, user, org);
+                    }
                 }
                 if let Some(&first) = ids.first() {
                     let held = self.held.len() as u64 - held_before;
@@ -2285,6 +2371,7 @@ impl Broker {
                         continue;
                     };
                     self.ready.remove(&public);
+                    self.unthrottle(public, h.user);
                     self.core_of.insert(public, core);
                     self.public_of.insert(core, public);
                     self.counts.shift(h.user, St::Held, St::Waiting);
@@ -2314,6 +2401,7 @@ impl Broker {
             PlanKind::Withdraw { cancel, asked } => {
                 for (id, _) in &cancel {
                     if let Some(h) = self.held.remove(id) {
+                        self.unthrottle(*id, h.user);
                         self.recent.note(
                             now.millis(),
                             What::Ended {
@@ -2331,21 +2419,22 @@ impl Broker {
                 let held = &self.held;
                 self.doomed.retain(|(id, _)| held.contains_key(id));
                 match asked {
-                    Some(task) => Written::Cancelled(self.task_out(task).unwrap_or_else(|e| TaskOut {
-                        id: task,
-                        state: format!("unknown: {}", e.message),
-                        ..TaskOut::default()
-                    })),
+                    Some(task) => self.task_written(task),
                     None => Written::Settled,
                 }
             }
+            PlanKind::Hold { task, by, core } => {
+                self.apply_hold(task, by, core);
+                self.after(actions, now);
+                return self.task_written(task);
+            }
+            PlanKind::Unhold(task) => {
+                self.apply_unhold(task);
+                return self.task_written(task);
+            }
             PlanKind::Cancel(task) | PlanKind::Requeue(task) => {
                 self.after(actions, now);
-                return Written::Cancelled(self.task_out(task).unwrap_or_else(|e| TaskOut {
-                    id: task,
-                    state: format!("unknown: {}", e.message),
-                    ..TaskOut::default()
-                }));
+                return self.task_written(task);
             }
             PlanKind::Register {
                 id,
@@ -2500,6 +2589,10 @@ impl Broker {
                         }
                     }
                 }
+                Action::Ended(r) if self.withdrawing.contains_key(&r.spec.id) => {
+                    let by = self.withdrawing.remove(&r.spec.id).expect("checked");
+                    self.withdrawn(r, by);
+                }
                 Action::Ended(r) => {
                     self.recent.note(
                         now.millis(),
@@ -2531,6 +2624,7 @@ impl Broker {
         let user = r.spec.user.0;
         let from = if was_running { St::Running } else { St::Waiting };
         self.counts.shift(user, from, St::of_outcome(r.outcome));
+        self.freed(user, r.spec.org.0);
         *self.counters.ended.entry(r.outcome.name()).or_default() += 1;
         // Its held children: one parent fewer to wait for, or cancelled.
         let Some(kids) = self.children.remove(&public) else {
@@ -2540,7 +2634,7 @@ impl Broker {
             let Some(h) = self.held.get_mut(&k) else { continue };
             if r.outcome == Outcome::Completed {
                 h.pending = h.pending.saturating_sub(1);
-                if h.pending == 0 {
+                if h.pending == 0 && h.hold.is_none() {
                     self.ready.insert(k);
                 }
             } else {
@@ -2617,10 +2711,10 @@ impl Known<'_> {
     fn plan_delta(&self, plan: &Plan, d: &mut ShareDelta, batch: &mut Batch) {
         match &plan.kind {
             PlanKind::Submit {
-                user, ids, parents, ..
+                user, ids, to_core, ..
             } => {
-                for (&id, ps) in ids.iter().zip(parents) {
-                    if ps.is_empty() {
+                for (&id, &now) in ids.iter().zip(to_core) {
+                    if now {
                         d.user(*user).live += 1;
                         batch.users.insert(TaskId(id), *user);
                     }
@@ -2644,6 +2738,8 @@ impl Known<'_> {
             PlanKind::Drain { .. } => d.slots_moved = true,
             PlanKind::Cancel(_)
             | PlanKind::Requeue(_)
+            | PlanKind::Hold { .. }
+            | PlanKind::Unhold(_)
             | PlanKind::Withdraw { .. }
             | PlanKind::Report { .. }
             | PlanKind::Replayed { .. } => {}
@@ -2736,7 +2832,19 @@ impl Plan {
     /// tasks cancelled — the core never knew them). Every other plan is a
     /// step, even without events (a heartbeat), as it always was.
     fn tables_only(&self) -> bool {
-        matches!(self.kind, PlanKind::Withdraw { .. })
+        matches!(
+            self.kind,
+            PlanKind::Withdraw { .. } | PlanKind::Hold { core: None, .. } | PlanKind::Unhold(_)
+        )
+    }
+
+    /// The core id of the live task it puts on hold: the core's end of it
+    /// is not the task's end.
+    fn withdrawn(&self) -> Option<TaskId> {
+        match self.kind {
+            PlanKind::Hold { core, .. } => core,
+            _ => None,
+        }
     }
 
     /// Nothing to log: a report with nothing to say (a heartbeat) renews
@@ -2759,8 +2867,11 @@ enum PlanKind {
         org: u32,
         tasks: Vec<NewTask>,
         ids: Vec<u64>,
-        /// Each task's parents (public ids); none: it goes to the core now.
+        /// Each task's parents (public ids).
         parents: Vec<Vec<u64>>,
+        /// Whether each task goes to the core now (no parents, room under
+        /// the running quotas); if not, it is held.
+        to_core: Vec<bool>,
         workflow: Option<(u32, WorkflowSpec)>,
         key: Option<SubmitKey>,
     },
@@ -2772,6 +2883,15 @@ enum PlanKind {
     Cancel(u64),
     /// A running task the admin put back in the queue.
     Requeue(u64),
+    /// A task put on hold; `core`: its core id if it was live (the step
+    /// cancels it in the core), none if it was held already.
+    Hold {
+        task: u64,
+        by: HoldBy,
+        core: Option<TaskId>,
+    },
+    /// A task on hold released.
+    Unhold(u64),
     /// Held tasks entering the core: (public id, core id, user).
     Release(Vec<(u64, TaskId, i64)>),
     /// Held tasks cancelled (no event: the core never knew them), each
@@ -2825,6 +2945,7 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             tasks,
             ids,
             parents,
+            to_core,
             workflow,
             key,
         } => {
@@ -2860,8 +2981,7 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
             )?;
             let mut edge =
                 tx.prepare_cached("INSERT OR IGNORE INTO task_parents (child, parent) VALUES (?1, ?2)")?;
-            for ((t, id), ps) in tasks.iter().zip(ids).zip(parents) {
-                let live = ps.is_empty();
+            for (((t, id), ps), &live) in tasks.iter().zip(ids).zip(parents).zip(to_core) {
                 ins.execute(params![
                     *id as i64,
                     user,
@@ -2941,6 +3061,18 @@ fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Re
                 params![*worker as i64],
             )?;
         }
+        PlanKind::Hold { task, by, .. } => {
+            tx.execute(
+                "UPDATE tasks SET state = 'held', hold = ?2, core_id = NULL WHERE id = ?1",
+                params![*task as i64, by.name()],
+            )?;
+        }
+        PlanKind::Unhold(task) => {
+            tx.execute(
+                "UPDATE tasks SET hold = NULL WHERE id = ?1",
+                params![*task as i64],
+            )?;
+        }
         PlanKind::Cancel(_) | PlanKind::Requeue(_) => {}
     }
     Ok(())
@@ -2951,9 +3083,12 @@ fn persist_actions(
     tx: &rusqlite::Transaction,
     actions: &[Action],
     public_of: &HashMap<TaskId, u64>,
+    withdrawn: Option<TaskId>,
 ) -> rusqlite::Result<()> {
     for a in actions {
-        if let Action::Ended(r) = a {
+        if let Action::Ended(r) = a
+            && Some(r.spec.id) != withdrawn
+        {
             let public = public_of.get(&r.spec.id).copied().unwrap_or(r.spec.id.0);
             end_row(tx, public, r)?;
         }

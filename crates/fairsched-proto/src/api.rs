@@ -187,9 +187,10 @@ pub struct TaskOut {
     pub name: String,
     pub user: i64,
     pub org: u32,
-    /// `held` (a workflow task whose parents have not all completed),
-    /// `waiting`, `running`, `completed`, `failed`, `cancelled`, `killed`,
-    /// `rejected`.
+    /// `held` (a workflow task whose parents have not all completed, a
+    /// task on hold, or one over its user's running quota: `reason` says
+    /// which), `waiting`, `running`, `completed`, `failed`, `cancelled`,
+    /// `killed`, `rejected`.
     pub state: String,
     pub attempts: u32,
     pub exit_code: Option<i32>,
@@ -202,7 +203,7 @@ pub struct TaskOut {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<u32>,
     /// Why it ended without running, when the broker ended it (e.g. a
-    /// workflow task whose parent failed).
+    /// workflow task whose parent failed); why a held task is held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -329,8 +330,13 @@ pub struct RemovedReply {
 }
 
 /// `POST /v1/admin/quotas`: the most tasks a user, or all the users of an
-/// organization together, may have queued (waiting or held) at once;
-/// `null` lifts it. A submission that would pass it is refused (429).
+/// organization together, may have queued (waiting or held) at once, and
+/// in the scheduler at once (waiting or running: so at most that many
+/// run). The request sets both: an absent or `null` field sets no limit of
+/// its kind, and with both absent the quota is lifted. A submission that
+/// would pass `max_queued` is refused (429); tasks past `max_running` wait
+/// held (their `reason` says so) and enter the scheduler, oldest first, as
+/// the user's others end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuotaRequest {
@@ -338,7 +344,10 @@ pub struct QuotaRequest {
     pub user: Option<String>,
     #[serde(default)]
     pub org: Option<String>,
+    #[serde(default)]
     pub max_queued: Option<u64>,
+    #[serde(default)]
+    pub max_running: Option<u64>,
 }
 
 /// One quota in force (`GET /v1/admin/quotas`).
@@ -348,7 +357,10 @@ pub struct Quota {
     pub user: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org: Option<String>,
-    pub max_queued: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_queued: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_running: Option<u64>,
 }
 
 /// `GET /v1/admin/quotas`.

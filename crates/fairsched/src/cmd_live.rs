@@ -540,16 +540,32 @@ pub enum AdminLive {
     /// Workers, by id (the dashboard and `/metrics` show them): drain or evict one.
     #[command(subcommand)]
     Worker(WorkerCmd),
-    /// Quotas on the tasks a user, or an organization's users together, may have queued.
+    /// Quotas on the tasks a user, or an organization's users together, may have queued and
+    /// running.
     #[command(subcommand)]
     Quota(QuotaCmd),
-    /// Any user's tasks: put a running one back in the queue.
+    /// Any user's tasks: put a running one back in the queue, hold or release one.
     #[command(subcommand)]
     Task(AdminTaskCmd),
 }
 
 #[derive(clap::Subcommand)]
 pub enum AdminTaskCmd {
+    /// Put a waiting task on hold: it does not run until the admin releases it (its user
+    /// cannot).
+    Hold {
+        #[command(flatten)]
+        conn: Conn,
+        /// The task's id.
+        id: u64,
+    },
+    /// Release a task on hold (the admin's hold or its user's).
+    Release {
+        #[command(flatten)]
+        conn: Conn,
+        /// The task's id.
+        id: u64,
+    },
     /// Stop a running task's run and put it back in the queue: a new attempt runs it later
     /// (its worker kills the run).
     Requeue {
@@ -604,9 +620,10 @@ pub enum WorkerCmd {
 
 #[derive(clap::Subcommand)]
 pub enum QuotaCmd {
-    /// Set (or with `--max-queued none`, lift) the most tasks a user, or all users of an
-    /// organization together, may have queued (waiting or held); a submission that would pass
-    /// it is refused, naming the quota.
+    /// Set (or with `none`, lift) the most tasks a user, or all users of an organization
+    /// together, may have queued (`--max-queued`: waiting or held; a submission that would pass
+    /// it is refused, naming the quota) and running (`--max-running`: tasks past it wait held,
+    /// and run as the others end). A limit not given stays as it was.
     Set {
         #[command(flatten)]
         conn: Conn,
@@ -617,8 +634,11 @@ pub enum QuotaCmd {
         #[arg(long)]
         org: Option<String>,
         /// A number, or `none`.
+        #[arg(long, value_name = "N|none", required_unless_present = "max_running")]
+        max_queued: Option<String>,
+        /// A number, or `none`.
         #[arg(long, value_name = "N|none")]
-        max_queued: String,
+        max_running: Option<String>,
     },
     /// The quotas in force.
     List {
@@ -822,10 +842,14 @@ fn terminal_width() -> usize {
         .unwrap_or(120)
 }
 
-pub fn cancel_cmd(a: TaskArgs) -> anyhow::Result<()> {
+/// `cancel`, `hold` or `release` (`action`) of a task of the user's.
+pub fn task_cmd(a: TaskArgs, action: &str) -> anyhow::Result<()> {
     let client = Client::new(&a.conn.conn(), Role::User)?;
-    let t: TaskOut = client.call("POST", &format!("/v1/tasks/{}/cancel", a.id), None::<&()>)?;
-    sayln!("{} {}", t.id, t.state);
+    let t: TaskOut = client.call("POST", &format!("/v1/tasks/{}/{action}", a.id), None::<&()>)?;
+    match &t.reason {
+        Some(why) if t.state == "held" => sayln!("{} held: {why}", t.id),
+        _ => sayln!("{} {}", t.id, t.state),
+    }
     Ok(())
 }
 
@@ -979,25 +1003,46 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             user,
             org,
             max_queued,
+            max_running,
         }) => {
-            let max_queued = match max_queued.as_str() {
-                "none" => None,
-                n => Some(
-                    n.parse::<u64>()
-                        .map_err(|_| usage(format!("--max-queued {n}: a number, or `none`")))?,
-                ),
+            let limit = |flag: &str, v: &str| match v {
+                "none" => Ok(None),
+                n => n
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| usage(format!("{flag} {n}: a number, or `none`"))),
             };
-            let r: QuotasReply = admin_call(
-                &conn,
+            let client = Client::new(&conn.conn(), Role::Admin)?;
+            // A limit not given keeps its value: the request sets both.
+            let now: QuotasReply = client.call("GET", "/v1/admin/quotas", None::<&()>)?;
+            let old = now.quotas.into_iter().find(|q| q.user == user && q.org == org);
+            let max_queued = match max_queued {
+                Some(v) => limit("--max-queued", &v)?,
+                None => old.as_ref().and_then(|q| q.max_queued),
+            };
+            let max_running = match max_running {
+                Some(v) => limit("--max-running", &v)?,
+                None => old.as_ref().and_then(|q| q.max_running),
+            };
+            let r: QuotasReply = client.call(
                 "POST",
                 "/v1/admin/quotas",
                 Some(&QuotaRequest {
                     user,
                     org,
                     max_queued,
+                    max_running,
                 }),
             )?;
             print_quotas(&r)?;
+        }
+        AdminLive::Task(AdminTaskCmd::Hold { conn, id }) => {
+            let t: TaskOut = admin_call(&conn, "POST", &format!("/v1/tasks/{id}/hold"), None::<&()>)?;
+            sayln!("{} {}", t.id, t.state);
+        }
+        AdminLive::Task(AdminTaskCmd::Release { conn, id }) => {
+            let t: TaskOut = admin_call(&conn, "POST", &format!("/v1/tasks/{id}/release"), None::<&()>)?;
+            sayln!("{} {}", t.id, t.state);
         }
         AdminLive::Task(AdminTaskCmd::Requeue { conn, id }) => {
             let t: TaskOut = admin_call(
@@ -1031,11 +1076,16 @@ fn print_quotas(r: &QuotasReply) -> anyhow::Result<()> {
         sayln!("no quotas");
     }
     for q in &r.quotas {
-        match (&q.user, &q.org) {
-            (Some(u), _) => sayln!("user {u}: at most {} queued", q.max_queued),
-            (_, Some(o)) => sayln!("organization {o}: at most {} queued", q.max_queued),
-            _ => {}
-        }
+        let whose = match (&q.user, &q.org) {
+            (Some(u), _) => format!("user {u}"),
+            (_, Some(o)) => format!("organization {o}"),
+            _ => continue,
+        };
+        let limits: Vec<String> = [(q.max_queued, "queued"), (q.max_running, "running")]
+            .into_iter()
+            .filter_map(|(n, what)| n.map(|n| format!("at most {n} {what}")))
+            .collect();
+        sayln!("{whose}: {}", limits.join(", "));
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ enum Command {
     Experiment(cmd_experiment::ExperimentCommand),
     /// Set up and run the live service: `admin init` (the database), then, through the running
     /// broker, `admin org|user|worker-token …`; operate it: `admin quota`, `admin token revoke`,
-    /// `admin user rotate|remove|run-as`, `admin worker drain|evict`, `admin task requeue`;
+    /// `admin user rotate|remove|run-as`, `admin worker drain|evict`, `admin task requeue|hold|release`;
     /// keep its database: `admin backup`, `admin compact`.
     #[command(subcommand)]
     Admin(cmd_admin::AdminCommand),
@@ -64,6 +64,10 @@ enum Command {
     Status(cmd_live::StatusArgs),
     /// Cancel a task of yours (a running one is killed on its worker).
     Cancel(cmd_live::TaskArgs),
+    /// Put a waiting task of yours on hold: it does not run until you release it.
+    Hold(cmd_live::TaskArgs),
+    /// Release a task of yours from hold (a hold the admin put, only the admin releases).
+    Release(cmd_live::TaskArgs),
     /// Why a task is not running yet: its place in the queue and the state behind it.
     Explain(cmd_live::ExplainArgs),
     /// A task's output: the end of its stdout (or stderr) as its worker sent it, once its run
@@ -153,7 +157,9 @@ fn main() -> ExitCode {
         Command::Worker(o) => cmd_live::worker_cmd(o),
         Command::Submit(a) => cmd_live::submit_cmd(a),
         Command::Status(a) => cmd_live::status_cmd(a),
-        Command::Cancel(a) => cmd_live::cancel_cmd(a),
+        Command::Cancel(a) => cmd_live::task_cmd(a, "cancel"),
+        Command::Hold(a) => cmd_live::task_cmd(a, "hold"),
+        Command::Release(a) => cmd_live::task_cmd(a, "release"),
         Command::Explain(a) => cmd_live::explain_cmd(a),
         Command::Output(a) => cmd_live::output_cmd(a),
         Command::Optional(a) => cmd_optional::optional_cmd(a),

@@ -1,5 +1,6 @@
 //! An operator's controls over a running broker: revoking and rotating
-//! tokens, removing users and organizations, quotas on queued tasks. Token
+//! tokens, removing users and organizations, quotas on queued and running
+//! tasks (the running ones are enforced in [`super::hold`]). Token
 //! changes are in the identity tables (not steps of the log: they decide
 //! nothing the core sees); what they imply for tasks and workers
 //! (cancelling a removed user's tasks, evicting an organization's workers)
@@ -29,20 +30,37 @@ impl QuotaOf {
     }
 }
 
+/// A quota: the most tasks queued (waiting or held), and in the scheduler
+/// (waiting or running); `None`: no limit of that kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Limit {
+    pub queued: Option<u64>,
+    pub running: Option<u64>,
+}
+
 /// The quotas in force, read when the broker opens.
-pub(crate) fn load_quotas(conn: &rusqlite::Connection) -> rusqlite::Result<HashMap<QuotaOf, u64>> {
-    let mut q = conn.prepare("SELECT kind, id, max_queued FROM quotas")?;
+pub(crate) fn load_quotas(conn: &rusqlite::Connection) -> rusqlite::Result<HashMap<QuotaOf, Limit>> {
+    let mut q = conn.prepare("SELECT kind, id, max_queued, max_running FROM quotas")?;
     let rows = q.query_map([], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, Option<i64>>(3)?,
+        ))
     })?;
     let mut out = HashMap::new();
     for row in rows {
-        let (kind, id, max) = row?;
+        let (kind, id, queued, running) = row?;
         let of = match kind.as_str() {
             "user" => QuotaOf::User(id),
             _ => QuotaOf::Org(id as u32),
         };
-        out.insert(of, max.max(0) as u64);
+        let limit = Limit {
+            queued: (queued >= 0).then_some(queued as u64),
+            running: running.map(|r| r.max(0) as u64),
+        };
+        out.insert(of, limit);
     }
     Ok(out)
 }
@@ -223,22 +241,32 @@ impl Broker {
             _ => return Err(ApiError::bad("request body: give `user` or `org`, one of them")),
         };
         let (kind, id) = of.kind();
+        let limit = Limit {
+            queued: req.max_queued,
+            running: req.max_running,
+        };
         let conn = self.live.store().conn();
-        let done = match req.max_queued {
-            Some(max) => conn.execute(
-                "INSERT OR REPLACE INTO quotas (kind, id, max_queued) VALUES (?1, ?2, ?3)",
-                params![kind, id, i64::try_from(max).unwrap_or(i64::MAX)],
-            ),
-            None => conn.execute(
-                "DELETE FROM quotas WHERE kind = ?1 AND id = ?2",
-                params![kind, id],
-            ),
-        };
+        let as_sql = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let done =
+            if limit == Limit::default() {
+                conn.execute(
+                    "DELETE FROM quotas WHERE kind = ?1 AND id = ?2",
+                    params![kind, id],
+                )
+            } else {
+                conn.execute(
+                "INSERT OR REPLACE INTO quotas (kind, id, max_queued, max_running) VALUES (?1, ?2, ?3, ?4)",
+                params![kind, id, limit.queued.map_or(-1, as_sql), limit.running.map(as_sql)],
+            )
+            };
         done.map_err(ApiError::internal)?;
-        match req.max_queued {
-            Some(max) => self.quotas.insert(of, max),
-            None => self.quotas.remove(&of),
-        };
+        if limit == Limit::default() {
+            self.quotas.remove(&of);
+        } else {
+            self.quotas.insert(of, limit);
+        }
+        // Tasks held for a running quota may fit now.
+        self.recheck_quota(of);
         Ok(self.quotas())
     }
 
@@ -248,21 +276,31 @@ impl Broker {
         let mut quotas: Vec<Quota> = self
             .quotas
             .iter()
-            .map(|(&of, &max_queued)| match of {
+            .map(|(&of, l)| match of {
                 QuotaOf::User(u) => Quota {
                     user: Some(users.get(&u).cloned().unwrap_or_else(|| u.to_string())),
                     org: None,
-                    max_queued,
+                    max_queued: l.queued,
+                    max_running: l.running,
                 },
                 QuotaOf::Org(o) => Quota {
                     user: None,
                     org: Some(orgs.get(&o).cloned().unwrap_or_else(|| o.to_string())),
-                    max_queued,
+                    max_queued: l.queued,
+                    max_running: l.running,
                 },
             })
             .collect();
         quotas.sort_by(|a, b| (a.org.is_some(), &a.user, &a.org).cmp(&(b.org.is_some(), &b.user, &b.org)));
         QuotasReply { quotas }
+    }
+
+    /// The users of organization `org`.
+    pub(crate) fn members(&self, org: u32) -> Reply<Vec<i64>> {
+        let conn = self.live.store().conn();
+        conn.prepare_cached("SELECT id FROM users WHERE org = ?1")
+            .and_then(|mut q| q.query_map([org], |r| r.get(0))?.collect())
+            .map_err(ApiError::internal)
     }
 
     /// Tasks a user has queued (waiting or held).
@@ -277,7 +315,7 @@ impl Broker {
     /// `batch` counts those planned in this batch and not applied yet.
     pub(crate) fn check_quota(&self, user: i64, org: u32, n: u64, batch: &HashMap<i64, u64>) -> Reply<()> {
         let pending = |u: i64| self.queued(u) + batch.get(&u).copied().unwrap_or(0);
-        if let Some(&max) = self.quotas.get(&QuotaOf::User(user)) {
+        if let Some(max) = self.quotas.get(&QuotaOf::User(user)).and_then(|l| l.queued) {
             let has = pending(user);
             if has + n > max {
                 return Err(ApiError::new(
@@ -288,13 +326,8 @@ impl Broker {
                 ));
             }
         }
-        if let Some(&max) = self.quotas.get(&QuotaOf::Org(org)) {
-            let conn = self.live.store().conn();
-            let members: Vec<i64> = conn
-                .prepare_cached("SELECT id FROM users WHERE org = ?1")
-                .and_then(|mut q| q.query_map([org], |r| r.get(0))?.collect())
-                .map_err(ApiError::internal)?;
-            let has: u64 = members.into_iter().map(pending).sum();
+        if let Some(max) = self.quotas.get(&QuotaOf::Org(org)).and_then(|l| l.queued) {
+            let has: u64 = self.members(org)?.into_iter().map(pending).sum();
             if has + n > max {
                 return Err(ApiError::new(
                     429,

@@ -1,8 +1,6 @@
 //! The service's tables (beside the log's and the identities'), and how a
 //! database made by an older fairsched is brought up to them.
 
-use std::collections::HashSet;
-
 /// Tables added since schema 2 was first written (idempotent).
 macro_rules! added_tables {
     () => {
@@ -27,7 +25,7 @@ macro_rules! added_tables {
         PRIMARY KEY (task, attempt)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS quotas (
         kind TEXT NOT NULL, id INTEGER NOT NULL, max_queued INTEGER NOT NULL,
-        PRIMARY KEY (kind, id)) WITHOUT ROWID;
+        max_running INTEGER, PRIMARY KEY (kind, id)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS removed (
         kind TEXT NOT NULL, id INTEGER NOT NULL, at_ms INTEGER NOT NULL,
         PRIMARY KEY (kind, id)) WITHOUT ROWID;
@@ -67,7 +65,7 @@ pub const SCHEMA: &str = concat!(
 pub const ADDED_TABLES: &str = added_tables!();
 
 /// Columns of `tasks` added since schema 2 was first written.
-pub const ADDED_COLUMNS: [(&str, &str); 7] = [
+pub const ADDED_COLUMNS: [(&str, &str); 8] = [
     ("optional", "INTEGER NOT NULL DEFAULT 0"),
     ("core_id", "INTEGER"),
     ("workflow", "INTEGER"),
@@ -75,30 +73,38 @@ pub const ADDED_COLUMNS: [(&str, &str); 7] = [
     ("reason", "TEXT"),
     ("time_limit_ms", "INTEGER"),
     ("memory_bytes", "INTEGER"),
+    // Who put a held task on hold (`user`, `admin`), if anyone did.
+    ("hold", "TEXT"),
 ];
 
 /// Brings a database created by an older fairsched up to [`SCHEMA`]
 /// (additive only: nothing is dropped or rewritten).
 pub(super) fn upgrade(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    let mut have = HashSet::new();
-    {
-        let mut q = conn.prepare("PRAGMA table_info(tasks)")?;
-        for name in q.query_map([], |r| r.get::<_, String>(1))? {
-            have.insert(name?);
-        }
-    }
     for (col, ty) in ADDED_COLUMNS {
-        if !have.contains(col) {
+        if !has_column(conn, "tasks", col)? {
             conn.execute_batch(&format!("ALTER TABLE tasks ADD COLUMN {col} {ty}"))?;
         }
     }
     // The local account a user's tasks run as (workers with --run-as-user).
-    let has_run_as = conn
-        .prepare("PRAGMA table_info(users)")?
-        .query_map([], |r| r.get::<_, String>(1))?
-        .any(|c| c.is_ok_and(|c| c == "run_as"));
-    if !has_run_as {
+    if !has_column(conn, "users", "run_as")? {
         conn.execute_batch("ALTER TABLE users ADD COLUMN run_as TEXT")?;
     }
-    conn.execute_batch(ADDED_TABLES)
+    conn.execute_batch(ADDED_TABLES)?;
+    // Quotas on tasks in the scheduler (`max_queued` is -1 where a quota
+    // sets only this one).
+    if !has_column(conn, "quotas", "max_running")? {
+        conn.execute_batch("ALTER TABLE quotas ADD COLUMN max_running INTEGER")?;
+    }
+    Ok(())
+}
+
+fn has_column(conn: &rusqlite::Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut q = conn.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = q.query_map([], |r| r.get::<_, String>(1))?;
+    for name in names {
+        if name? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

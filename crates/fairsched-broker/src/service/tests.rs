@@ -1037,3 +1037,214 @@ fn ids_are_never_given_twice_across_restarts() {
     };
     assert!(ids[0] > d, "{ids:?} after {tb}, {tc}, {d}");
 }
+
+fn hold(b: &mut Broker, who: Principal, task: u64) -> Reply<Written> {
+    b.write(vec![Write::Hold { who, task }]).pop().unwrap()
+}
+
+fn unhold(b: &mut Broker, who: Principal, task: u64) -> Reply<Written> {
+    b.write(vec![Write::Unhold { who, task }]).pop().unwrap()
+}
+
+fn alice(f: &Fixture) -> Principal {
+    Principal::User {
+        id: f.user,
+        name: "alice".into(),
+        org: f.org,
+    }
+}
+
+fn tasks_of(r: &PollReply) -> Vec<u64> {
+    r.assign.iter().map(|a| a.task).collect()
+}
+
+/// A waiting task put on hold leaves the queue until released, across
+/// a restart; a running one is refused; a workflow task on hold stays
+/// held when its parents complete (issue 27, "hold, release").
+#[test]
+fn a_task_on_hold_waits_until_released_even_across_a_restart() {
+    let f = fixture("fifo", None);
+    let mut b = open(&f);
+    let worker = register(&mut b, &f, 1);
+    let ids = submit_n(&mut b, f.user, f.org, 3, "true");
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[0]]);
+    let e = hold(&mut b, alice(&f), ids[0]).unwrap_err();
+    assert_eq!(e.status, 409, "{e:?}");
+    assert!(e.message.contains("is running"), "{e:?}");
+    let Written::Cancelled(t) = hold(&mut b, alice(&f), ids[1]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(t.state, "held");
+    assert!(
+        t.reason.as_deref().unwrap().contains("on hold (by its user)"),
+        "{t:?}"
+    );
+    let e = hold(&mut b, alice(&f), ids[1]).unwrap_err();
+    assert_eq!(e.status, 409, "already on hold: {e:?}");
+    check_counts(&b);
+    // Its end in the core is not its end.
+    let row: (String, Option<String>) = b
+        .live()
+        .store()
+        .conn()
+        .query_row(
+            "SELECT state, hold FROM tasks WHERE id = ?1",
+            [ids[1] as i64],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(row, ("held".to_string(), Some("user".to_string())));
+    report(&mut b, &f, worker, exit(ids[0], 0));
+    assert_eq!(
+        tasks_of(&b.poll(worker, f.org).unwrap()),
+        vec![ids[2]],
+        "the held one is skipped"
+    );
+    drop(b);
+    let mut b = open(&f);
+    assert_eq!(state(&b, ids[1]).state, "held", "still on hold after a restart");
+    check_counts(&b);
+    // After a restart, what runs is handed again.
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[2]]);
+    let Written::Cancelled(t) = unhold(&mut b, alice(&f), ids[1]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(t.state, "waiting", "{t:?}");
+    let e = unhold(&mut b, alice(&f), ids[1]).unwrap_err();
+    assert_eq!(e.status, 409, "not on hold any more: {e:?}");
+    report(&mut b, &f, worker, exit(ids[2], 0));
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[1]]);
+    report(&mut b, &f, worker, exit(ids[1], 0));
+    assert_eq!(state(&b, ids[1]).state, "completed");
+    check_counts(&b);
+
+    // A workflow task waiting for its parents, put on hold: their end
+    // does not release it; its release does.
+    let [a, b1, c, d] = diamond(&mut b, &f);
+    hold(&mut b, alice(&f), d).unwrap();
+    for t in [a, b1, c] {
+        let mut ran = false;
+        for _ in 0..3 {
+            if tasks_of(&b.poll(worker, f.org).unwrap()).contains(&t) {
+                ran = true;
+                break;
+            }
+        }
+        assert!(ran, "task {t} runs");
+        report(&mut b, &f, worker, exit(t, 0));
+    }
+    assert_eq!(state(&b, d).state, "held");
+    assert!(tasks_of(&b.poll(worker, f.org).unwrap()).is_empty());
+    unhold(&mut b, Principal::Admin, d).unwrap();
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![d]);
+    check_counts(&b);
+}
+
+/// The admin's hold is the admin's to release; another user may neither
+/// hold nor release a task.
+#[test]
+fn only_the_admin_releases_the_admins_hold() {
+    let f = fixture("fifo", None);
+    let mut b = open(&f);
+    let bob = b.add_user("bob", "physics").unwrap();
+    let bob = Principal::User {
+        id: bob.id,
+        name: "bob".into(),
+        org: f.org,
+    };
+    let ids = submit_n(&mut b, f.user, f.org, 1, "true");
+    assert_eq!(hold(&mut b, bob.clone(), ids[0]).unwrap_err().status, 403);
+    hold(&mut b, Principal::Admin, ids[0]).unwrap();
+    let e = unhold(&mut b, alice(&f), ids[0]).unwrap_err();
+    assert_eq!(e.status, 403, "{e:?}");
+    assert!(e.message.contains("only the admin"), "{e:?}");
+    assert_eq!(unhold(&mut b, bob, ids[0]).unwrap_err().status, 403);
+    let t = state(&b, ids[0]);
+    assert!(
+        t.reason.as_deref().unwrap().contains("admin task release"),
+        "{t:?}"
+    );
+    unhold(&mut b, Principal::Admin, ids[0]).unwrap();
+    assert_eq!(state(&b, ids[0]).state, "waiting");
+    // Cancelling a task on hold ends it.
+    hold(&mut b, alice(&f), ids[0]).unwrap();
+    one(
+        &mut b,
+        Write::Cancel {
+            who: alice(&f),
+            task: ids[0],
+        },
+    );
+    assert_eq!(state(&b, ids[0]).state, "cancelled");
+    check_counts(&b);
+}
+
+fn quota(b: &mut Broker, user: Option<&str>, org: Option<&str>, max_running: Option<u64>) {
+    b.set_quota(&QuotaRequest {
+        user: user.map(Into::into),
+        org: org.map(Into::into),
+        max_queued: None,
+        max_running,
+    })
+    .unwrap();
+    // As the broker's loop does when `unsettled`.
+    b.write(Vec::new());
+}
+
+/// Running quotas: at most `max_running` of a user's (an organization's)
+/// tasks are in the scheduler, so at most that many run; the others wait
+/// held, say why, and enter oldest first as others end, across a restart;
+/// lifting the quota lets them all in (issue 27, "quotas on running
+/// tasks").
+#[test]
+fn a_running_quota_holds_the_tasks_past_it_until_others_end() {
+    let f = fixture("fifo", None);
+    let mut b = open(&f);
+    let worker = register(&mut b, &f, 8);
+    quota(&mut b, Some("alice"), None, Some(2));
+    let ids = submit_n(&mut b, f.user, f.org, 5, "true");
+    let states: Vec<String> = ids.iter().map(|&i| state(&b, i).state).collect();
+    assert_eq!(states, ["running", "running", "held", "held", "held"]);
+    let t = state(&b, ids[2]);
+    assert!(
+        t.reason
+            .as_deref()
+            .unwrap()
+            .contains("at most 2 tasks of its user"),
+        "{t:?}"
+    );
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[0], ids[1]]);
+    check_counts(&b);
+    // One ends: the oldest held one enters, and only it.
+    report(&mut b, &f, worker, exit(ids[0], 0));
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[2]]);
+    assert_eq!(state(&b, ids[3]).state, "held");
+    check_counts(&b);
+    // A restart keeps who is in and who waits.
+    drop(b);
+    let mut b = open(&f);
+    check_counts(&b);
+    let running = |b: &Broker| ids.iter().filter(|&&i| state(b, i).state == "running").count();
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[1], ids[2]]);
+    assert_eq!(running(&b), 2);
+    assert_eq!(state(&b, ids[3]).state, "held");
+    report(&mut b, &f, worker, exit(ids[1], 0));
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[3]]);
+    // A new task queues behind the held ones.
+    let late = submit_n(&mut b, f.user, f.org, 1, "true")[0];
+    assert_eq!(state(&b, late).state, "held");
+    // The organization's quota binds the users together.
+    let bob = b.add_user("bob", "physics").unwrap().id;
+    quota(&mut b, None, Some("physics"), Some(3));
+    let bobs = submit_n(&mut b, bob, f.org, 2, "true");
+    assert_eq!(state(&b, bobs[0]).state, "running", "alice 2 + bob 1 = 3");
+    assert_eq!(state(&b, bobs[1]).state, "held");
+    check_counts(&b);
+    // Lifted: everything enters.
+    quota(&mut b, Some("alice"), None, None);
+    quota(&mut b, None, Some("physics"), None);
+    for &i in ids.iter().chain([&late]).chain(&bobs) {
+        assert_ne!(state(&b, i).state, "held", "task {i}");
+    }
+    check_counts(&b);
+}

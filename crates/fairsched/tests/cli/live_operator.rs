@@ -408,3 +408,72 @@ fn the_admin_requeues_a_running_task() {
     let other = api.get_ok(&format!("/v1/tasks/{}", ids[1]), &s.alice);
     assert_eq!(other["state"], "waiting");
 }
+
+/// `hold`/`release` (the user's and `admin task hold|release`) and
+/// `admin quota set --max-running` with a real worker: a task on hold
+/// does not run until released; past the running quota tasks wait held
+/// and run one after another (issue 27, item 4).
+#[test]
+fn held_tasks_and_running_quotas_with_a_real_worker() {
+    let s = setup();
+    let api = s.broker.api();
+    let admin = s.broker.admin.clone();
+    let log = s.broker.dir.join("ran.log");
+    ok(&cli(
+        &s,
+        &admin,
+        &["admin", "quota", "set", "--user", "alice", "--max-running", "1"],
+    ));
+    ok(&cli(
+        &s,
+        &admin,
+        &["admin", "quota", "set", "--user", "alice", "--max-queued", "10"],
+    ));
+    assert_eq!(
+        ok(&cli(&s, &admin, &["admin", "quota", "list"])),
+        "user alice: at most 10 queued, at most 1 running\n",
+        "a limit not given keeps its value"
+    );
+    let cmd = |name: &str| format!("echo {name} >> {}; sleep 0.3", log.display());
+    let ids = api.submit(&s.alice, &[cmd("a"), cmd("b"), cmd("c")]);
+    let id = |i: usize| ids[i].to_string();
+    // b is past the quota: held, and says why; alice puts c on hold, the
+    // admin b.
+    let said = ok(&cli(&s, &s.alice, &["hold", &id(2)]));
+    assert!(said.contains("held: on hold (by its user)"), "{said}");
+    ok(&cli(&s, &admin, &["admin", "task", "hold", &id(1)]));
+    refused(
+        &cli(&s, &s.alice, &["release", &id(1)]),
+        "only the admin releases it",
+    );
+    refused(&cli(&s, &s.bob, &["hold", &id(0)]), "belongs to another user");
+    let wd = s.broker.dir.join("wd");
+    let _w = s.broker.worker("w", &s.worker, 4, &wd, "process");
+    let state = |i: usize| api.get_ok(&format!("/v1/tasks/{}", ids[i]), &s.alice)["state"].clone();
+    crate::common::wait_for("a completes", std::time::Duration::from_secs(20), || {
+        (state(0) == "completed").then_some(())
+    });
+    assert_eq!((state(1), state(2)), (json!("held"), json!("held")));
+    ok(&cli(&s, &s.alice, &["release", &id(2)]));
+    ok(&cli(&s, &admin, &["admin", "task", "release", &id(1)]));
+    crate::common::wait_for("b and c complete", std::time::Duration::from_secs(20), || {
+        (state(1) == "completed" && state(2) == "completed").then_some(())
+    });
+    // One at a time: the quota.
+    let ran = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(ran.lines().count(), 3, "{ran}");
+    let runs: Vec<(i64, i64)> = ids
+        .iter()
+        .map(|i| {
+            let t = api.get_ok(&format!("/v1/tasks/{i}"), &s.alice);
+            (t["start_ms"].as_i64().unwrap(), t["end_ms"].as_i64().unwrap())
+        })
+        .collect();
+    for w in runs.windows(2).chain([[runs[0], runs[2]].as_slice()]) {
+        let (a, b) = (w[0], w[1]);
+        assert!(
+            a.1 <= b.0 || b.1 <= a.0,
+            "runs overlap under a running quota of 1: {runs:?}"
+        );
+    }
+}
