@@ -39,8 +39,8 @@ TARGET=${CARGO_TARGET_DIR:-target}
 LOAD=$TARGET/release/examples/broker_anonymous
 
 if [ -z "${FAIRSCHED_BIN:-}" ]; then
-    echo "building: cargo build --release -p fairsched --bin fairsched --example broker_anonymous" >&2
-    cargo build --release -p fairsched --bin fairsched --example broker_anonymous >&2
+    echo "building: cargo build --release -p fairsched --bin fairsched --bin fairsched-task-guard --example broker_anonymous" >&2
+    cargo build --release -p fairsched --bin fairsched --bin fairsched-task-guard --example broker_anonymous >&2
 else
     echo "measuring $BIN (FAIRSCHED_BIN); building the load generator only" >&2
     cargo build --release -p fairsched --example broker_anonymous >&2

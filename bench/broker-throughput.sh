@@ -40,8 +40,8 @@ RUNS=${RUNS:-3}
 TARGET_TPS=5000
 LOAD=target/release/examples/broker_load
 
-echo "building: cargo build --release -p fairsched --bin fairsched --example broker_load" >&2
-cargo build --release -p fairsched --bin fairsched --example broker_load >&2
+echo "building: cargo build --release -p fairsched --bin fairsched --bin fairsched-task-guard --example broker_load" >&2
+cargo build --release -p fairsched --bin fairsched --bin fairsched-task-guard --example broker_load >&2
 [ -x "$BIN" ] || die "$BIN was not built"
 [ -x "$LOAD" ] || die "$LOAD was not built"
 command -v curl > /dev/null || die "curl is missing (used to read /metrics)"

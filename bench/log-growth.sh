@@ -47,8 +47,8 @@ LEASE=${LEASE:-1s}
 LOAD=${CARGO_TARGET_DIR:-target}/release/examples/broker_load
 
 if [ -z "${FAIRSCHED_BIN:-}" ]; then
-    echo "building: cargo build --release -p fairsched --bin fairsched --example broker_load" >&2
-    cargo build --release -p fairsched --bin fairsched --example broker_load >&2
+    echo "building: cargo build --release -p fairsched --bin fairsched --bin fairsched-task-guard --example broker_load" >&2
+    cargo build --release -p fairsched --bin fairsched --bin fairsched-task-guard --example broker_load >&2
 else
     echo "measuring $BIN (FAIRSCHED_BIN), not this checkout's build" >&2
     echo "building the load generator: cargo build --release -p fairsched --example broker_load" >&2

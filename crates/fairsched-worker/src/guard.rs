@@ -77,10 +77,23 @@ pub fn guard_hook() {
     std::process::exit(code)
 }
 
-/// The program to start as a guard, if this executable can be one.
+/// The name of the guard's own small executable, looked for beside the
+/// worker's ([`program`]).
+pub const GUARD_PROGRAM: &str = "fairsched-task-guard";
+
+/// The program to start as a guard: [`GUARD_PROGRAM`] beside this
+/// executable (it starts several times faster than a large program), else
+/// this executable if it can be one.
 pub(crate) fn program() -> Option<PathBuf> {
     if !HOOKED.load(Ordering::Relaxed) {
         return None;
+    }
+    if let Some(small) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join(GUARD_PROGRAM)))
+        .filter(|p| is_executable(p))
+    {
+        return Some(small);
     }
     // This very executable, even if its file was replaced or removed since.
     let proc_exe = PathBuf::from("/proc/self/exe");
@@ -426,4 +439,10 @@ fn pass(end: End) -> i32 {
             128 + sig as i32
         }
     }
+}
+
+/// A regular file with an execute bit.
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -81,7 +81,7 @@ fn guarded(dir: &Path) -> ExecConfig {
         executor: ExecutorKind::Process,
         workdir: dir.to_path_buf(),
         grace: Duration::from_millis(500),
-        guard: Some(env!("CARGO_BIN_EXE_fairsched").into()),
+        guard: Some(env!("CARGO_BIN_EXE_fairsched-task-guard").into()),
         lease_file: None,
         run_as_user: false,
     }
@@ -241,6 +241,18 @@ fn a_stopped_worker_s_run_dies_before_its_lease_runs_out() {
         &["echo $$ > pid.tmp && mv pid.tmp pid; sleep 2; echo done > marker".into()],
     )[0];
     let sh = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
+    // Its guard is the small program beside `fairsched`, not `fairsched`.
+    let stat = std::fs::read_to_string(format!("/proc/{sh}/stat")).unwrap();
+    let guard = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let exe = std::fs::read_link(format!("/proc/{guard}/exe")).unwrap();
+    assert!(exe.ends_with("fairsched-task-guard"), "{exe:?}");
     let worker_pid = Pid::from_raw(worker.pid() as i32);
     kill(worker_pid, Signal::SIGSTOP).unwrap();
     let stopped = Instant::now();
