@@ -227,7 +227,7 @@ impl App {
         Ok(p)
     }
 
-    /// One line of the audit log: when, who, what.
+    /// One line of the audit log: when, who (from which address), what.
     fn audit(&self, who: &Principal, action: &str, detail: serde_json::Value) {
         let Some(file) = &self.audit else { return };
         let who = match who {
@@ -238,9 +238,11 @@ impl App {
             Principal::Worker { org } => serde_json::json!({"worker_token_of_org_id": org}),
             Principal::Session { org, worker } => serde_json::json!({"worker": worker, "org_id": org}),
         };
+        let from = PEER.try_with(|p| p.map(|a| a.to_string())).ok().flatten();
         let line = serde_json::json!({
             "at_ms": crate::store::unix_ms(),
             "who": who,
+            "from": from,
             "action": action,
             "detail": detail,
         });
@@ -359,6 +361,18 @@ fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
 /// (up to [`DRAIN_LIMIT`]) and the reply is 413, which the client then
 /// reads (it got a reset while still sending); a body slower than
 /// [`BODY_TIME`] is 408.
+tokio::task_local! {
+    /// The address of the client whose request is being served, for the
+    /// audit log ([`with_peer`]).
+    static PEER: Option<std::net::SocketAddr>;
+}
+
+/// Serves a request with its client's address in [`PEER`].
+async fn with_peer(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let peer = crate::server::peer(&req);
+    PEER.scope(peer, next.run(req)).await
+}
+
 async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     use futures_util::StreamExt;
     let (parts, body) = req.into_parts();
@@ -1557,6 +1571,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(read_body))
+        .layer(axum::middleware::from_fn(with_peer))
         .with_state(app);
     let listen = opts.listen.clone();
     let listening = std::cell::Cell::new(false);

@@ -198,6 +198,12 @@ fn serve_reads_its_config_file_and_keeps_an_audit_log() {
     assert_eq!(lines[1]["who"]["admin"], true);
     assert_eq!(lines[2]["who"]["user"], "alice");
     assert_eq!(lines[4]["detail"]["task"], id);
+    // From where: the client's address.
+    assert!(
+        lines[4]["from"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{}",
+        lines[4]
+    );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains(alice), "a token in the audit log");
 }
