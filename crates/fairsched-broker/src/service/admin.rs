@@ -9,7 +9,7 @@
 use super::{ApiError, Broker, Reply, St};
 use crate::identity::IdentityError;
 use fairsched_proto::api::{
-    Quota, QuotaRequest, QuotasReply, RevokeReply, RevokedReply, RunAsReply, UserReply,
+    OrgReply, Quota, QuotaRequest, QuotasReply, RevokeReply, RevokedReply, RunAsReply, TokenReply, UserReply,
 };
 use rusqlite::{OptionalExtension, params};
 use std::collections::HashMap;
@@ -336,6 +336,52 @@ impl Broker {
                     ),
                 ));
             }
+        }
+        Ok(())
+    }
+}
+
+impl Broker {
+    pub fn add_org(&self, name: &str) -> Reply<OrgReply> {
+        let id = self.live.store().add_org(name)?;
+        Ok(OrgReply {
+            id,
+            name: name.to_string(),
+        })
+    }
+
+    pub fn add_user(&self, name: &str, org: &str) -> Reply<UserReply> {
+        self.not_removed_org(org)?;
+        let token = self.live.store().add_user(name, org)?;
+        let id = self
+            .live
+            .store()
+            .conn()
+            .query_row("SELECT id FROM users WHERE name = ?1", [name], |r| r.get(0))
+            .map_err(ApiError::internal)?;
+        Ok(UserReply {
+            id,
+            name: name.into(),
+            org: org.into(),
+            token,
+        })
+    }
+
+    pub fn worker_token(&self, org: &str) -> Reply<TokenReply> {
+        self.not_removed_org(org)?;
+        let token = self.live.store().worker_token(org)?;
+        Ok(TokenReply {
+            org: org.into(),
+            token,
+        })
+    }
+
+    /// Refuses an organization the operator removed.
+    pub(super) fn not_removed_org(&self, org: &str) -> Reply<()> {
+        if let Some(id) = self.live.store().org_id(org).map_err(ApiError::internal)?
+            && self.removed("org", i64::from(id))?
+        {
+            return Err(ApiError::new(409, format!("organization `{org}` was removed")));
         }
         Ok(())
     }

@@ -1,9 +1,13 @@
 //! The broker's unit tests: the service's bookkeeping on a real database,
 //! without HTTP.
 
+use super::satisfaction::ShareDelta;
 use super::*;
+use crate::api::{NewTask, QuotaRequest, StatusReply, TaskOut, WorkflowSpec};
+use crate::identity::{Principal, hash};
 use crate::store::Config;
-use fairsched_proto::wire::Report;
+use fairsched_core::registry::Picks;
+use fairsched_proto::wire::{Phase as WirePhase, PollReply, Report, ReportRequest};
 
 fn at(u: i64, live: i64) -> (i64, i64) {
     (u, live)

@@ -1,0 +1,198 @@
+//! Workers and their leases: registration, polls (what a worker is
+//! handed and what it must kill), reports (runs ended, runs lost on the
+//! way: [`MISSED_REPORTS`]), leaving and draining, and workers whose lease
+//! ran out.
+
+use super::submit::KEYS_KEPT;
+use super::{ApiError, Broker, Reply, Write};
+use fairsched_core::{Phase, TaskId};
+use fairsched_proto::wire::{Assignment, Phase as WirePhase, PollReply, RunKey};
+use std::time::{Duration, Instant};
+
+/// A run handed to a worker and left out of the `running` list of this
+/// many of its reports in a row, each written after the worker applied
+/// the poll reply that handed the run ([`ReportRequest::polled`](fairsched_proto::wire::ReportRequest::polled)), is
+/// lost: its assignment never reached the worker (a reply lost to a
+/// dropped connection, a timeout, a size limit), and it goes back to the
+/// queue as when its worker is lost.
+pub const MISSED_REPORTS: u32 = 2;
+
+/// A poll reply holds at most this many assignments…
+pub const MAX_ASSIGN_PER_POLL: usize = 1024;
+
+/// …and at most this many bytes of scripts (one assignment at least,
+/// whatever its size); the rest go with the next polls. A worker reads
+/// replies of up to 64 MiB.
+pub const MAX_POLL_SCRIPT_BYTES: usize = 8 << 20;
+
+/// Why a run failed: how it ended, and in which phase when its worker
+/// reported the phases (`the exec phase failed (exit 3)`).
+pub(super) fn failure_reason(p: Option<Phase>, how: &str) -> String {
+    match p {
+        Some(p) => format!("the {} phase failed ({how})", p.name()),
+        None => format!("its run failed ({how})"),
+    }
+}
+
+/// Why a task failed with its worker: it was lost during the task's run
+/// number `attempt`, when `--max-attempts` allows no more.
+pub(super) fn lost_reason(attempt: u32, max: u32) -> String {
+    format!(
+        "its worker was lost during its run {attempt}, and serve --max-attempts {max} allows no more runs"
+    )
+}
+
+pub(super) fn phase(p: WirePhase) -> Phase {
+    match p {
+        WirePhase::Setup => Phase::Setup,
+        WirePhase::Input => Phase::Input,
+        WirePhase::Exec => Phase::Exec,
+        WirePhase::Output => Phase::Output,
+    }
+}
+
+impl Broker {
+    /// Whether the worker is known, alive and of `org` (a poll renews its
+    /// lease).
+    pub(super) fn check_worker(&mut self, worker: u64, org: u32) -> Reply<()> {
+        match self.workers.get_mut(&worker) {
+            None => Err(ApiError::not_found(format!("no worker {worker}"))),
+            Some(w) if w.org != org => Err(ApiError::forbidden(format!(
+                "worker {worker} belongs to another organization"
+            ))),
+            Some(w) if w.lost => Err(ApiError::new(
+                410,
+                format!("worker {worker} lost its lease: kill its tasks and register again"),
+            )),
+            Some(w) => {
+                w.last_seen = Instant::now();
+                Ok(())
+            }
+        }
+    }
+
+    /// Renews the lease of `worker` (of `org`, alive), as its report
+    /// about to be applied will.
+    pub fn touch(&mut self, worker: u64, org: u32) {
+        if let Some(w) = self.workers.get_mut(&worker)
+            && w.org == org
+            && !w.lost
+        {
+            w.last_seen = Instant::now();
+        }
+    }
+
+    /// Assignments not yet handed to `worker`, and its handed runs
+    /// stopped since its last poll (renews its lease). A worker never gets
+    /// more runs than its slots: a full one gets kills only.
+    pub fn poll(&mut self, worker: u64, org: u32) -> Reply<PollReply> {
+        self.check_worker(worker, org)?;
+        let view = self.live.core().view();
+        self.polls += 1;
+        let seq = self.polls;
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        if let Some(set) = self.running.get(&worker) {
+            for &id in set {
+                let Some(t) = view.task(id) else { continue };
+                let attempt = t.attempts();
+                if self.delivered.contains(&(id, attempt)) {
+                    continue;
+                }
+                let Some(d) = self.tasks.get(&id) else { continue };
+                let size = d.command.len()
+                    + d.stage_in.as_ref().map_or(0, String::len)
+                    + d.stage_out.as_ref().map_or(0, String::len)
+                    + d.name.len();
+                if !out.is_empty()
+                    && (out.len() >= MAX_ASSIGN_PER_POLL || bytes + size > MAX_POLL_SCRIPT_BYTES)
+                {
+                    break; // the next poll takes the rest
+                }
+                bytes += size;
+                self.delivered.insert((id, attempt));
+                self.handed_in.insert(id, seq);
+                self.handed.insert(id, (worker, attempt));
+                out.push(Assignment {
+                    task: d.public,
+                    attempt,
+                    name: d.name.clone(),
+                    command: d.command.clone(),
+                    stage_in: d.stage_in.clone(),
+                    stage_out: d.stage_out.clone(),
+                    time_limit_ms: d.limits.time_limit_ms,
+                    memory_bytes: d.limits.memory_bytes,
+                    run_as: self.run_as.get(&d.user).cloned(),
+                });
+            }
+        }
+        Ok(PollReply {
+            assign: out,
+            kill: self.kills.remove(&worker).unwrap_or_default(),
+            seq,
+        })
+    }
+
+    /// Workers whose lease ran out, timers that are due: the internal
+    /// steps to take now.
+    pub fn due(&mut self) -> Vec<Write> {
+        let now = Instant::now();
+        // Idempotency keys past KEYS_KEPT go, once a minute (the table's
+        // rows at the next open).
+        if self
+            .keys_pruned
+            .is_none_or(|t| now.duration_since(t) > Duration::from_secs(60))
+        {
+            self.keys_pruned = Some(now);
+            let since = self.clock().millis() - KEYS_KEPT.as_millis() as i64;
+            self.submit_keys.retain(|_, k| k.at_ms >= since);
+        }
+        let mut out: Vec<Write> = self
+            .workers
+            .iter()
+            .filter(|(_, w)| !w.lost && now.duration_since(w.last_seen) > w.lease)
+            .map(|(&id, w)| Write::Leave {
+                worker: id,
+                org: w.org,
+            })
+            .collect();
+        out.sort_by_key(|w| match w {
+            Write::Leave { worker, .. } => *worker,
+            _ => 0,
+        });
+        out
+    }
+
+    /// A running task stopped by the broker: if its run was handed to a
+    /// worker still alive, that worker's next poll (woken now) kills it.
+    /// (Runs a worker ends itself end without a stop.)
+    pub(super) fn stop_handed(&mut self, task: TaskId) {
+        self.misses.remove(&task);
+        self.handed_in.remove(&task);
+        let Some((worker, attempt)) = self.handed.remove(&task) else {
+            return;
+        };
+        if self.workers.get(&worker).is_none_or(|w| w.lost) {
+            return;
+        }
+        let public = self.public_id(task);
+        self.kills.entry(worker).or_default().push(RunKey {
+            task: public,
+            attempt,
+        });
+        self.generation += 1;
+    }
+
+    pub(super) fn unrun(&mut self, task: TaskId) {
+        if let Some(w) = self.runs_on.remove(&task)
+            && let Some(set) = self.running.get_mut(&w)
+        {
+            set.remove(&task);
+        }
+    }
+
+    /// Workers alive, for `/metrics`.
+    pub fn worker_count(&self) -> usize {
+        self.workers.values().filter(|w| !w.lost).count()
+    }
+}
