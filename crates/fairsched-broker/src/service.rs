@@ -36,7 +36,6 @@
 //! stay as strict as before and the translation is the service's alone.
 
 use crate::dashboard::Recent;
-use crate::identity::IdentityError;
 use crate::live::Live;
 use crate::store::unix_ms;
 use fairsched_core::{Outcome, Registry, SlotId, TaskId, Time, WorkflowRef};
@@ -48,6 +47,7 @@ use std::time::{Duration, Instant};
 // the write path, then what it reads and explains.
 mod admin;
 mod commands;
+mod error;
 mod explain;
 mod history;
 mod hold;
@@ -62,6 +62,7 @@ mod workflows;
 
 use commands::{Plan, PlanKind};
 pub use commands::{Write, Written};
+pub use error::ServiceError;
 pub use history::{History, HistoryTask, history};
 use hold::{HoldBy, Room};
 pub use leases::{MAX_ASSIGN_PER_POLL, MAX_POLL_SCRIPT_BYTES, MISSED_REPORTS};
@@ -117,46 +118,7 @@ impl Default for Settings {
     }
 }
 
-/// An error for the client: the HTTP status and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApiError {
-    pub status: u16,
-    pub message: String,
-}
-
-impl ApiError {
-    pub fn new(status: u16, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status,
-            message: message.into(),
-        }
-    }
-    fn bad(m: impl Into<String>) -> ApiError {
-        ApiError::new(400, m)
-    }
-    fn forbidden(m: impl Into<String>) -> ApiError {
-        ApiError::new(403, m)
-    }
-    fn not_found(m: impl Into<String>) -> ApiError {
-        ApiError::new(404, m)
-    }
-    fn internal(m: impl std::fmt::Display) -> ApiError {
-        ApiError::new(503, m.to_string())
-    }
-}
-
-impl From<IdentityError> for ApiError {
-    fn from(e: IdentityError) -> ApiError {
-        match e {
-            IdentityError::Invalid(m) => ApiError::bad(m),
-            IdentityError::Exists(m) => ApiError::new(409, format!("{m} already exists")),
-            IdentityError::Unknown(m) => ApiError::not_found(format!("no {m}")),
-            IdentityError::Store(s) => ApiError::internal(s),
-        }
-    }
-}
-
-type Reply<T> = Result<T, ApiError>;
+type Reply<T> = Result<T, ServiceError>;
 
 /// One live task's description (the core knows the rest).
 #[derive(Clone, Debug)]

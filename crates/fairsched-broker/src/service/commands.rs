@@ -8,7 +8,7 @@ use super::satisfaction::{ShareDelta, Staged};
 use super::submit::{Keyed, SubmitKey};
 use super::workflows::parent_reason;
 use super::{
-    ApiError, Broker, Held, LATENCY_BUCKETS_MS, Limits, Live_, MISSED_REPORTS, Reply, St, Worker, allowed,
+    Broker, Held, LATENCY_BUCKETS_MS, Limits, Live_, MISSED_REPORTS, Reply, ServiceError, St, Worker, allowed,
 };
 use crate::api::{NewTask, TaskOut, WorkflowSpec, check_tasks};
 use crate::dashboard::What;
@@ -507,7 +507,7 @@ impl Broker {
     pub(super) fn task_written(&self, task: u64) -> Written {
         Written::Cancelled(self.task_out(task).unwrap_or_else(|e| TaskOut {
             id: task,
-            state: format!("unknown: {}", e.message),
+            state: format!("unknown: {}", e.message()),
             ..TaskOut::default()
         }))
     }
@@ -632,7 +632,7 @@ impl Broker {
             Ok(())
         } else if ran {
             match results.iter().find_map(|r| r.as_ref().err()) {
-                Some(e) if !logged => Err(ApiError::internal(e.to_string())),
+                Some(e) if !logged => Err(ServiceError::unavailable(e.to_string())),
                 _ => Ok(()),
             }
         } else {
@@ -644,7 +644,9 @@ impl Broker {
                     }
                     tx.commit()
                 })
-                .map_err(|e| ApiError::internal(format!("{}: {e}", self.live.store().path().display())))
+                .map_err(|e| {
+                    ServiceError::unavailable(format!("{}: {e}", self.live.store().path().display()))
+                })
         };
         if ran || !tables_only.is_empty() {
             self.counters.commits += 1;
@@ -686,9 +688,9 @@ impl Broker {
                     replies.push(Ok(reply));
                 }
                 Err(LiveError::Refused(m)) if m.starts_with("not logged") => {
-                    replies.push(Err(ApiError::internal(m)))
+                    replies.push(Err(ServiceError::unavailable(m)))
                 }
-                Err(e) => replies.push(Err(ApiError::bad(e.to_string()))),
+                Err(e) => replies.push(Err(ServiceError::Invalid(e.to_string()))),
             }
         }
         for ((at, token), r) in due.into_iter().zip(results) {
@@ -712,32 +714,28 @@ impl Broker {
                 key,
             } => {
                 if self.removed_users.contains(&user) || self.removed_orgs.contains(&org) {
-                    return Err(ApiError::forbidden("this user (or its organization) was removed"));
+                    return Err(ServiceError::Forbidden(
+                        "this user (or its organization) was removed".into(),
+                    ));
                 }
                 if let Some(k) = &key
                     && !self.batch_keys.insert((user, k.key.clone()))
                 {
                     // Its twin in this batch is not committed yet: what it
                     // gets is not known. The client's retry gets it.
-                    return Err(ApiError::new(
-                        409,
-                        format!(
-                            "Idempotency-Key `{}`: the same request is being applied; retry",
-                            k.key
-                        ),
-                    ));
+                    return Err(ServiceError::Conflict(format!(
+                        "Idempotency-Key `{}`: the same request is being applied; retry",
+                        k.key
+                    )));
                 }
                 if let Some(k) = &key
                     && let Some(done) = self.submit_keys.get(&(user, k.key.clone()))
                 {
                     if done.digest != k.digest {
-                        return Err(ApiError::new(
-                            409,
-                            format!(
-                                "Idempotency-Key `{}` was used for another request: a retry sends the same body, a new request a new key",
-                                k.key
-                            ),
-                        ));
+                        return Err(ServiceError::Conflict(format!(
+                            "Idempotency-Key `{}` was used for another request: a retry sends the same body, a new request a new key",
+                            k.key
+                        )));
                     }
                     return Ok(Plan {
                         events: Vec::new(),
@@ -748,14 +746,14 @@ impl Broker {
                     });
                 }
                 check_tasks(&tasks, workflow.as_ref())
-                    .map_err(|m| ApiError::bad(format!("request body: {m}")))?;
+                    .map_err(|m| ServiceError::Invalid(format!("request body: {m}")))?;
                 let max = self.settings.max_user_priority;
                 if let Some((i, p)) = tasks
                     .iter()
                     .enumerate()
                     .find_map(|(i, t)| t.priority.filter(|&p| p > max).map(|p| (i, p)))
                 {
-                    return Err(ApiError::forbidden(format!(
+                    return Err(ServiceError::Forbidden(format!(
                         "tasks[{i}].priority: {p}; users may give at most {max} (serve --max-user-priority): lower your own tasks, not raise them over others'"
                     )));
                 }
@@ -841,10 +839,10 @@ impl Broker {
                 let t = self.task_out(task)?;
                 allowed(&who, t.user, task)?;
                 let Some((core, _)) = self.live_task(task) else {
-                    return Err(ApiError::new(
-                        409,
-                        format!("task {task} has already ended ({})", t.state),
-                    ));
+                    return Err(ServiceError::Conflict(format!(
+                        "task {task} has already ended ({})",
+                        t.state
+                    )));
                 };
                 Ok(Plan {
                     events: vec![Event::Cancel { task: core }],
@@ -857,10 +855,10 @@ impl Broker {
                 });
                 let Some((core, _)) = self.live_task(task).filter(|_| running) else {
                     let t = self.task_out(task)?;
-                    return Err(ApiError::new(
-                        409,
-                        format!("task {task} is not running ({}): nothing to requeue", t.state),
-                    ));
+                    return Err(ServiceError::Conflict(format!(
+                        "task {task} is not running ({}): nothing to requeue",
+                        t.state
+                    )));
                 };
                 Ok(Plan {
                     events: vec![Event::Requeue { task: core }],
@@ -869,10 +867,10 @@ impl Broker {
             }
             Write::Register { org, slots, host } => {
                 if self.removed_orgs.contains(&org) {
-                    return Err(ApiError::forbidden("this organization was removed"));
+                    return Err(ServiceError::Forbidden("this organization was removed".into()));
                 }
                 if slots == 0 || slots > 4096 {
-                    return Err(ApiError::bad("`slots`: expected 1 to 4096"));
+                    return Err(ServiceError::Invalid("`slots`: expected 1 to 4096".into()));
                 }
                 let id = self.next_worker;
                 self.next_worker += 1;
@@ -1028,12 +1026,12 @@ impl Broker {
                 match self.workers.get(&worker) {
                     Some(w) if w.org == org && !w.lost => {}
                     Some(w) if w.org != org => {
-                        return Err(ApiError::forbidden(format!(
+                        return Err(ServiceError::Forbidden(format!(
                             "worker {worker} belongs to another organization"
                         )));
                     }
-                    Some(_) => return Err(ApiError::new(410, format!("worker {worker} already left"))),
-                    None => return Err(ApiError::not_found(format!("no worker {worker}"))),
+                    Some(_) => return Err(ServiceError::Gone(format!("worker {worker} already left"))),
+                    None => return Err(ServiceError::NotFound(format!("no worker {worker}"))),
                 }
                 let view = self.live.core().view();
                 let mut events = Vec::new();
@@ -1297,7 +1295,7 @@ impl Broker {
                 Written::Reported(ReportReply { kill })
             }
             PlanKind::Leave { worker, .. } => {
-                // Its long poll returns now (410): the worker kills its runs
+                // Its long poll returns now (it is gone): the worker kills its runs
                 // at once, not at its next heartbeat.
                 self.generation += 1;
                 if let Some(w) = self.workers.get_mut(&worker) {
@@ -1318,7 +1316,7 @@ impl Broker {
                         self.handed.remove(&t);
                     }
                 }
-                // It kills everything on its 410.
+                // It kills everything when told it is gone.
                 self.kills.remove(&worker);
                 Written::Left
             }

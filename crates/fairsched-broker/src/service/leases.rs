@@ -4,7 +4,7 @@
 //! ran out.
 
 use super::submit::KEYS_KEPT;
-use super::{ApiError, Broker, Reply, Write};
+use super::{Broker, Reply, ServiceError, Write};
 use fairsched_core::{Phase, TaskId};
 use fairsched_proto::wire::{Assignment, Phase as WirePhase, PollReply, RunKey};
 use std::time::{Duration, Instant};
@@ -56,14 +56,13 @@ impl Broker {
     /// lease).
     pub(super) fn check_worker(&mut self, worker: u64, org: u32) -> Reply<()> {
         match self.workers.get_mut(&worker) {
-            None => Err(ApiError::not_found(format!("no worker {worker}"))),
-            Some(w) if w.org != org => Err(ApiError::forbidden(format!(
+            None => Err(ServiceError::NotFound(format!("no worker {worker}"))),
+            Some(w) if w.org != org => Err(ServiceError::Forbidden(format!(
                 "worker {worker} belongs to another organization"
             ))),
-            Some(w) if w.lost => Err(ApiError::new(
-                410,
-                format!("worker {worker} lost its lease: kill its tasks and register again"),
-            )),
+            Some(w) if w.lost => Err(ServiceError::Gone(format!(
+                "worker {worker} lost its lease: kill its tasks and register again"
+            ))),
             Some(w) => {
                 w.last_seen = Instant::now();
                 Ok(())

@@ -1,7 +1,7 @@
 //! Reads: tokens, tasks as their owners see them (one, all, by page),
 //! counts by state, satisfaction, names.
 
-use super::{ApiError, Broker, Reply, St};
+use super::{Broker, Reply, ServiceError, St};
 use crate::api::{MAX_TASKS_PAGE, StatusReply, TaskOut, TasksReply};
 use crate::identity::{Principal, hash};
 use rusqlite::OptionalExtension;
@@ -11,9 +11,11 @@ pub(super) fn allowed(who: &Principal, owner: i64, id: u64) -> Reply<()> {
     match who {
         Principal::Admin => Ok(()),
         Principal::User { id: me, .. } if *me == owner => Ok(()),
-        Principal::User { .. } => Err(ApiError::forbidden(format!("task {id} belongs to another user"))),
+        Principal::User { .. } => Err(ServiceError::Forbidden(format!(
+            "task {id} belongs to another user"
+        ))),
         Principal::Worker { .. } | Principal::Session { .. } => {
-            Err(ApiError::forbidden("workers have no tasks"))
+            Err(ServiceError::Forbidden("workers have no tasks".into()))
         }
     }
 }
@@ -42,12 +44,12 @@ pub(super) fn row_task(r: &rusqlite::Row) -> rusqlite::Result<TaskOut> {
 
 impl Broker {
     /// Who holds `token`: a token of the store, or a worker's session.
-    pub fn authenticate(&self, token: &str) -> Result<Option<Principal>, ApiError> {
+    pub fn authenticate(&self, token: &str) -> Result<Option<Principal>, ServiceError> {
         if let Some(p) = self
             .live
             .store()
             .authenticate(token)
-            .map_err(ApiError::internal)?
+            .map_err(ServiceError::unavailable)?
         {
             return Ok(Some(p));
         }
@@ -131,8 +133,8 @@ impl Broker {
             .conn()
             .query_row(&format!("{TASK_COLUMNS} WHERE id = ?1"), [id as i64], row_task)
             .optional()
-            .map_err(ApiError::internal)?
-            .ok_or_else(|| ApiError::not_found(format!("no task {id}")))
+            .map_err(ServiceError::unavailable)?
+            .ok_or_else(|| ServiceError::NotFound(format!("no task {id}")))
     }
 
     /// Task `id`, if `who` may see it.
@@ -169,7 +171,7 @@ impl Broker {
             Principal::Admin => None,
             Principal::User { id, .. } => Some(*id),
             Principal::Worker { .. } | Principal::Session { .. } => {
-                return Err(ApiError::forbidden("workers have no tasks"));
+                return Err(ServiceError::Forbidden("workers have no tasks".into()));
             }
         };
         // One row more than the page: whether another page follows.
@@ -186,15 +188,15 @@ impl Broker {
                 "{TASK_COLUMNS} WHERE user_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2"
             )),
         }
-        .map_err(ApiError::internal)?;
+        .map_err(ServiceError::unavailable)?;
         let rows = match user {
             None => q.query_map(rusqlite::params![after, take], row_task),
             Some(u) => q.query_map(rusqlite::params![after, take, u], row_task),
         }
-        .map_err(ApiError::internal)?;
+        .map_err(ServiceError::unavailable)?;
         let mut out = Vec::new();
         for r in rows {
-            let t = r.map_err(ApiError::internal)?;
+            let t = r.map_err(ServiceError::unavailable)?;
             if t.state == "live" || t.state == "held" {
                 out.push(self.task_out(t.id)?);
             } else {
@@ -233,7 +235,7 @@ impl Broker {
             Principal::Admin => self.counts.all,
             Principal::User { id, .. } => self.counts.users.get(id).copied().unwrap_or_default(),
             Principal::Worker { .. } | Principal::Session { .. } => {
-                return Err(ApiError::forbidden("workers have no tasks"));
+                return Err(ServiceError::Forbidden("workers have no tasks".into()));
             }
         };
         let view = self.live.core().view();

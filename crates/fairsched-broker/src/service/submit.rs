@@ -1,13 +1,13 @@
 //! Submissions: idempotency keys, task limits, and the plan and
 //! bookkeeping of a submitted batch of tasks.
 
-use super::{ApiError, Broker, Reply};
+use super::{Broker, Reply, ServiceError};
 use crate::api::NewTask;
 use std::time::Duration;
 
 /// A submission's `Idempotency-Key` and the SHA-256 of its body: the
 /// same key again from the same user, within [`KEYS_KEPT`], gets the
-/// first reply and submits nothing; with another body, a 409.
+/// first reply and submits nothing; with another body, a conflict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubmitKey {
     pub key: String,
@@ -37,21 +37,21 @@ impl Broker {
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         for (i, t) in tasks.iter_mut().enumerate() {
             if t.time_limit_ms == Some(0) || t.memory_bytes == Some(0) {
-                return Err(ApiError::bad(format!(
+                return Err(ServiceError::Invalid(format!(
                     "request body: tasks[{i}]: a limit of 0 runs nothing; leave it out for the default"
                 )));
             }
             if let (Some(asked), Some(max)) = (t.time_limit_ms, max_time)
                 && asked > max
             {
-                return Err(ApiError::bad(format!(
+                return Err(ServiceError::Invalid(format!(
                     "request body: tasks[{i}].time_limit_ms: {asked}, at most {max} (serve --max-time-limit)"
                 )));
             }
             if let (Some(asked), Some(max)) = (t.memory_bytes, self.settings.max_memory)
                 && asked > max
             {
-                return Err(ApiError::bad(format!(
+                return Err(ServiceError::Invalid(format!(
                     "request body: tasks[{i}].memory_bytes: {asked}, at most {max} (serve --max-memory)"
                 )));
             }

@@ -42,7 +42,7 @@ impl Broker {
             if let Some(Err(e)) = replies.iter().find(|r| r.is_err()) {
                 tracing::warn!(
                     "releasing or cancelling held workflow tasks: {}; tried again at the next batch",
-                    e.message
+                    e.message()
                 );
                 return;
             }
