@@ -3,24 +3,20 @@
 //! with the service's rows, then applied to the service's bookkeeping.
 
 use super::hold::{HoldBy, Room};
-use super::leases::{failure_reason, lost_reason, phase};
 use super::satisfaction::{ShareDelta, Staged};
-use super::submit::{Keyed, SubmitKey};
+use super::submit::SubmitKey;
 use super::workflows::parent_reason;
 use super::{
     Broker, Held, LATENCY_BUCKETS_MS, Limits, Live_, MISSED_REPORTS, Reply, ServiceError, St, Worker, allowed,
 };
-use crate::api::{NewTask, TaskOut, WorkflowSpec, check_tasks};
+use crate::api::{NewTask, TaskOut, WorkflowSpec};
 use crate::dashboard::What;
 use crate::identity::{Principal, hash};
 use crate::live::LiveError;
-use fairsched_core::{
-    Action, EndRecord, Event, MachineId, OrgId, Outcome, Phase, SlotId, TaskId, TaskSpec, Time, WorkflowId,
-    WorkflowRef,
-};
-use fairsched_proto::wire::{RegisterReply, ReportEvent, ReportReply, ReportRequest, RunKey};
+use fairsched_core::{Action, EndRecord, Event, Outcome, SlotId, TaskId, Time, WorkflowId, WorkflowRef};
+use fairsched_proto::wire::{RegisterReply, ReportReply, ReportRequest, RunKey};
 use rusqlite::params;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// A write: it becomes one step of the core.
@@ -712,115 +708,7 @@ impl Broker {
                 tasks,
                 workflow,
                 key,
-            } => {
-                if self.removed_users.contains(&user) || self.removed_orgs.contains(&org) {
-                    return Err(ServiceError::Forbidden(
-                        "this user (or its organization) was removed".into(),
-                    ));
-                }
-                if let Some(k) = &key
-                    && !self.batch_keys.insert((user, k.key.clone()))
-                {
-                    // Its twin in this batch is not committed yet: what it
-                    // gets is not known. The client's retry gets it.
-                    return Err(ServiceError::Conflict(format!(
-                        "Idempotency-Key `{}`: the same request is being applied; retry",
-                        k.key
-                    )));
-                }
-                if let Some(k) = &key
-                    && let Some(done) = self.submit_keys.get(&(user, k.key.clone()))
-                {
-                    if done.digest != k.digest {
-                        return Err(ServiceError::Conflict(format!(
-                            "Idempotency-Key `{}` was used for another request: a retry sends the same body, a new request a new key",
-                            k.key
-                        )));
-                    }
-                    return Ok(Plan {
-                        events: Vec::new(),
-                        kind: PlanKind::Replayed {
-                            ids: done.ids.clone(),
-                            workflow: done.workflow,
-                        },
-                    });
-                }
-                check_tasks(&tasks, workflow.as_ref())
-                    .map_err(|m| ServiceError::Invalid(format!("request body: {m}")))?;
-                let max = self.settings.max_user_priority;
-                if let Some((i, p)) = tasks
-                    .iter()
-                    .enumerate()
-                    .find_map(|(i, t)| t.priority.filter(|&p| p > max).map(|p| (i, p)))
-                {
-                    return Err(ServiceError::Forbidden(format!(
-                        "tasks[{i}].priority: {p}; users may give at most {max} (serve --max-user-priority): lower your own tasks, not raise them over others'"
-                    )));
-                }
-                let mut tasks = tasks;
-                self.apply_limits(&mut tasks)?;
-                let n = tasks.len() as u64;
-                self.check_quota(user, org, n, &self.batch_queued)?;
-                *self.batch_queued.entry(user).or_default() += n;
-                let workflow = workflow.map(|w| {
-                    let id = self.next_workflow;
-                    self.next_workflow += 1;
-                    (id, w)
-                });
-                let mut events = Vec::with_capacity(tasks.len());
-                let mut ids: Vec<u64> = Vec::with_capacity(tasks.len());
-                let mut parents: Vec<Vec<u64>> = Vec::with_capacity(tasks.len());
-                let mut to_core: Vec<bool> = Vec::with_capacity(tasks.len());
-                let mut room = std::mem::take(&mut self.batch_room);
-                for t in &tasks {
-                    let id = self.take_id();
-                    let mut ps: Vec<u64> = t.after.iter().map(|&i| ids[i as usize]).collect();
-                    ps.sort_unstable();
-                    ps.dedup();
-                    ids.push(id);
-                    let now = ps.is_empty() && self.enters_now(&mut room, user, org);
-                    to_core.push(now);
-                    if now {
-                        let mut spec = TaskSpec::new(id, user, org);
-                        spec.priority = t.priority.unwrap_or(1);
-                        spec.optional = t.optional;
-                        spec.workflow = workflow.as_ref().map(|(w, _)| WorkflowRef {
-                            workflow: WorkflowId(*w),
-                            activity: t.activity.unwrap_or(0),
-                        });
-                        events.push(Event::Submit(spec));
-                    }
-                    parents.push(ps);
-                }
-                self.batch_room = room;
-                if let Some(k) = &key {
-                    // Now, not when committed: a retry in the same batch
-                    // is a replay too. Forgotten again if the commit fails.
-                    let at_ms = self.clock().millis();
-                    self.submit_keys.insert(
-                        (user, k.key.clone()),
-                        Keyed {
-                            digest: k.digest,
-                            ids: ids.clone(),
-                            workflow: workflow.as_ref().map(|(w, _)| *w),
-                            at_ms,
-                        },
-                    );
-                }
-                Ok(Plan {
-                    events,
-                    kind: PlanKind::Submit {
-                        user,
-                        org,
-                        tasks,
-                        ids,
-                        parents,
-                        to_core,
-                        workflow,
-                        key,
-                    },
-                })
-            }
+            } => self.plan_submit(user, org, tasks, workflow, key),
             Write::Hold { who, task } => self.plan_hold(&who, task),
             Write::Unhold { who, task } => self.plan_unhold(&who, task),
             Write::Cancel { who, task } => {
@@ -865,211 +753,10 @@ impl Broker {
                     kind: PlanKind::Requeue(task),
                 })
             }
-            Write::Register { org, slots, host } => {
-                if self.removed_orgs.contains(&org) {
-                    return Err(ServiceError::Forbidden("this organization was removed".into()));
-                }
-                if slots == 0 || slots > 4096 {
-                    return Err(ServiceError::Invalid("`slots`: expected 1 to 4096".into()));
-                }
-                let id = self.next_worker;
-                self.next_worker += 1;
-                let first = self.next_slot;
-                self.next_slot += slots;
-                Ok(Plan {
-                    events: (0..slots)
-                        .map(|_| Event::SlotJoin {
-                            machine: MachineId(0),
-                            owner: OrgId(org),
-                        })
-                        .collect(),
-                    kind: PlanKind::Register {
-                        id,
-                        org,
-                        host,
-                        first,
-                        slots,
-                        lease_ms: self.settings.lease.as_millis() as u64,
-                        session: crate::identity::new_token(),
-                    },
-                })
-            }
-            Write::Report { worker, org, body } => {
-                self.check_worker(worker, org)?;
-                let view = self.live.core().view();
-                let mine = self.running.get(&worker);
-                // The core id of a run this worker is running now.
-                let current = |task: u64, attempt: u32| -> Option<TaskId> {
-                    let (id, _) = self.live_task(task)?;
-                    (mine.is_some_and(|m| m.contains(&id))
-                        && view
-                            .task(id)
-                            .is_some_and(|t| t.is_running() && t.attempts() == attempt))
-                    .then_some(id)
-                };
-                let mut events = Vec::new();
-                let mut exits = Vec::new();
-                let mut ended_runs = Vec::new();
-                let mut ended: HashSet<u64> = HashSet::new();
-                // The phase each run is in: reported in this body, or before.
-                let mut phases: HashMap<u64, Phase> = HashMap::new();
-                for r in &body.reports {
-                    if ended.contains(&r.task) {
-                        continue; // duplicate: ignored
-                    }
-                    let Some(task) = current(r.task, r.attempt) else {
-                        continue; // late or lost: ignored
-                    };
-                    let in_phase = |phases: &HashMap<u64, Phase>| {
-                        phases
-                            .get(&r.task)
-                            .copied()
-                            .or_else(|| view.task(task).and_then(|t| t.phase()).map(|(p, _)| p))
-                    };
-                    match r.event {
-                        ReportEvent::Phase(p) => {
-                            phases.insert(r.task, phase(p));
-                            events.push(Event::Phase {
-                                task,
-                                phase: phase(p),
-                            })
-                        }
-                        ReportEvent::Exit(code) => {
-                            ended.insert(r.task);
-                            let why = (code != 0)
-                                .then(|| failure_reason(in_phase(&phases), &format!("exit {code}")));
-                            events.push(if code == 0 {
-                                Event::Complete { task }
-                            } else {
-                                Event::Fail { task }
-                            });
-                            exits.push((r.task, Some(code), None, why));
-                            ended_runs.push(r.key());
-                        }
-                        ReportEvent::Signal(sig) => {
-                            ended.insert(r.task);
-                            events.push(Event::Fail { task });
-                            let why = failure_reason(in_phase(&phases), &format!("signal {sig}"));
-                            exits.push((r.task, None, Some(sig), Some(why)));
-                            ended_runs.push(r.key());
-                        }
-                    }
-                }
-                // What it runs that it should not (cancelled, or not its).
-                let kill: Vec<RunKey> = body
-                    .running
-                    .iter()
-                    .filter(|r| current(r.task, r.attempt).is_none())
-                    .copied()
-                    .collect();
-                // Runs handed to it that it does not list (nor end here).
-                let listed: HashSet<RunKey> = body.running.iter().copied().collect();
-                let mut missed = Vec::new();
-                for &id in mine.into_iter().flatten() {
-                    let Some(&(w, attempt)) = self.handed.get(&id) else {
-                        continue; // not handed yet
-                    };
-                    let public = self.public_id(id);
-                    let key = RunKey {
-                        task: public,
-                        attempt,
-                    };
-                    if w != worker || ended.contains(&public) || listed.contains(&key) {
-                        continue;
-                    }
-                    // Written after the worker applied the reply that
-                    // handed it (by this process: the high bits)?
-                    let after = body.polled.is_some_and(|p| {
-                        p >> 32 == self.polls >> 32 && self.handed_in.get(&id).is_some_and(|&h| p >= h)
-                    });
-                    if !after {
-                        continue;
-                    }
-                    let n = self.misses.get(&id).filter(|m| m.0 == attempt).map_or(0, |m| m.1) + 1;
-                    missed.push((id, attempt, n));
-                    if n < MISSED_REPORTS {
-                        continue;
-                    }
-                    let attempts = view.task(id).map_or(attempt, |t| t.attempts());
-                    if attempts >= self.settings.max_attempts {
-                        events.push(Event::Fail { task: id });
-                        exits.push((
-                            public,
-                            None,
-                            None,
-                            Some(lost_reason(attempts, self.settings.max_attempts)),
-                        ));
-                    } else {
-                        events.push(Event::Requeue { task: id });
-                    }
-                    tracing::warn!(
-                        worker,
-                        task = public,
-                        attempt,
-                        "the worker's last {MISSED_REPORTS} reports did not list this run: its assignment was lost; the run goes back to the queue"
-                    );
-                }
-                let listed: Vec<TaskId> = listed.iter().filter_map(|r| current(r.task, r.attempt)).collect();
-                Ok(Plan {
-                    events,
-                    kind: PlanKind::Report {
-                        worker,
-                        exits,
-                        kill,
-                        missed,
-                        listed,
-                        ended_runs,
-                    },
-                })
-            }
-            Write::Leave { worker, org } => {
-                match self.workers.get(&worker) {
-                    Some(w) if w.org == org && !w.lost => {}
-                    Some(w) if w.org != org => {
-                        return Err(ServiceError::Forbidden(format!(
-                            "worker {worker} belongs to another organization"
-                        )));
-                    }
-                    Some(_) => return Err(ServiceError::Gone(format!("worker {worker} already left"))),
-                    None => return Err(ServiceError::NotFound(format!("no worker {worker}"))),
-                }
-                let view = self.live.core().view();
-                let mut events = Vec::new();
-                let mut failed = Vec::new();
-                for &id in self.running.get(&worker).into_iter().flatten() {
-                    let Some(t) = view.task(id) else { continue };
-                    if t.attempts() >= self.settings.max_attempts {
-                        events.push(Event::Fail { task: id });
-                        failed.push((
-                            self.public_id(id),
-                            lost_reason(t.attempts(), self.settings.max_attempts),
-                        ));
-                    } else {
-                        events.push(Event::Requeue { task: id });
-                    }
-                }
-                for &slot in &self.workers[&worker].slots {
-                    events.push(Event::SlotLeave { slot });
-                }
-                Ok(Plan {
-                    events,
-                    kind: PlanKind::Leave { worker, failed },
-                })
-            }
-            Write::Drain { worker, org } => {
-                self.check_worker(worker, org)?;
-                let view = self.live.core().view();
-                let events = self.workers[&worker]
-                    .slots
-                    .iter()
-                    .filter(|&&s| view.slot_present(s))
-                    .map(|&slot| Event::SlotDrain { slot })
-                    .collect();
-                Ok(Plan {
-                    events,
-                    kind: PlanKind::Drain { worker },
-                })
-            }
+            Write::Register { org, slots, host } => self.plan_register(org, slots, host),
+            Write::Report { worker, org, body } => self.plan_report(worker, org, body),
+            Write::Leave { worker, org } => self.plan_leave(worker, org),
+            Write::Drain { worker, org } => self.plan_drain(worker, org),
         }
     }
 
