@@ -14,7 +14,7 @@
 
 use crate::api::StatusReply;
 use crate::identity::Principal;
-use crate::service::{ApiError, Broker};
+use crate::service::{Broker, ServiceError};
 use fairsched_core::{SlotId, TaskId};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -337,9 +337,9 @@ struct WorkerRow {
 
 /// The snapshot now. `started_ms`: the broker's clock when this process
 /// started.
-pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ApiError> {
+pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ServiceError> {
     let store = b.live().store();
-    let sql = |e: rusqlite::Error| ApiError::new(503, format!("{}: {e}", store.path().display()));
+    let sql = |e: rusqlite::Error| ServiceError::Unavailable(format!("{}: {e}", store.path().display()));
     let now = b.clock().millis();
     let orgs = b.org_names();
     let org_name = |o: u32| orgs.get(&o).cloned().unwrap_or_else(|| o.to_string());

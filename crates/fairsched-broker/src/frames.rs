@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::{Mutex, watch};
 use tokio::time::Instant;
 
-use crate::service::ApiError;
+use crate::service::ServiceError;
 
 /// Builds start at most this often…
 pub const MIN_GAP: Duration = Duration::from_millis(250);
@@ -85,10 +85,10 @@ impl Published {
     /// A frame built after `commits` commits, less than [`REFRESH`] old:
     /// the latest, or a new one `build` makes (it gives the frame's bytes
     /// and the commits it saw).
-    pub async fn get<F, Fut>(self: &Arc<Self>, commits: u64, build: F) -> Result<Arc<Frame>, ApiError>
+    pub async fn get<F, Fut>(self: &Arc<Self>, commits: u64, build: F) -> Result<Arc<Frame>, ServiceError>
     where
         F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<(Bytes, u64), ApiError>> + Send,
+        Fut: Future<Output = Result<(Bytes, u64), ServiceError>> + Send,
     {
         if let Some(f) = self.fresh(commits) {
             return Ok(f);
@@ -115,7 +115,7 @@ impl Published {
         });
         build
             .await
-            .map_err(|e| ApiError::new(503, format!("building a frame: {e}")))?
+            .map_err(|e| ServiceError::Unavailable(format!("building a frame: {e}")))?
     }
 }
 
@@ -128,7 +128,7 @@ mod tests {
     fn counting(
         calls: &Arc<AtomicU64>,
         commits: u64,
-    ) -> impl FnOnce() -> std::future::Ready<Result<(Bytes, u64), ApiError>> + Send + 'static {
+    ) -> impl FnOnce() -> std::future::Ready<Result<(Bytes, u64), ServiceError>> + Send + 'static {
         let calls = calls.clone();
         move || {
             let n = calls.fetch_add(1, Ordering::SeqCst) + 1;

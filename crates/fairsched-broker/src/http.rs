@@ -18,7 +18,7 @@ use crate::frames::{Frame, Published};
 use crate::identity::{Principal, hash};
 use crate::limit::Limiter;
 pub use crate::server::HttpLimits;
-use crate::service::{ApiError, Broker, LATENCY_BUCKETS_MS, Settings, SubmitKey, Write, Written};
+use crate::service::{Broker, LATENCY_BUCKETS_MS, ServiceError, Settings, SubmitKey, Write, Written};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
@@ -123,7 +123,7 @@ impl Stop {
 type Job = Box<dyn FnOnce(&mut Broker) + Send>;
 
 enum Msg {
-    Write(Write, oneshot::Sender<Result<Written, ApiError>>),
+    Write(Write, oneshot::Sender<Result<Written, ServiceError>>),
     Read(Job),
     /// The server stopped: finish the batch and return.
     Stop,
@@ -165,19 +165,19 @@ struct App {
 }
 
 impl App {
-    async fn write(&self, w: Write) -> Result<Written, ApiError> {
+    async fn write(&self, w: Write) -> Result<Written, ServiceError> {
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Msg::Write(w, tx))
-            .map_err(|_| ApiError::new(503, "the broker is shutting down"))?;
+            .map_err(|_| ServiceError::Unavailable("the broker is shutting down".into()))?;
         rx.await
-            .map_err(|_| ApiError::new(503, "the broker is shutting down"))?
+            .map_err(|_| ServiceError::Unavailable("the broker is shutting down".into()))?
     }
 
     async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Broker) -> T + Send + 'static,
-    ) -> Result<T, ApiError> {
+    ) -> Result<T, ServiceError> {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |b| {
             let _ = tx.send(f(b));
@@ -185,17 +185,19 @@ impl App {
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.tx
             .send(Msg::Read(job))
-            .map_err(|_| ApiError::new(503, "the broker is shutting down"))?;
+            .map_err(|_| ServiceError::Unavailable("the broker is shutting down".into()))?;
         rx.await
-            .map_err(|_| ApiError::new(503, "the broker is shutting down"))
+            .map_err(|_| ServiceError::Unavailable("the broker is shutting down".into()))
     }
 
-    async fn who(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    async fn who(&self, headers: &HeaderMap) -> Result<Principal, ServiceError> {
         let token = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(bearer)
-            .ok_or_else(|| ApiError::new(401, "no token: send `Authorization: Bearer TOKEN`"))?;
+            .ok_or_else(|| {
+                ServiceError::Unauthenticated("no token: send `Authorization: Bearer TOKEN`".into())
+            })?;
         let h = hash(token);
         let epoch = self.tokens_epoch.load(std::sync::atomic::Ordering::SeqCst);
         if let Some((e, p)) = self.principals.lock().expect("not poisoned").get(&h)
@@ -215,9 +217,9 @@ impl App {
             }
         })
         .await
-        .map_err(|e| ApiError::new(503, e.to_string()))?
-        .map_err(|e: rusqlite::Error| ApiError::new(503, format!("tokens: {e}")))?
-        .ok_or_else(|| ApiError::new(401, "unknown token"))?;
+        .map_err(ServiceError::unavailable)?
+        .map_err(|e: rusqlite::Error| ServiceError::Unavailable(format!("tokens: {e}")))?
+        .ok_or_else(|| ServiceError::Unauthenticated("unknown token".into()))?;
         // Read after `epoch` was: a revocation since bumped it, and this
         // entry is read again next time.
         self.principals
@@ -254,7 +256,7 @@ impl App {
 
     /// The dashboard's snapshot, as of every commit so far (see
     /// [`crate::frames`]).
-    async fn dashboard_frame(&self) -> Result<Arc<Frame>, ApiError> {
+    async fn dashboard_frame(&self) -> Result<Arc<Frame>, ServiceError> {
         let app = self.clone();
         let commits = *self.commits.borrow();
         self.dashboard
@@ -264,14 +266,14 @@ impl App {
                     .read(move |b| dashboard::snapshot(b, started).map(|d| (d, b.counters.commits)))
                     .await??;
                 // Serialized here, not on the broker's thread.
-                let json = serde_json::to_vec(&d).map_err(|e| ApiError::new(503, e.to_string()))?;
+                let json = serde_json::to_vec(&d).map_err(ServiceError::unavailable)?;
                 Ok((Bytes::from(json), commits))
             })
             .await
     }
 
     /// `/metrics`'s text, as of every commit so far.
-    async fn metrics_frame(&self) -> Result<Arc<Frame>, ApiError> {
+    async fn metrics_frame(&self) -> Result<Arc<Frame>, ServiceError> {
         let app = self.clone();
         let commits = *self.commits.borrow();
         self.metrics
@@ -291,7 +293,7 @@ impl App {
 
     /// Cancels tasks as the admin (a removed user's); those that ended
     /// meanwhile are skipped.
-    async fn cancel_all(&self, tasks: &[u64]) -> Result<Vec<u64>, ApiError> {
+    async fn cancel_all(&self, tasks: &[u64]) -> Result<Vec<u64>, ServiceError> {
         let mut done = Vec::new();
         for &task in tasks {
             match self
@@ -302,7 +304,7 @@ impl App {
                 .await
             {
                 Ok(_) => done.push(task),
-                Err(e) if e.status == 409 || e.status == 404 => {}
+                Err(ServiceError::Conflict(_) | ServiceError::NotFound(_)) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -318,10 +320,31 @@ fn bearer(value: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-impl IntoResponse for ApiError {
+impl ServiceError {
+    /// The status code of each refusal: the one place the service's
+    /// errors meet HTTP.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
+            ServiceError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            ServiceError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServiceError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ServiceError::TimedOut(_) => StatusCode::REQUEST_TIMEOUT,
+            ServiceError::Conflict(_) => StatusCode::CONFLICT,
+            ServiceError::Gone(_) => StatusCode::GONE,
+            ServiceError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ServiceError::Quota(_) | ServiceError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ServiceError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut r = (status, axum::Json(ErrorBody { error: self.message })).into_response();
+        let status = self.status();
+        let error = self.message().to_string();
+        let mut r = (status, axum::Json(ErrorBody { error })).into_response();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
             // The rest of the body is not read: the connection is closed
             // after this reply, and the client must not reuse it.
@@ -332,7 +355,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type R = Result<Response, ApiError>;
+type R = Result<Response, ServiceError>;
 
 fn json<T: Serialize>(status: StatusCode, body: &T) -> R {
     Ok((status, axum::Json(body)).into_response())
@@ -340,18 +363,19 @@ fn json<T: Serialize>(status: StatusCode, body: &T) -> R {
 
 /// A request body: within the limit, and the JSON this endpoint expects
 /// (the reason names the field and position otherwise).
-fn decode<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+fn decode<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ServiceError> {
     decode_bytes(&body_bytes(body)?)
 }
 
 /// A request body within the limit.
-fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ServiceError> {
     body.map_err(|e| {
-        let status = e.status().as_u16();
-        if status == 413 {
-            ApiError::new(413, format!("body larger than {BODY_LIMIT} bytes"))
+        // axum refuses a body over the limit (413) or one it failed to
+        // read (400).
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServiceError::TooLarge(format!("body larger than {BODY_LIMIT} bytes"))
         } else {
-            ApiError::new(status, e.body_text())
+            ServiceError::Invalid(e.body_text())
         }
     })
 }
@@ -381,7 +405,7 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let too_large = || ApiError::new(413, format!("body larger than {BODY_LIMIT} bytes")).into_response();
+    let too_large = || ServiceError::TooLarge(format!("body larger than {BODY_LIMIT} bytes")).into_response();
     if declared.is_some_and(|n| n > DRAIN_LIMIT as u64) {
         return too_large();
     }
@@ -393,14 +417,16 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
     loop {
         match tokio::time::timeout_at(deadline, stream.next()).await {
             Err(_) => {
-                let mut r =
-                    ApiError::new(408, format!("the body took over {BODY_TIME:?} to arrive")).into_response();
+                let mut r = ServiceError::TimedOut(format!("the body took over {BODY_TIME:?} to arrive"))
+                    .into_response();
                 r.headers_mut()
                     .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
                 return r;
             }
             Ok(None) => break,
-            Ok(Some(Err(e))) => return ApiError::new(400, format!("reading the body: {e}")).into_response(),
+            Ok(Some(Err(e))) => {
+                return ServiceError::Invalid(format!("reading the body: {e}")).into_response();
+            }
             Ok(Some(Ok(chunk))) => {
                 read += chunk.len();
                 if read > DRAIN_LIMIT {
@@ -408,9 +434,8 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
                 }
                 if read <= BODY_LIMIT {
                     if !held.take(chunk.len()) {
-                        return ApiError::new(
-                            503,
-                            "the broker is reading too many request bodies at once: retry",
+                        return ServiceError::Unavailable(
+                            "the broker is reading too many request bodies at once: retry".into(),
                         )
                         .into_response();
                     }
@@ -433,7 +458,7 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
 pub const MAX_IDEMPOTENCY_KEY: usize = 255;
 
 /// A submission's `Idempotency-Key` header, if any, with its body's digest.
-fn idempotency_key(h: &HeaderMap, body: &[u8]) -> Result<Option<SubmitKey>, ApiError> {
+fn idempotency_key(h: &HeaderMap, body: &[u8]) -> Result<Option<SubmitKey>, ServiceError> {
     let Some(v) = h.get("idempotency-key") else {
         return Ok(None);
     };
@@ -442,10 +467,9 @@ fn idempotency_key(h: &HeaderMap, body: &[u8]) -> Result<Option<SubmitKey>, ApiE
         .ok()
         .filter(|k| (1..=MAX_IDEMPOTENCY_KEY).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()))
         .ok_or_else(|| {
-            ApiError::new(
-                400,
-                format!("Idempotency-Key: 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"),
-            )
+            ServiceError::Invalid(format!(
+                "Idempotency-Key: 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"
+            ))
         })?;
     Ok(Some(SubmitKey {
         key: key.to_string(),
@@ -454,50 +478,46 @@ fn idempotency_key(h: &HeaderMap, body: &[u8]) -> Result<Option<SubmitKey>, ApiE
 }
 
 /// `decode` on bytes: never panics, whatever the input.
-pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, ServiceError> {
     // Every body is an object (serde would also take a struct written as
     // an array, e.g. `[]` for one whose fields all have defaults).
     if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return Err(ApiError::new(400, "request body: expected a JSON object"));
+        return Err(ServiceError::Invalid(
+            "request body: expected a JSON object".into(),
+        ));
     }
     let mut de = serde_json::Deserializer::from_slice(body);
     // serde_json refuses nesting deeper than 128 where it builds values;
     // every request type refuses unknown fields, so nothing is skipped.
     let v = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| ApiError::new(400, format!("request body: {}: {}", e.path(), e.inner())))?;
+        .map_err(|e| ServiceError::Invalid(format!("request body: {}: {}", e.path(), e.inner())))?;
     de.end()
-        .map_err(|e| ApiError::new(400, format!("request body: {e}")))?;
+        .map_err(|e| ServiceError::Invalid(format!("request body: {e}")))?;
     Ok(v)
 }
 
-fn admin(p: &Principal) -> Result<(), ApiError> {
+fn admin(p: &Principal) -> Result<(), ServiceError> {
     match p {
         Principal::Admin => Ok(()),
-        _ => Err(ApiError::new(403, "this needs the admin token")),
+        _ => Err(ServiceError::Forbidden("this needs the admin token".into())),
     }
 }
 
-fn worker_org(p: &Principal) -> Result<u32, ApiError> {
+fn worker_org(p: &Principal) -> Result<u32, ServiceError> {
     match p {
         Principal::Worker { org } => Ok(*org),
-        _ => Err(ApiError::new(403, "this needs a worker token")),
+        _ => Err(ServiceError::Forbidden("this needs a worker token".into())),
     }
 }
 
 /// The organization of worker `id`, if `p` is that worker's session.
-fn worker_session(p: &Principal, id: &str) -> Result<(u64, u32), ApiError> {
+fn worker_session(p: &Principal, id: &str) -> Result<(u64, u32), ServiceError> {
     let worker = worker_id(id)?;
     match p {
         Principal::Session { org, worker: w } if *w == worker => Ok((worker, *org)),
-        Principal::Session { worker: w, .. } => Err(ApiError::new(
-            403,
-            format!("this session is worker {w}'s, not worker {worker}'s"),
-        )),
-        Principal::Worker { .. } => Err(ApiError::new(
-            403,
-            "a worker's calls carry the session credential its registration returned, not the organization's worker token",
-        )),
-        _ => Err(ApiError::new(403, "this needs a worker's session credential")),
+        Principal::Session { worker: w, .. } => Err(ServiceError::Forbidden(format!("this session is worker {w}'s, not worker {worker}'s"))),
+        Principal::Worker { .. } => Err(ServiceError::Forbidden("a worker's calls carry the session credential its registration returned, not the organization's worker token".into())),
+        _ => Err(ServiceError::Forbidden("this needs a worker's session credential".into())),
     }
 }
 
@@ -676,7 +696,7 @@ async fn admin_drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String
             app.audit(&who, "worker drain", serde_json::json!({"worker": worker}));
             json(StatusCode::OK, &DrainReply { slots })
         }
-        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
     }
 }
 
@@ -696,27 +716,24 @@ async fn admin_evict(State(app): State<App>, h: HeaderMap, Path(id): Path<String
 async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesRejection>) -> R {
     let who = app.who(&h).await?;
     let Principal::User { id, org, .. } = who.clone() else {
-        return Err(ApiError::new(403, "only users submit tasks"));
+        return Err(ServiceError::Forbidden("only users submit tasks".into()));
     };
     let body = body_bytes(body)?;
     let key = idempotency_key(&h, &body)?;
     let req: SubmitRequest = decode_bytes(&body)?;
     req.check()
-        .map_err(|m| ApiError::new(400, format!("request body: {m}")))?;
+        .map_err(|m| ServiceError::Invalid(format!("request body: {m}")))?;
     if let Some(name) = &req.org {
         let name = name.clone();
         let theirs = app
             .read(move |b| b.live().store().org_id(&name))
             .await?
-            .map_err(|e| ApiError::new(503, e.to_string()))?;
+            .map_err(ServiceError::unavailable)?;
         if theirs != Some(org) {
-            return Err(ApiError::new(
-                403,
-                format!(
-                    "a user submits only for its own organization, not `{}`",
-                    req.org.unwrap_or_default()
-                ),
-            ));
+            return Err(ServiceError::Forbidden(format!(
+                "a user submits only for its own organization, not `{}`",
+                req.org.unwrap_or_default()
+            )));
         }
     }
     match app
@@ -738,7 +755,7 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
             );
             json(StatusCode::CREATED, &SubmitReply { ids, workflow })
         }
-        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
     }
 }
 
@@ -753,22 +770,21 @@ struct TasksQuery {
 
 async fn list_tasks(State(app): State<App>, h: HeaderMap, q: Result<Query<TasksQuery>, QueryRejection>) -> R {
     let who = app.who(&h).await?;
-    let Query(q) = q.map_err(|e| ApiError::new(400, format!("query: {}", e.body_text())))?;
+    let Query(q) = q.map_err(|e| ServiceError::Invalid(format!("query: {}", e.body_text())))?;
     let limit = q.limit.unwrap_or(TASKS_PAGE);
     if !(1..=MAX_TASKS_PAGE).contains(&limit) {
-        return Err(ApiError::new(
-            400,
-            format!("query: limit {limit}: from 1 to {MAX_TASKS_PAGE}"),
-        ));
+        return Err(ServiceError::Invalid(format!(
+            "query: limit {limit}: from 1 to {MAX_TASKS_PAGE}"
+        )));
     }
     let after = q.after;
     let reply = app.read(move |b| b.task_list(&who, after, limit)).await??;
     json(StatusCode::OK, &reply)
 }
 
-fn task_id(s: &str) -> Result<u64, ApiError> {
+fn task_id(s: &str) -> Result<u64, ServiceError> {
     s.parse()
-        .map_err(|_| ApiError::new(404, format!("no task `{s}` (task ids are numbers)")))
+        .map_err(|_| ServiceError::NotFound(format!("no task `{s}` (task ids are numbers)")))
 }
 
 async fn get_task(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
@@ -819,7 +835,7 @@ async fn task_change(app: &App, who: &Principal, w: Write, action: &str, task: u
             app.audit(who, action, serde_json::json!({"task": task, "state": t.state}));
             json(StatusCode::OK, &t)
         }
-        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
     }
 }
 
@@ -841,7 +857,7 @@ async fn register(State(app): State<App>, h: HeaderMap, body: Result<Bytes, Byte
     let org = worker_org(&who)?;
     let req: RegisterRequest = decode(body)?;
     req.check()
-        .map_err(|m| ApiError::new(400, format!("request body: {m}")))?;
+        .map_err(|m| ServiceError::Invalid(format!("request body: {m}")))?;
     let host = req.host.clone();
     match app
         .write(Write::Register {
@@ -859,13 +875,13 @@ async fn register(State(app): State<App>, h: HeaderMap, body: Result<Bytes, Byte
             );
             json(StatusCode::CREATED, &r)
         }
-        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
     }
 }
 
-fn worker_id(s: &str) -> Result<u64, ApiError> {
+fn worker_id(s: &str) -> Result<u64, ServiceError> {
     s.parse()
-        .map_err(|_| ApiError::new(404, format!("no worker `{s}`")))
+        .map_err(|_| ServiceError::NotFound(format!("no worker `{s}`")))
 }
 
 async fn poll(
@@ -881,7 +897,7 @@ async fn poll(
     let mut stopping = app.stopping.clone();
     loop {
         if *stopping.borrow_and_update() {
-            return Err(ApiError::new(503, "the broker is shutting down"));
+            return Err(ServiceError::Unavailable("the broker is shutting down".into()));
         }
         generation.borrow_and_update();
         let reply = app.read(move |b| b.poll(worker, org)).await??;
@@ -891,7 +907,7 @@ async fn poll(
         tokio::select! {
             changed = generation.changed() => {
                 if changed.is_err() {
-                    return Err(ApiError::new(503, "the broker is shutting down"));
+                    return Err(ServiceError::Unavailable("the broker is shutting down".into()));
                 }
             }
             _ = tokio::time::sleep_until(deadline) => {}
@@ -910,7 +926,7 @@ async fn report(
     let body: ReportRequest = decode(body)?;
     match app.write(Write::Report { worker, org, body }).await? {
         Written::Reported(r) => json(StatusCode::OK, &r),
-        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
     }
 }
 
@@ -945,12 +961,16 @@ async fn output_out(
     let who = app.who(&h).await?;
     let id = task_id(&id)?;
     let q = q
-        .map_err(|e| ApiError::new(400, format!("query: {}", e.body_text())))?
+        .map_err(|e| ServiceError::Invalid(format!("query: {}", e.body_text())))?
         .0;
     let stderr = match q.stream.as_deref() {
         None | Some("stdout") => false,
         Some("stderr") => true,
-        Some(other) => return Err(ApiError::new(400, format!("stream `{other}`: stdout or stderr"))),
+        Some(other) => {
+            return Err(ServiceError::Invalid(format!(
+                "stream `{other}`: stdout or stderr"
+            )));
+        }
     };
     let o = app.read(move |b| b.output(&who, id, stderr, q.attempt)).await??;
     Ok((
@@ -981,7 +1001,7 @@ async fn drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> 
     let (worker, org) = worker_session(&app.who(&h).await?, &id)?;
     match app.write(Write::Drain { worker, org }).await? {
         Written::Draining { slots } => json(StatusCode::OK, &DrainReply { slots }),
-        other => Err(ApiError::new(503, format!("unexpected {other:?}"))),
+        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
     }
 }
 
@@ -1022,14 +1042,11 @@ async fn limit_anonymous(
     {
         limited.fetch_add(1, Ordering::Relaxed);
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        let mut r = ApiError::new(
-            429,
-            format!(
-                "too many requests from {}: try again in {}s",
-                peer.ip(),
-                secs.max(1)
-            ),
-        )
+        let mut r = ServiceError::RateLimited(format!(
+            "too many requests from {}: try again in {}s",
+            peer.ip(),
+            secs.max(1)
+        ))
         .into_response();
         r.headers_mut().insert(header::RETRY_AFTER, secs.max(1).into());
         return r;
@@ -1158,7 +1175,7 @@ async fn publish_dashboard(app: App) {
         }
         if let Err(e) = app.dashboard_frame().await {
             // The actor stops after `stopping` is set: checked above.
-            tracing::warn!("dashboard: {}", e.message);
+            tracing::warn!("dashboard: {}", e.message());
             tokio::time::sleep(DASHBOARD_MIN_GAP).await;
         }
     }
@@ -1172,19 +1189,16 @@ async fn openapi() -> Response {
         .into_response()
 }
 
-async fn not_found() -> ApiError {
-    ApiError::new(404, "no such route (see /openapi.json)")
+async fn not_found() -> ServiceError {
+    ServiceError::NotFound("no such route (see /openapi.json)".into())
 }
 
 /// A route served with another method (axum adds the `Allow` header).
-async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
-    ApiError::new(
-        405,
-        format!(
-            "{method} {}: method not allowed (the `Allow` header lists those this route takes; see /openapi.json)",
-            uri.path()
-        ),
-    )
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ServiceError {
+    ServiceError::MethodNotAllowed(format!(
+        "{method} {}: method not allowed (the `Allow` header lists those this route takes; see /openapi.json)",
+        uri.path()
+    ))
 }
 
 /// Prometheus text format.

@@ -6,10 +6,10 @@
 //! (cancelling a removed user's tasks, evicting an organization's workers)
 //! goes through the log as the writes the HTTP layer then sends.
 
-use super::{ApiError, Broker, Reply, St};
+use super::{Broker, Reply, ServiceError, St};
 use crate::identity::IdentityError;
 use fairsched_proto::api::{
-    Quota, QuotaRequest, QuotasReply, RevokeReply, RevokedReply, RunAsReply, UserReply,
+    OrgReply, Quota, QuotaRequest, QuotasReply, RevokeReply, RevokedReply, RunAsReply, TokenReply, UserReply,
 };
 use rusqlite::{OptionalExtension, params};
 use std::collections::HashMap;
@@ -76,10 +76,9 @@ impl Broker {
     pub fn rotate_user(&self, name: &str) -> Reply<UserReply> {
         let (id, org) = self.live.store().user(name)?;
         if self.removed_users.contains(&id) || self.removed_orgs.contains(&org) {
-            return Err(ApiError::new(
-                409,
-                format!("user `{name}` (or its organization) was removed"),
-            ));
+            return Err(ServiceError::Conflict(format!(
+                "user `{name}` (or its organization) was removed"
+            )));
         }
         let (id, org, token) = self.live.store().rotate_user(name, true)?;
         let org = self.org_names().remove(&org).unwrap_or_default();
@@ -113,17 +112,22 @@ impl Broker {
     /// its worker tokens; its tasks not ended and its live workers (to
     /// cancel and evict: the caller does).
     pub fn remove_org(&mut self, name: &str) -> Reply<(Vec<u64>, Vec<u64>)> {
-        let Some(org) = self.live.store().org_id(name).map_err(ApiError::internal)? else {
+        let Some(org) = self
+            .live
+            .store()
+            .org_id(name)
+            .map_err(ServiceError::unavailable)?
+        else {
             return Err(IdentityError::Unknown(format!("organization `{name}`")).into());
         };
         let users: Vec<String> = {
             let conn = self.live.store().conn();
             let mut q = conn
                 .prepare("SELECT name FROM users WHERE org = ?1")
-                .map_err(ApiError::internal)?;
+                .map_err(ServiceError::unavailable)?;
             q.query_map([org], |r| r.get(0))
                 .and_then(|rows| rows.collect())
-                .map_err(ApiError::internal)?
+                .map_err(ServiceError::unavailable)?
         };
         for u in &users {
             self.remove_user(u)?;
@@ -154,7 +158,7 @@ impl Broker {
             )
             .optional()
             .map(|o| o.is_some())
-            .map_err(ApiError::internal)
+            .map_err(ServiceError::unavailable)
     }
 
     fn mark_removed(&self, kind: &str, id: i64) -> Reply<()> {
@@ -167,7 +171,7 @@ impl Broker {
                 params![kind, id, now],
             )
             .map(drop)
-            .map_err(ApiError::internal)
+            .map_err(ServiceError::unavailable)
     }
 
     /// Public ids of the tasks of a user (`user_id`) or an organization
@@ -180,18 +184,18 @@ impl Broker {
             .prepare(&format!(
                 "SELECT id FROM tasks WHERE {column} = ?1 AND state IN ('live', 'held') ORDER BY id DESC"
             ))
-            .map_err(ApiError::internal)?;
+            .map_err(ServiceError::unavailable)?;
         q.query_map([id], |r| r.get::<_, i64>(0).map(|i| i as u64))
             .and_then(|rows| rows.collect())
-            .map_err(ApiError::internal)
+            .map_err(ServiceError::unavailable)
     }
 
     /// The organization of a live worker, for the admin's drain and evict.
     pub fn worker_org_of(&self, worker: u64) -> Reply<u32> {
         match self.workers.get(&worker) {
             Some(w) if !w.lost => Ok(w.org),
-            Some(_) => Err(ApiError::new(410, format!("worker {worker} already left"))),
-            None => Err(ApiError::not_found(format!("no worker {worker}"))),
+            Some(_) => Err(ServiceError::Gone(format!("worker {worker} already left"))),
+            None => Err(ServiceError::NotFound(format!("no worker {worker}"))),
         }
     }
 
@@ -206,12 +210,14 @@ impl Broker {
                 && a.bytes()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_.-".contains(&c));
             if !ok {
-                return Err(ApiError::bad(format!(
+                return Err(ServiceError::Invalid(format!(
                     "account `{a}`: a POSIX user name (1 to 32 of a-z, 0-9, '_', '.', '-', not starting with a digit, '.' or '-')"
                 )));
             }
             if a == "root" {
-                return Err(ApiError::bad("account `root`: no task runs as root"));
+                return Err(ServiceError::Invalid(
+                    "account `root`: no task runs as root".into(),
+                ));
             }
         }
         let (id, _) = self.live.store().user(name)?;
@@ -219,7 +225,7 @@ impl Broker {
             .store()
             .conn()
             .execute("UPDATE users SET run_as = ?2 WHERE id = ?1", params![id, account])
-            .map_err(ApiError::internal)?;
+            .map_err(ServiceError::unavailable)?;
         match account {
             Some(a) => self.run_as.insert(id, a.to_string()),
             None => self.run_as.remove(&id),
@@ -234,11 +240,15 @@ impl Broker {
     pub fn set_quota(&mut self, req: &QuotaRequest) -> Reply<QuotasReply> {
         let of = match (&req.user, &req.org) {
             (Some(u), None) => QuotaOf::User(self.live.store().user(u)?.0),
-            (None, Some(o)) => match self.live.store().org_id(o).map_err(ApiError::internal)? {
+            (None, Some(o)) => match self.live.store().org_id(o).map_err(ServiceError::unavailable)? {
                 Some(id) => QuotaOf::Org(id),
                 None => return Err(IdentityError::Unknown(format!("organization `{o}`")).into()),
             },
-            _ => return Err(ApiError::bad("request body: give `user` or `org`, one of them")),
+            _ => {
+                return Err(ServiceError::Invalid(
+                    "request body: give `user` or `org`, one of them".into(),
+                ));
+            }
         };
         let (kind, id) = of.kind();
         let limit = Limit {
@@ -259,7 +269,7 @@ impl Broker {
                 params![kind, id, limit.queued.map_or(-1, as_sql), limit.running.map(as_sql)],
             )
             };
-        done.map_err(ApiError::internal)?;
+        done.map_err(ServiceError::unavailable)?;
         if limit == Limit::default() {
             self.quotas.remove(&of);
         } else {
@@ -300,7 +310,7 @@ impl Broker {
         let conn = self.live.store().conn();
         conn.prepare_cached("SELECT id FROM users WHERE org = ?1")
             .and_then(|mut q| q.query_map([org], |r| r.get(0))?.collect())
-            .map_err(ApiError::internal)
+            .map_err(ServiceError::unavailable)
     }
 
     /// Tasks a user has queued (waiting or held).
@@ -318,24 +328,66 @@ impl Broker {
         if let Some(max) = self.quotas.get(&QuotaOf::User(user)).and_then(|l| l.queued) {
             let has = pending(user);
             if has + n > max {
-                return Err(ApiError::new(
-                    429,
-                    format!(
-                        "quota: you have {has} tasks queued (waiting or held) and may have {max}; these {n} would pass it (wait for some to start, or ask the operator)"
-                    ),
-                ));
+                return Err(ServiceError::Quota(format!(
+                    "quota: you have {has} tasks queued (waiting or held) and may have {max}; these {n} would pass it (wait for some to start, or ask the operator)"
+                )));
             }
         }
         if let Some(max) = self.quotas.get(&QuotaOf::Org(org)).and_then(|l| l.queued) {
             let has: u64 = self.members(org)?.into_iter().map(pending).sum();
             if has + n > max {
-                return Err(ApiError::new(
-                    429,
-                    format!(
-                        "quota: your organization has {has} tasks queued (waiting or held) and may have {max}; these {n} would pass it"
-                    ),
-                ));
+                return Err(ServiceError::Quota(format!(
+                    "quota: your organization has {has} tasks queued (waiting or held) and may have {max}; these {n} would pass it"
+                )));
             }
+        }
+        Ok(())
+    }
+}
+
+impl Broker {
+    pub fn add_org(&self, name: &str) -> Reply<OrgReply> {
+        let id = self.live.store().add_org(name)?;
+        Ok(OrgReply {
+            id,
+            name: name.to_string(),
+        })
+    }
+
+    pub fn add_user(&self, name: &str, org: &str) -> Reply<UserReply> {
+        self.not_removed_org(org)?;
+        let token = self.live.store().add_user(name, org)?;
+        let id = self
+            .live
+            .store()
+            .conn()
+            .query_row("SELECT id FROM users WHERE name = ?1", [name], |r| r.get(0))
+            .map_err(ServiceError::unavailable)?;
+        Ok(UserReply {
+            id,
+            name: name.into(),
+            org: org.into(),
+            token,
+        })
+    }
+
+    pub fn worker_token(&self, org: &str) -> Reply<TokenReply> {
+        self.not_removed_org(org)?;
+        let token = self.live.store().worker_token(org)?;
+        Ok(TokenReply {
+            org: org.into(),
+            token,
+        })
+    }
+
+    /// Refuses an organization the operator removed.
+    pub(super) fn not_removed_org(&self, org: &str) -> Reply<()> {
+        if let Some(id) = self.live.store().org_id(org).map_err(ServiceError::unavailable)?
+            && self.removed("org", i64::from(id))?
+        {
+            return Err(ServiceError::Conflict(format!(
+                "organization `{org}` was removed"
+            )));
         }
         Ok(())
     }

@@ -24,7 +24,7 @@
 //!   core only.
 
 use super::admin::QuotaOf;
-use super::{ApiError, Broker, Plan, PlanKind, Reply, St, allowed};
+use super::{Broker, Plan, PlanKind, Reply, ServiceError, St, allowed};
 use crate::identity::Principal;
 use fairsched_core::{EndRecord, Event, TaskId};
 use std::collections::HashMap;
@@ -224,15 +224,15 @@ impl Broker {
         let by = match who {
             Principal::Admin => HoldBy::Admin,
             Principal::User { .. } => HoldBy::User,
-            _ => return Err(ApiError::forbidden("workers have no tasks")),
+            _ => return Err(ServiceError::Forbidden("workers have no tasks".into())),
         };
         if let Some(h) = self.held.get(&task) {
             allowed(who, h.user, task)?;
             if let Some(b) = h.hold {
-                return Err(ApiError::new(
-                    409,
-                    format!("task {task} is already on hold (by {})", b.who()),
-                ));
+                return Err(ServiceError::Conflict(format!(
+                    "task {task} is already on hold (by {})",
+                    b.who()
+                )));
             }
             return Ok(Plan {
                 events: Vec::new(),
@@ -242,18 +242,15 @@ impl Broker {
         let t = self.task_out(task)?;
         allowed(who, t.user, task)?;
         let Some((core, _)) = self.live_task(task) else {
-            return Err(ApiError::new(
-                409,
-                format!("task {task} has already ended ({})", t.state),
-            ));
+            return Err(ServiceError::Conflict(format!(
+                "task {task} has already ended ({})",
+                t.state
+            )));
         };
         if self.live.core().view().task(core).is_some_and(|t| t.is_running()) {
-            return Err(ApiError::new(
-                409,
-                format!(
-                    "task {task} is running: only a waiting task is put on hold (the admin may requeue it first: `fairsched admin task requeue {task}`)"
-                ),
-            ));
+            return Err(ServiceError::Conflict(format!(
+                "task {task} is running: only a waiting task is put on hold (the admin may requeue it first: `fairsched admin task requeue {task}`)"
+            )));
         }
         Ok(Plan {
             events: vec![Event::Cancel { task: core }],
@@ -270,22 +267,19 @@ impl Broker {
         let Some(h) = self.held.get(&task) else {
             let t = self.task_out(task)?;
             allowed(who, t.user, task)?;
-            return Err(ApiError::new(
-                409,
-                format!("task {task} is not on hold ({})", t.state),
-            ));
+            return Err(ServiceError::Conflict(format!(
+                "task {task} is not on hold ({})",
+                t.state
+            )));
         };
         allowed(who, h.user, task)?;
         match h.hold {
-            None => Err(ApiError::new(
-                409,
-                format!(
-                    "task {task} is not on hold: {}",
-                    self.held_reason(task)
-                        .unwrap_or_else(|| "it waits for its parents".into())
-                ),
-            )),
-            Some(HoldBy::Admin) if !matches!(who, Principal::Admin) => Err(ApiError::forbidden(format!(
+            None => Err(ServiceError::Conflict(format!(
+                "task {task} is not on hold: {}",
+                self.held_reason(task)
+                    .unwrap_or_else(|| "it waits for its parents".into())
+            ))),
+            Some(HoldBy::Admin) if !matches!(who, Principal::Admin) => Err(ServiceError::Forbidden(format!(
                 "task {task} was put on hold by the admin: only the admin releases it"
             ))),
             Some(_) => Ok(Plan {

@@ -3,7 +3,7 @@
 //! (`GET /v1/tasks/ID/output`, `fairsched output`). Kept in the
 //! `outputs` table, not in the log: it decides nothing.
 
-use super::{ApiError, Broker, Reply, allowed};
+use super::{Broker, Reply, ServiceError, allowed};
 use crate::identity::Principal;
 use fairsched_proto::wire::{OUTPUT_TAIL, OutputRequest, RunKey};
 use rusqlite::{OptionalExtension, params};
@@ -37,19 +37,16 @@ impl Broker {
     /// Stores the output `worker` sends for a run it ended.
     pub fn store_output(&mut self, worker: u64, req: &OutputRequest) -> Reply<()> {
         if req.stdout.len() > 4 * OUTPUT_TAIL || req.stderr.len() > 4 * OUTPUT_TAIL {
-            return Err(ApiError::bad(format!(
+            return Err(ServiceError::Invalid(format!(
                 "request body: at most the last {OUTPUT_TAIL} bytes of each stream"
             )));
         }
         let key = req.key();
         if self.ended_on.get(&key) != Some(&worker) {
-            return Err(ApiError::new(
-                409,
-                format!(
-                    "task {} attempt {}: not a run this worker ended (lately)",
-                    key.task, key.attempt
-                ),
-            ));
+            return Err(ServiceError::Conflict(format!(
+                "task {} attempt {}: not a run this worker ended (lately)",
+                key.task, key.attempt
+            )));
         }
         self.live
             .store()
@@ -65,7 +62,7 @@ impl Broker {
                     i64::try_from(req.stderr_bytes).unwrap_or(i64::MAX)
                 ],
             )
-            .map_err(ApiError::internal)?;
+            .map_err(ServiceError::unavailable)?;
         self.ended_on.remove(&key);
         Ok(())
     }
@@ -90,9 +87,9 @@ impl Broker {
                 })
             })
             .optional()
-            .map_err(ApiError::internal)?
+            .map_err(ServiceError::unavailable)?
             .ok_or_else(|| {
-                ApiError::not_found(format!(
+                ServiceError::NotFound(format!(
                     "task {id}: no output{} (it has not ended, its run was killed, or its worker did not send it)",
                     attempt.map(|a| format!(" of attempt {a}")).unwrap_or_default()
                 ))

@@ -61,7 +61,7 @@ pub const SCHEMA: &str = concat!(
     added_tables!()
 );
 
-/// `added_tables!`, for [`Broker::open`].
+/// `added_tables!`, for [`Broker::open`](super::Broker::open).
 pub const ADDED_TABLES: &str = added_tables!();
 
 /// Columns of `tasks` added since schema 2 was first written.

@@ -1,9 +1,13 @@
 //! The broker's unit tests: the service's bookkeeping on a real database,
 //! without HTTP.
 
+use super::satisfaction::ShareDelta;
 use super::*;
+use crate::api::{NewTask, QuotaRequest, StatusReply, TaskOut, WorkflowSpec};
+use crate::identity::{Principal, hash};
 use crate::store::Config;
-use fairsched_proto::wire::Report;
+use fairsched_core::registry::Picks;
+use fairsched_proto::wire::{Phase as WirePhase, PollReply, Report, ReportRequest};
 
 fn at(u: i64, live: i64) -> (i64, i64) {
     (u, live)
@@ -461,7 +465,7 @@ fn cancelling_a_held_task_cancels_its_descendants_only() {
         .pop()
         .unwrap()
         .unwrap_err();
-    assert_eq!(e.status, 409);
+    assert!(matches!(e, ServiceError::Conflict(_)));
     // The waiting root cancelled: c goes too.
     one(
         &mut b,
@@ -530,8 +534,8 @@ fn workflow_requests_are_checked() {
             .pop()
             .unwrap()
             .unwrap_err();
-        assert_eq!(e.status, 400);
-        assert!(e.message.contains(why), "{e:?} should say {why}");
+        assert!(matches!(e, ServiceError::Invalid(_)));
+        assert!(e.message().contains(why), "{e:?} should say {why}");
     }
     // Workflow ids are never reused, across restarts too.
     let Written::Submitted { workflow: w1, .. } = one(
@@ -715,14 +719,17 @@ fn a_retried_submission_is_submitted_once() {
     // Twice in one batch: the twin is told to retry (what the first
     // gets is not known before the commit); then again.
     let mut replies = b.write(vec![submit("true", "k1", f.user), submit("true", "k1", f.user)]);
-    assert_eq!(replies.pop().unwrap().unwrap_err().status, 409);
+    assert!(matches!(
+        replies.pop().unwrap().unwrap_err(),
+        ServiceError::Conflict(_)
+    ));
     let first = ids(replies.pop().unwrap());
     assert_eq!(
         ids(b.write(vec![submit("true", "k1", f.user)]).pop().unwrap()),
         first
     );
     let other = b.write(vec![submit("false", "k1", f.user)]).pop().unwrap();
-    assert_eq!(other.unwrap_err().status, 409);
+    assert!(matches!(other.unwrap_err(), ServiceError::Conflict(_)));
     let k2 = ids(b.write(vec![submit("true", "k2", f.user)]).pop().unwrap());
     assert_ne!(k2, first);
     // Another user's key is another key.
@@ -1069,8 +1076,8 @@ fn a_task_on_hold_waits_until_released_even_across_a_restart() {
     let ids = submit_n(&mut b, f.user, f.org, 3, "true");
     assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[0]]);
     let e = hold(&mut b, alice(&f), ids[0]).unwrap_err();
-    assert_eq!(e.status, 409, "{e:?}");
-    assert!(e.message.contains("is running"), "{e:?}");
+    assert!(matches!(e, ServiceError::Conflict(_)), "{e:?}");
+    assert!(e.message().contains("is running"), "{e:?}");
     let Written::Cancelled(t) = hold(&mut b, alice(&f), ids[1]).unwrap() else {
         panic!()
     };
@@ -1080,7 +1087,7 @@ fn a_task_on_hold_waits_until_released_even_across_a_restart() {
         "{t:?}"
     );
     let e = hold(&mut b, alice(&f), ids[1]).unwrap_err();
-    assert_eq!(e.status, 409, "already on hold: {e:?}");
+    assert!(matches!(e, ServiceError::Conflict(_)), "already on hold: {e:?}");
     check_counts(&b);
     // Its end in the core is not its end.
     let row: (String, Option<String>) = b
@@ -1111,7 +1118,10 @@ fn a_task_on_hold_waits_until_released_even_across_a_restart() {
     };
     assert_eq!(t.state, "waiting", "{t:?}");
     let e = unhold(&mut b, alice(&f), ids[1]).unwrap_err();
-    assert_eq!(e.status, 409, "not on hold any more: {e:?}");
+    assert!(
+        matches!(e, ServiceError::Conflict(_)),
+        "not on hold any more: {e:?}"
+    );
     report(&mut b, &f, worker, exit(ids[2], 0));
     assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[1]]);
     report(&mut b, &f, worker, exit(ids[1], 0));
@@ -1153,12 +1163,18 @@ fn only_the_admin_releases_the_admins_hold() {
         org: f.org,
     };
     let ids = submit_n(&mut b, f.user, f.org, 1, "true");
-    assert_eq!(hold(&mut b, bob.clone(), ids[0]).unwrap_err().status, 403);
+    assert!(matches!(
+        hold(&mut b, bob.clone(), ids[0]).unwrap_err(),
+        ServiceError::Forbidden(_)
+    ));
     hold(&mut b, Principal::Admin, ids[0]).unwrap();
     let e = unhold(&mut b, alice(&f), ids[0]).unwrap_err();
-    assert_eq!(e.status, 403, "{e:?}");
-    assert!(e.message.contains("only the admin"), "{e:?}");
-    assert_eq!(unhold(&mut b, bob, ids[0]).unwrap_err().status, 403);
+    assert!(matches!(e, ServiceError::Forbidden(_)), "{e:?}");
+    assert!(e.message().contains("only the admin"), "{e:?}");
+    assert!(matches!(
+        unhold(&mut b, bob, ids[0]).unwrap_err(),
+        ServiceError::Forbidden(_)
+    ));
     let t = state(&b, ids[0]);
     assert!(
         t.reason.as_deref().unwrap().contains("admin task release"),

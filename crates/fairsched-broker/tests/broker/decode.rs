@@ -4,17 +4,22 @@
 
 use fairsched_broker::api::{OrgRequest, SubmitRequest, UserRequest, WorkerTokenRequest};
 use fairsched_broker::http::decode_bytes;
-use fairsched_broker::service::ApiError;
+use fairsched_broker::service::ServiceError;
 use fairsched_proto::wire::{PollRequest, RegisterRequest, ReportRequest};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 
 /// Decodes `body` as `T`; an error must be a 400 with a reason.
-fn check<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+fn check<T: DeserializeOwned>(body: &[u8]) -> Result<T, ServiceError> {
     let r = decode_bytes::<T>(body);
     if let Err(e) = &r {
-        assert_eq!(e.status, 400, "{e:?} for {:?}", String::from_utf8_lossy(body));
-        assert!(e.message.starts_with("request body"), "{e:?}");
+        assert_eq!(
+            e.status().as_u16(),
+            400,
+            "{e:?} for {:?}",
+            String::from_utf8_lossy(body)
+        );
+        assert!(e.message().starts_with("request body"), "{e:?}");
     }
     r
 }
@@ -169,7 +174,7 @@ proptest! {
             prop_assert!(ok.is_empty(), "{ok:?} accepted {body}");
         }
         let e = decode_bytes::<SubmitRequest>(format!(r#"{{"tasks": [], {field}}}"#).as_bytes()).unwrap_err();
-        prop_assert!(e.message.contains(&name), "the reason names the field: {e:?}");
+        prop_assert!(e.message().contains(&name), "the reason names the field: {e:?}");
         // The worker bodies too.
         for body in [
             format!(r#"{{"slots": 1, "host": "h", {field}}}"#),
@@ -254,5 +259,5 @@ fn valid_bodies_decode() {
     assert_eq!((r.running.len(), r.reports.len()), (1, 1));
     // Trailing garbage after a valid document is refused.
     let e = check::<PollRequest>(br#"{"wait_ms": 1} {"#).unwrap_err();
-    assert!(e.message.contains("trailing"), "{e:?}");
+    assert!(e.message().contains("trailing"), "{e:?}");
 }
