@@ -380,11 +380,6 @@ fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ServiceError
     })
 }
 
-/// Reads a request's whole body before its handler runs: within
-/// [`BODY_LIMIT`] it is passed on; over it, the rest is read and dropped
-/// (up to [`DRAIN_LIMIT`]) and the reply is 413, which the client then
-/// reads (it got a reset while still sending); a body slower than
-/// [`BODY_TIME`] is 408.
 tokio::task_local! {
     /// The address of the client whose request is being served, for the
     /// audit log ([`with_peer`]).
@@ -397,6 +392,11 @@ async fn with_peer(req: axum::extract::Request, next: axum::middleware::Next) ->
     PEER.scope(peer, next.run(req)).await
 }
 
+/// Reads a request's whole body before its handler runs: within
+/// [`BODY_LIMIT`] it is passed on; over it, the rest is read and dropped
+/// (up to [`DRAIN_LIMIT`]) and the reply is 413, which the client then
+/// reads (it got a reset while still sending); a body slower than
+/// [`BODY_TIME`] is 408.
 async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     use futures_util::StreamExt;
     let (parts, body) = req.into_parts();
