@@ -75,7 +75,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod agent;
-mod client;
 mod duration;
 pub mod errors;
 mod executor;
