@@ -16,6 +16,14 @@ pub enum ClientError {
         #[source]
         source: Box<ureq::Error>,
     },
+    /// TLS: the broker's certificate is not one this client accepts.
+    #[error("{base}: {why}: {source}")]
+    Certificate {
+        base: String,
+        why: &'static str,
+        #[source]
+        source: Box<ureq::Error>,
+    },
     /// The broker answered with an error status.
     #[error("{method} {path}: {status}: {message}")]
     Refused {

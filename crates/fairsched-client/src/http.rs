@@ -1,8 +1,10 @@
 //! What the command line's calls ([`Client`](crate::Client)) and the
 //! worker's ([`WorkerClient`](crate::worker::WorkerClient)) share, each
-//! in one place: the broker's URL, the agent's settings, one request and
-//! its reply, and the reason an error reply gives.
+//! in one place: the broker's URL, the agent's settings (which
+//! certificates an https:// broker may have), one request and its reply,
+//! the reason an error reply gives, and what a refused certificate means.
 
+use std::path::Path;
 use std::time::Duration;
 
 use fairsched_proto::api::ErrorBody;
@@ -25,9 +27,72 @@ pub fn base_url(broker: &str) -> Result<String, ClientError> {
 }
 
 /// Every agent's settings, before its timeouts: an error status is a
-/// reply to read (the broker's reason), not a transport error.
-pub(crate) fn agent_config() -> ConfigBuilder<AgentScope> {
-    ureq::Agent::config_builder().http_status_as_error(false)
+/// reply to read (the broker's reason), not a transport error; an
+/// https:// broker's certificate must be signed by the CA of `ca_cert`
+/// (a PEM file) when given, else by one of the usual public CAs (Mozilla's
+/// list, built in).
+pub(crate) fn agent_config(ca_cert: Option<&Path>) -> Result<ConfigBuilder<AgentScope>, ClientError> {
+    let mut tls = ureq::tls::TlsConfig::builder();
+    if let Some(path) = ca_cert {
+        tls = tls.root_certs(ca_roots(path)?);
+    }
+    Ok(ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(tls.build()))
+}
+
+/// The certificates of the PEM file `path` (`--ca-cert`).
+fn ca_roots(path: &Path) -> Result<ureq::tls::RootCerts, ClientError> {
+    let named = |why: String| ClientError::File(format!("--ca-cert {}: {why}", path.display()));
+    let pem = std::fs::read(path).map_err(|e| named(e.to_string()))?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&pem) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+            // A key beside the certificate: not for us.
+            Ok(_) => {}
+            Err(e) => return Err(named(format!("not a PEM file: {e}"))),
+        }
+    }
+    if certs.is_empty() {
+        return Err(named(
+            "no certificate in it (expected PEM: -----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    Ok(ureq::tls::RootCerts::new_with_certs(&certs))
+}
+
+/// What it means when `e` is the broker's certificate refused by this
+/// client (`None`: another failure).
+pub(crate) fn certificate_refused(e: &ureq::Error) -> Option<&'static str> {
+    use rustls::{CertificateError, Error};
+    // The handshake runs inside the first write or read: its error comes
+    // wrapped in an I/O error.
+    let tls = match e {
+        ureq::Error::Rustls(t) => t,
+        ureq::Error::Io(io) => io.get_ref()?.downcast_ref::<Error>()?,
+        _ => return None,
+    };
+    match tls {
+        Error::InvalidCertificate(CertificateError::UnknownIssuer) => Some(
+            "the broker's certificate is not signed by a CA this client trusts (a private CA or a \
+             self-signed certificate: give it with --ca-cert FILE or FAIRSCHED_CA_CERT)",
+        ),
+        // What `openssl req -x509` makes unless told otherwise.
+        Error::InvalidCertificate(CertificateError::Other(other))
+            if matches!(
+                other.0.downcast_ref::<webpki::Error>(),
+                Some(webpki::Error::CaUsedAsEndEntity)
+            ) =>
+        {
+            Some(
+                "the broker's certificate is a CA's (basicConstraints CA:TRUE), which TLS clients \
+                 refuse from a server: make it with CA:FALSE (docs/security.md, \"Native TLS\")",
+            )
+        }
+        Error::InvalidCertificate(_) => Some("the broker's certificate is refused"),
+        _ => None,
+    }
 }
 
 /// One request to the broker.

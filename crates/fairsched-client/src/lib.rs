@@ -27,9 +27,10 @@ pub mod worker;
 pub use errors::ClientError;
 pub use http::base_url;
 
-use http::{Call, Failed, agent_config, reason};
+use http::{Call, Failed, agent_config, certificate_refused, reason};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Credentials `fairsched serve --quickstart` writes for the commands run
@@ -53,6 +54,10 @@ pub fn quickstart(key: &str) -> Option<String> {
 pub struct Conn {
     pub broker: Option<String>,
     pub token: Option<String>,
+    /// The CA (a PEM file) an https:// broker's certificate must be signed
+    /// by (`--ca-cert`, `FAIRSCHED_CA_CERT`); `None`: one of the usual
+    /// public CAs.
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// Who a command acts as, for the quickstart file.
@@ -98,7 +103,7 @@ impl Client {
             .or_else(|| quickstart("broker"))
             .unwrap_or_else(|| "http://127.0.0.1:8080".into());
         let base = base_url(&broker)?;
-        let agent = agent_config()
+        let agent = agent_config(c.ca_cert.as_deref())?
             .timeout_global(Some(Duration::from_secs(60)))
             .build()
             .into();
@@ -191,9 +196,16 @@ impl Client {
         let (method, path) = (call.method, call.path);
         let reply = call.send(&self.agent, &self.base, body).map_err(|f| match f {
             Failed::Encode(e) => malformed(method, path, e.to_string()),
-            Failed::Send(e) => ClientError::Unreachable {
-                base: self.base.clone(),
-                source: Box::new(e),
+            Failed::Send(e) => match certificate_refused(&e) {
+                Some(why) => ClientError::Certificate {
+                    base: self.base.clone(),
+                    why,
+                    source: Box::new(e),
+                },
+                None => ClientError::Unreachable {
+                    base: self.base.clone(),
+                    source: Box::new(e),
+                },
             },
             Failed::Read { source, .. } => malformed(method, path, format!("reading the reply: {source}")),
         })?;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use crate::errors::CallError;
-use crate::http::{Call, Failed, agent_config, base_url, reason};
+use crate::http::{Call, Failed, agent_config, base_url, certificate_refused, reason};
 use crate::{ClientError, Conn};
 
 /// Replies larger than this are refused (the broker's own request limit is 4 MiB).
@@ -36,7 +36,10 @@ impl WorkerClient {
     /// ./fairsched.tokens) registering with the worker token `c.token`.
     pub fn new(c: &Conn) -> Result<WorkerClient, ClientError> {
         let broker = c.broker.as_deref().unwrap_or_default();
-        let agent = agent_config().timeout_connect(Some(CONNECT)).build().into();
+        let agent = agent_config(c.ca_cert.as_deref())?
+            .timeout_connect(Some(CONNECT))
+            .build()
+            .into();
         Ok(WorkerClient {
             agent,
             base: base_url(broker)?,
@@ -101,7 +104,12 @@ impl WorkerClient {
         };
         let reply = call.send(&self.agent, &self.base, body).map_err(|f| match f {
             Failed::Encode(e) => CallError::Rejected(format!("POST {path}: cannot encode the request: {e}")),
-            Failed::Send(e) => CallError::Transient(format!("POST {}{path}: {e}", self.base)),
+            // Retried as any failure to connect: a certificate may be
+            // renewed, but say what to do about it.
+            Failed::Send(e) => match certificate_refused(&e) {
+                Some(why) => CallError::Transient(format!("POST {}{path}: {why}: {e}", self.base)),
+                None => CallError::Transient(format!("POST {}{path}: {e}", self.base)),
+            },
             Failed::Read { status, source } => {
                 CallError::Transient(format!("POST {path}: reading the {status} reply: {source}"))
             }
@@ -170,6 +178,7 @@ mod tests {
         let c = WorkerClient::new(&Conn {
             broker: Some("http://127.0.0.1:9/".into()),
             token: Some("t".into()),
+            ca_cert: None,
         })
         .unwrap();
         assert_eq!(c.base, "http://127.0.0.1:9");
@@ -185,7 +194,7 @@ mod tests {
     fn not_a_url() {
         let e = WorkerClient::new(&Conn {
             broker: Some("broker:8080".into()),
-            token: None,
+            ..Conn::default()
         })
         .err()
         .unwrap();

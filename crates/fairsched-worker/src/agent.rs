@@ -359,6 +359,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let client = Arc::new(Client::new(&fairsched_client::Conn {
         broker: Some(opts.broker.clone()),
         token: Some(opts.token.clone()),
+        ca_cert: opts.ca_cert.clone(),
     })?);
     if opts.run_as_user && !nix::unistd::geteuid().is_root() {
         bail!("--run-as-user: only root can run tasks as other users");
