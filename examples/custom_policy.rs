@@ -334,6 +334,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         settings,
         stop: Some(stop.clone()),
         limits: HttpLimits::default(),
+        tls: None,
     };
     let server = std::thread::spawn(move || serve(opts, |addr| tx.send(addr).expect("main waits")));
     let addr = rx.recv_timeout(Duration::from_secs(30))?;
@@ -343,6 +344,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
             &Conn {
                 broker: Some(base.clone()),
                 token: Some(token.into()),
+                ca_cert: None,
             },
             Role::User,
         )

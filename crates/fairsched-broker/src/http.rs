@@ -102,6 +102,9 @@ pub struct ServeOpts {
     pub stop: Option<Stop>,
     /// Timeouts and the anonymous routes' rate limit.
     pub limits: HttpLimits,
+    /// HTTPS with this certificate and key (`--tls-cert`, `--tls-key`);
+    /// `None`: plain HTTP.
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 /// Stops a broker [`serve`] runs, from the same program: requests in
@@ -1415,6 +1418,12 @@ fn actor(
 /// Runs the broker until SIGTERM or SIGINT. `ready` gets the address
 /// once it listens.
 pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Result<(), String> {
+    // Before anything is opened or locked: a wrong file is refused at once.
+    let tls = opts
+        .tls
+        .as_ref()
+        .map(crate::tls::TlsFiles::acceptor)
+        .transpose()?;
     if opts.db.is_dir() {
         return Err(format!(
             "--db {}: a directory, not a database file",
@@ -1601,6 +1610,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
             listener,
             router,
             opts.limits.header_time,
+            tls,
             shutdown(stop_tx, opts.stop.clone()),
         )
         .await;

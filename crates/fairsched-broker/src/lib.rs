@@ -12,7 +12,8 @@
 //! - [`upkeep`]: an online backup, and the log kept in bounds (steps no
 //!   restart needs moved to an archive).
 //! - [`http`]: the HTTP API in front of the broker's one thread;
-//!   [`server`] its accept loop and timeouts, [`frames`] what the routes
+//!   [`server`] its accept loop and timeouts, [`tls`] its certificate
+//!   (`serve --tls-cert`), [`frames`] what the routes
 //!   without a token serve (built at most every 250 ms), [`limit`] their
 //!   per-client rate limit.
 
@@ -28,6 +29,7 @@ pub mod live;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod tls;
 pub mod upkeep;
 
 pub use identity::{IdentityError, Principal};

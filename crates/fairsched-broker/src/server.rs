@@ -10,6 +10,10 @@
 //!   has its own, longer deadline: `BODY_TIME`, answered with 408.)
 //! - A response in progress (a long poll, the dashboard's event stream)
 //!   is not under either timer.
+//! - **TLS handshake** (`serve --tls-cert`, [`crate::tls`]): a connection
+//!   whose handshake is not done within the same time is closed, so a
+//!   client that opens a connection and sends nothing (or half a hello)
+//!   holds nothing for long; the header-read timer then starts.
 //!
 //! Stopping: the loop stops accepting, every connection is asked to close
 //! once its response in flight is written (hyper's graceful shutdown), and
@@ -21,8 +25,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
 
 /// How the broker guards its HTTP side (`fairsched serve` flags).
 #[derive(Clone, Debug)]
@@ -55,13 +61,18 @@ impl Default for HttpLimits {
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then lets
-/// each connection finish the response it is writing and returns once all
-/// have closed.
+/// A connection's bytes: TCP, or TLS over TCP.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// Serves `router` on `listener` (through `tls` when given) until
+/// `shutdown` completes, then lets each connection finish the response it
+/// is writing and returns once all have closed.
 pub async fn serve_connections(
     listener: TcpListener,
     router: Router,
     header_time: Duration,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -88,9 +99,34 @@ pub async fn serve_connections(
             // A `Router` is always ready: no `poll_ready` first.
             tower_service::Service::call(&mut router, req)
         });
-        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let http = http.clone();
+        let tls = tls.clone();
         let mut closing = closing.clone();
         tokio::spawn(async move {
+            let stream: Box<dyn Stream> = match tls {
+                None => Box::new(stream),
+                Some(tls) => {
+                    let handshake = tokio::time::timeout(header_time, handshake(&tls, stream));
+                    tokio::select! {
+                        done = handshake => match done {
+                            Ok(Ok(s)) => Box::new(s),
+                            // Plain HTTP (answered 400), a certificate
+                            // the client refused, a reset.
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, "TLS handshake failed: {e}");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "no TLS handshake within {header_time:?}: closed");
+                                return;
+                            }
+                        },
+                        // Stopping: no response is in flight yet.
+                        _ = closing.wait_for(|stop| *stop) => return,
+                    }
+                }
+            };
+            let conn = http.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
             loop {
                 tokio::select! {
@@ -120,6 +156,34 @@ pub async fn serve_connections(
     // Only the connections' receivers are left to wait for.
     drop(closing);
     close.closed().await;
+}
+
+/// The TLS handshake of a new connection. One that opens with something
+/// else than a TLS handshake record (0x16) is most likely plain HTTP: it
+/// gets a 400 that says to use https://, not a TLS alert it cannot read.
+async fn handshake(
+    tls: &TlsAcceptor,
+    mut stream: tokio::net::TcpStream,
+) -> std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut first = [0u8; 1];
+    if stream.peek(&mut first).await? == 1 && first[0] != 0x16 {
+        let body = r#"{"error":"this port speaks HTTPS: use an https:// URL"}"#;
+        let reply = format!(
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        // The request head is read first: a socket closed with unread
+        // bytes is reset, and the client might not see the reply.
+        let mut head = [0u8; 4096];
+        let _ = stream.read(&mut head).await?;
+        stream.write_all(reply.as_bytes()).await?;
+        stream.shutdown().await?;
+        // Until the client closes (the caller's timeout bounds it).
+        while stream.read(&mut head).await? > 0 {}
+        return Err(std::io::Error::other("plain HTTP on the TLS port: answered 400"));
+    }
+    tls.accept(stream).await
 }
 
 /// Errors of `accept`: one connection's (it was reset before it was

@@ -3,8 +3,9 @@
 //! One typed HTTP client of the live service (docs/protocol.md), used by
 //! the command line's calls (`submit`, `status`, `cancel`, `explain`,
 //! `admin …`) and by the Diet-ethic client-side dispatcher
-//! ([`dispatcher`]); what a workflow file says ([`dag`]); and the words of
-//! an explanation and of a task list ([`text`]).
+//! ([`dispatcher`]); the worker's calls ([`worker`]); what a workflow file
+//! says ([`dag`], feature `dag`, on by default); and the words of an
+//! explanation and of a task list ([`text`]).
 //!
 //! ```no_run
 //! use fairsched_client::{Client, Conn, Role};
@@ -15,58 +16,26 @@
 //! # Ok::<(), fairsched_client::ClientError>(())
 //! ```
 
+#[cfg(feature = "dag")]
 pub mod dag;
 pub mod dispatcher;
+pub mod errors;
+mod http;
 pub mod text;
+pub mod worker;
 
-use fairsched_proto::api::ErrorBody;
+pub use errors::ClientError;
+pub use http::base_url;
+
+use http::{Call, Failed, agent_config, certificate_refused, reason};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Credentials `fairsched serve --quickstart` writes for the commands run
 /// from the same directory.
 pub const TOKENS_FILE: &str = "fairsched.tokens";
-
-/// What went wrong talking to a broker.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// The caller's mistake (a missing token, a malformed URL, a workflow
-    /// file that does not say what to run): `fairsched` exits with 2.
-    #[error("{0}")]
-    Usage(String),
-    #[error("cannot reach the broker at {base}: {source}")]
-    Unreachable {
-        base: String,
-        #[source]
-        source: Box<ureq::Error>,
-    },
-    /// The broker answered with an error status.
-    #[error("{method} {path}: {status}: {message}")]
-    Refused {
-        method: String,
-        path: String,
-        status: u16,
-        message: String,
-    },
-    #[error("{method} {path}: malformed reply: {why}")]
-    Malformed {
-        method: String,
-        path: String,
-        why: String,
-    },
-    /// A file the caller named (a workflow).
-    #[error("{0}")]
-    File(String),
-}
-
-impl ClientError {
-    /// Whether it is the caller's mistake.
-    pub fn is_usage(&self) -> bool {
-        matches!(self, ClientError::Usage(_))
-    }
-}
 
 /// The value of `key` in ./fairsched.tokens, if the file is there.
 pub fn quickstart(key: &str) -> Option<String> {
@@ -85,6 +54,10 @@ pub fn quickstart(key: &str) -> Option<String> {
 pub struct Conn {
     pub broker: Option<String>,
     pub token: Option<String>,
+    /// The CA (a PEM file) an https:// broker's certificate must be signed
+    /// by (`--ca-cert`, `FAIRSCHED_CA_CERT`); `None`: one of the usual
+    /// public CAs.
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// Who a command acts as, for the quickstart file.
@@ -102,8 +75,11 @@ pub const SUBMIT_RETRY_FOR: Duration = Duration::from_secs(30);
 pub struct Client {
     agent: ureq::Agent,
     base: String,
-    auth: String,
+    token: String,
 }
+
+/// Replies longer than this are not read ([`Client::get_text`]: 64 MiB).
+const REPLY_LIMIT: u64 = 256 << 20;
 
 impl Client {
     pub fn new(c: &Conn, role: Role) -> Result<Client, ClientError> {
@@ -126,20 +102,15 @@ impl Client {
             .clone()
             .or_else(|| quickstart("broker"))
             .unwrap_or_else(|| "http://127.0.0.1:8080".into());
-        if !broker.starts_with("http://") && !broker.starts_with("https://") {
-            return Err(ClientError::Usage(format!(
-                "--broker `{broker}`: expected a URL like http://127.0.0.1:8080"
-            )));
-        }
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
+        let base = base_url(&broker)?;
+        let agent = agent_config(c.ca_cert.as_deref())?
             .timeout_global(Some(Duration::from_secs(60)))
             .build()
             .into();
         Ok(Client {
             agent,
-            base: broker.trim_end_matches('/').to_string(),
-            auth: format!("Bearer {}", token.trim()),
+            base,
+            token: token.trim().to_string(),
         })
     }
 
@@ -175,44 +146,13 @@ impl Client {
 
     /// `GET path`, its reply as text, with the value of header `also`.
     pub fn get_text(&self, path: &str, also: &str) -> Result<(String, Option<String>), ClientError> {
-        let url = format!("{}{path}", self.base);
-        let mut resp = self
-            .agent
-            .get(&url)
-            .header("Authorization", &self.auth)
-            .call()
-            .map_err(|e| ClientError::Unreachable {
-                base: self.base.clone(),
-                source: Box::new(e),
-            })?;
-        let status = resp.status().as_u16();
-        let header = resp
-            .headers()
-            .get(also)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let text = resp
-            .body_mut()
-            .with_config()
-            .limit(64 << 20)
-            .read_to_string()
-            .map_err(|e| ClientError::Malformed {
-                method: "GET".into(),
-                path: path.into(),
-                why: format!("reading the reply: {e}"),
-            })?;
-        if !(200..300).contains(&status) {
-            let why = serde_json::from_str::<ErrorBody>(&text)
-                .map(|e| e.error)
-                .unwrap_or(text);
-            return Err(ClientError::Refused {
-                method: "GET".into(),
-                path: path.into(),
-                status,
-                message: why.trim().to_string(),
-            });
-        }
-        Ok((text, header))
+        let call = Call {
+            also: Some(also),
+            limit: 64 << 20,
+            ..self.call_to("GET", path, None)
+        };
+        let reply = self.exchange(&call, None::<&()>)?;
+        Ok((reply.text, reply.also))
     }
 
     /// `method path` with `body` (JSON), its reply read as `T`; an error
@@ -234,57 +174,50 @@ impl Client {
         body: Option<&impl Serialize>,
         header: Option<(&str, &str)>,
     ) -> Result<T, ClientError> {
-        let url = format!("{}{path}", self.base);
-        let malformed = |why: String| ClientError::Malformed {
-            method: method.into(),
-            path: path.into(),
-            why,
-        };
-        let resp = match (method, body) {
-            ("GET", _) => {
-                let mut r = self.agent.get(&url).header("Authorization", &self.auth);
-                if let Some((name, value)) = header {
-                    r = r.header(name, value);
-                }
-                r.call()
-            }
-            (_, body) => {
-                let mut r = self.agent.post(&url).header("Authorization", &self.auth);
-                if let Some((name, value)) = header {
-                    r = r.header(name, value);
-                }
-                match body {
-                    Some(b) => {
-                        let bytes = serde_json::to_vec(b).map_err(|e| malformed(e.to_string()))?;
-                        r.header("Content-Type", "application/json").send(&bytes[..])
-                    }
-                    None => r.send_empty(),
-                }
-            }
-        };
-        let mut resp = resp.map_err(|e| ClientError::Unreachable {
-            base: self.base.clone(),
-            source: Box::new(e),
+        let reply = self.exchange(&self.call_to(method, path, header), body)?;
+        serde_json::from_str(&reply.text).map_err(|e| malformed(method, path, e.to_string()))
+    }
+
+    /// A call of this client's, with its token.
+    fn call_to<'a>(&'a self, method: &'a str, path: &'a str, header: Option<(&'a str, &'a str)>) -> Call<'a> {
+        Call {
+            method,
+            path,
+            token: &self.token,
+            header,
+            timeout: None,
+            limit: REPLY_LIMIT,
+            also: None,
+        }
+    }
+
+    /// Sends `call`; its reply if 2xx.
+    fn exchange(&self, call: &Call<'_>, body: Option<&impl Serialize>) -> Result<http::Reply, ClientError> {
+        let (method, path) = (call.method, call.path);
+        let reply = call.send(&self.agent, &self.base, body).map_err(|f| match f {
+            Failed::Encode(e) => malformed(method, path, e.to_string()),
+            Failed::Send(e) => match certificate_refused(&e) {
+                Some(why) => ClientError::Certificate {
+                    base: self.base.clone(),
+                    why,
+                    source: Box::new(e),
+                },
+                None => ClientError::Unreachable {
+                    base: self.base.clone(),
+                    source: Box::new(e),
+                },
+            },
+            Failed::Read { source, .. } => malformed(method, path, format!("reading the reply: {source}")),
         })?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .body_mut()
-            .with_config()
-            .limit(256 << 20)
-            .read_to_string()
-            .map_err(|e| malformed(format!("reading the reply: {e}")))?;
-        if !(200..300).contains(&status) {
-            let why = serde_json::from_str::<ErrorBody>(&text)
-                .map(|e| e.error)
-                .unwrap_or(text);
+        if !reply.ok() {
             return Err(ClientError::Refused {
                 method: method.into(),
                 path: path.into(),
-                status,
-                message: why.trim().to_string(),
+                status: reply.status,
+                message: reason(reply.text),
             });
         }
-        serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))
+        Ok(reply)
     }
 
     /// The caller's tasks with ids from `from` to `to` (both included; all
@@ -326,5 +259,13 @@ impl Client {
         let order = v["policy"]["order"].as_str()?;
         let name = order.split('[').next().unwrap_or(order).trim();
         (name != "diet-ethic").then(|| order.to_string())
+    }
+}
+
+fn malformed(method: &str, path: &str, why: String) -> ClientError {
+    ClientError::Malformed {
+        method: method.into(),
+        path: path.into(),
+        why,
     }
 }

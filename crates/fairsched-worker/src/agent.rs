@@ -12,11 +12,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
+use fairsched_client::worker::{CallError, WorkerClient as Client};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::Opts;
-use crate::client::{CallError, Client};
 use crate::executor::{
     ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
 };
@@ -356,10 +356,11 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     if !(1..=crate::MAX_SLOTS).contains(&slots) {
         bail!("--slots must be 1 to {}", crate::MAX_SLOTS);
     }
-    let broker = opts.broker.trim();
-    if !(broker.starts_with("http://") || broker.starts_with("https://")) {
-        bail!("--broker {broker:?} must be an http:// or https:// URL");
-    }
+    let client = Arc::new(Client::new(&fairsched_client::Conn {
+        broker: Some(opts.broker.clone()),
+        token: Some(opts.token.clone()),
+        ca_cert: opts.ca_cert.clone(),
+    })?);
     if opts.run_as_user && !nix::unistd::geteuid().is_root() {
         bail!("--run-as-user: only root can run tasks as other users");
     }
@@ -405,7 +406,6 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         slots: usize::try_from(slots).context("--slots")?,
         lease_file,
     });
-    let client = Arc::new(Client::new(broker, &opts.token));
     let drain_at = drain_deadline(&opts)?;
 
     let mut signals =

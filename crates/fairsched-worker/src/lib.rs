@@ -75,7 +75,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod agent;
-mod client;
 mod duration;
 pub mod errors;
 mod executor;
@@ -98,7 +97,7 @@ pub use slurm::{job_time_left, parse_slurm_time};
 /// The worker's command-line options (`fairsched worker …`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Opts {
-    /// The broker's base URL, e.g. http://broker:8080 [default: from ./fairsched.tokens, written by
+    /// The broker's base URL, e.g. https://broker:8443 [default: from ./fairsched.tokens, written by
     /// `fairsched serve --quickstart`]
     #[arg(
         long,
@@ -127,6 +126,11 @@ pub struct Opts {
     /// wins over both
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+
+    /// An https:// broker's certificate is trusted if this CA signed it (a PEM file: a private
+    /// CA's certificate, or the broker's own self-signed one) [default: the usual public CAs]
+    #[arg(long, env = "FAIRSCHED_CA_CERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 
     /// Tasks run at once, 1 to 4096 [default: the number of CPUs, at most 4096]
     #[arg(long, value_name = "N", default_value_t = default_slots(), hide_default_value = true,

@@ -7,6 +7,7 @@ use fairsched_broker::api::*;
 use fairsched_broker::export::{Exported, platform_toml};
 use fairsched_broker::http::{HttpLimits, ServeOpts, serve};
 use fairsched_broker::service::Settings;
+use fairsched_broker::tls::TlsFiles;
 use fairsched_client::dag::{activity_commands, workflow_file};
 use fairsched_client::text::{explain_text, task_table};
 use fairsched_client::{Client, Role, TOKENS_FILE, quickstart};
@@ -26,6 +27,10 @@ pub struct Conn {
     /// written by `fairsched serve --quickstart`].
     #[arg(long, env = "FAIRSCHED_TOKEN", hide_env_values = true, value_name = "T")]
     pub token: Option<String>,
+    /// An https:// broker's certificate is trusted if this CA signed it (a PEM file: a private
+    /// CA's certificate, or the broker's own self-signed one) [default: the usual public CAs].
+    #[arg(long, env = "FAIRSCHED_CA_CERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 impl Conn {
@@ -34,6 +39,7 @@ impl Conn {
         fairsched_client::Conn {
             broker: self.broker.clone(),
             token: self.token.clone(),
+            ca_cert: self.ca_cert.clone(),
         }
     }
 }
@@ -42,8 +48,8 @@ impl Conn {
 pub struct ServeArgs {
     /// A TOML file of these settings (keys as the flags' names with `_`: `db`, `listen`,
     /// `lease`, `max_attempts`, `max_user_priority`, `max_time_limit`, `max_memory`,
-    /// `snapshot_every`, `audit_log`, `header_timeout`, `anonymous_rate`, `anonymous_burst`;
-    /// paths relative to the file's folder). A flag given
+    /// `snapshot_every`, `audit_log`, `header_timeout`, `anonymous_rate`, `anonymous_burst`,
+    /// `tls_cert`, `tls_key`; paths relative to the file's folder). A flag given
     /// overrides the file. deploy/fairsched.toml is an example.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -52,7 +58,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
     /// Address to listen on (port 0: any free port; the line `listening on
-    /// http://ADDR` says which) [default: 127.0.0.1:8080].
+    /// http://ADDR`, https:// with --tls-cert, says which) [default: 127.0.0.1:8080].
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
     /// A worker silent this long loses its slots; its tasks go back to the queue [default: 30s].
@@ -104,6 +110,14 @@ pub struct ServeArgs {
     /// applies [default: 200].
     #[arg(long, value_name = "N")]
     anonymous_burst: Option<u32>,
+    /// Serve HTTPS with this certificate (PEM: the broker's certificate, then any intermediate
+    /// ones), and --tls-key. Without them the broker speaks plain HTTP: beyond loopback, put it
+    /// behind a TLS-terminating proxy (docs/security.md) [default: plain HTTP].
+    #[arg(long, value_name = "FILE.pem")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, RSA or EC), readable by the broker only.
+    #[arg(long, value_name = "FILE.pem")]
+    tls_key: Option<PathBuf>,
 }
 
 /// `serve --config FILE`: the same settings as the flags.
@@ -122,6 +136,8 @@ struct ServeFile {
     header_timeout: Option<String>,
     anonymous_rate: Option<u32>,
     anonymous_burst: Option<u32>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 /// `serve`'s settings: each flag given, else the file's, else the default.
@@ -138,6 +154,7 @@ struct Serve {
     header_timeout: Duration,
     anonymous_rate: u32,
     anonymous_burst: u32,
+    tls: Option<TlsFiles>,
 }
 
 impl ServeArgs {
@@ -198,6 +215,14 @@ impl ServeArgs {
                 p.push(".audit.jsonl");
                 PathBuf::from(p)
             });
+        let tls_cert = self.tls_cert.clone().or_else(|| file.tls_cert.as_ref().map(path));
+        let tls_key = self.tls_key.clone().or_else(|| file.tls_key.as_ref().map(path));
+        let tls = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            (Some(_), None) => return Err(usage("--tls-cert needs --tls-key (or `tls_key` in --config)")),
+            (None, Some(_)) => return Err(usage("--tls-key needs --tls-cert (or `tls_cert` in --config)")),
+        };
         Ok(Serve {
             listen: self
                 .listen
@@ -224,6 +249,7 @@ impl ServeArgs {
                 .anonymous_burst
                 .or(file.anonymous_burst)
                 .unwrap_or(fairsched_broker::server::ANONYMOUS_BURST),
+            tls,
         })
     }
 }
@@ -337,18 +363,20 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
             anonymous_rate: a.anonymous_rate,
             anonymous_burst: a.anonymous_burst,
         },
+        tls: a.tls,
     };
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
     let listening = std::cell::Cell::new(false);
     let served = serve(opts, |addr| {
         listening.set(true);
         if let Some(t) = &tokens
-            && let Err(e) = write_tokens(&format!("http://{addr}"), t)
+            && let Err(e) = write_tokens(&format!("{scheme}://{addr}"), t)
         {
             tracing::error!("{TOKENS_FILE}: {e}");
         }
         // Tests and scripts wait for this line.
         let mut out = std::io::stdout();
-        let _ = writeln!(out, "listening on http://{addr}");
+        let _ = writeln!(out, "listening on {scheme}://{addr}");
         let _ = out.flush();
     });
     if served.is_err() && created && !listening.get() {

@@ -145,11 +145,7 @@ fn submit(a: SlurmArgs) -> anyhow::Result<()> {
         .ok_or_else(|| {
             usage("no token: give --token T (from `fairsched admin worker-token`) or set FAIRSCHED_TOKEN")
         })?;
-    if !(broker.starts_with("http://") || broker.starts_with("https://")) {
-        return Err(usage(format!(
-            "--broker {broker:?} must be an http:// or https:// URL"
-        )));
-    }
+    let broker = fairsched_client::base_url(&broker)?;
     if let Some(t) = &a.time {
         let wall = fairsched_worker::parse_slurm_time(t).map_err(usage)?;
         if a.drain_before.as_secs() >= wall {

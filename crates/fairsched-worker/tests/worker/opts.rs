@@ -41,6 +41,8 @@ fn every_option() {
         "500ms",
         "--host",
         "n7",
+        "--ca-cert",
+        "/etc/fairsched/ca.pem",
     ])
     .unwrap();
     assert_eq!(opts.slots, 3);
@@ -48,6 +50,7 @@ fn every_option() {
     assert_eq!(opts.executor, ExecutorKind::Noop);
     assert_eq!(opts.grace, Duration::from_millis(500));
     assert_eq!(opts.host, "n7");
+    assert_eq!(opts.ca_cert, Some(PathBuf::from("/etc/fairsched/ca.pem")));
 }
 
 #[test]

@@ -10,6 +10,7 @@ use fairsched_broker::api::{StatusReply, TaskOut, TasksReply};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -131,6 +132,47 @@ pub fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// PEM files for `serve --tls-cert --tls-key` and the clients' `--ca-cert`.
+pub struct Pki {
+    /// A private CA's certificate.
+    pub ca: PathBuf,
+    /// The broker's certificate (for 127.0.0.1, localhost and `broker`),
+    /// signed by the CA.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+}
+
+impl Pki {
+    /// Makes a CA and the broker's certificate, written to these files.
+    pub fn make(ca: &Path, cert: &Path, key: &Path) -> Pki {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "fairsched test CA");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_key = KeyPair::generate().unwrap();
+        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+        let names = ["127.0.0.1", "localhost", "broker"].map(String::from).to_vec();
+        let mut leaf = CertificateParams::new(names).unwrap();
+        leaf.distinguished_name
+            .push(DnType::CommonName, "fairsched broker");
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf_cert = leaf
+            .signed_by(&leaf_key, &Issuer::new(ca_params, ca_key))
+            .unwrap();
+        std::fs::write(ca, ca_cert.pem()).unwrap();
+        std::fs::write(cert, leaf_cert.pem()).unwrap();
+        std::fs::write(key, leaf_key.serialize_pem()).unwrap();
+        Pki {
+            ca: ca.to_path_buf(),
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+        }
+    }
+}
+
 /// `fairsched serve` on a database made by `fairsched admin init`.
 pub struct Broker {
     pub dir: PathBuf,
@@ -144,6 +186,9 @@ pub struct Broker {
     pub starts: u32,
     /// More arguments for every `serve`.
     pub serve_args: Vec<String>,
+    /// The CA of an https:// broker's certificate (`serve --tls-cert`):
+    /// [`Broker::api`] trusts it, [`Broker::worker_with`] passes it.
+    pub ca: Option<PathBuf>,
     proc: Option<Proc>,
 }
 
@@ -179,6 +224,7 @@ impl Broker {
             listen: listen.to_string(),
             starts: 0,
             serve_args: serve.iter().map(|s| s.to_string()).collect(),
+            ca: None,
             proc: None,
         };
         b.serve();
@@ -197,6 +243,7 @@ impl Broker {
             listen: "127.0.0.1:0".into(),
             starts: 0,
             serve_args: Vec::new(),
+            ca: None,
             proc: None,
         };
         b.serve();
@@ -247,7 +294,7 @@ impl Broker {
         };
         if self.listen.ends_with(":0") {
             // Restarts take the same port.
-            self.listen = url.trim_start_matches("http://").to_string();
+            self.listen = url.split_once("://").map_or(&url[..], |(_, a)| a).to_string();
         }
         self.url = url;
         self.proc = Some(p);
@@ -265,7 +312,10 @@ impl Broker {
     }
 
     pub fn api(&self) -> Api {
-        Api::new(&self.url)
+        match &self.ca {
+            Some(ca) => Api::with_ca(&self.url, ca),
+            None => Api::new(&self.url),
+        }
     }
 
     /// `admin org add` (through HTTP); the org's id.
@@ -326,6 +376,11 @@ impl Broker {
                 workdir.to_str().unwrap(),
             ])
             .args(["--executor", executor, "--grace", "1s", "--host", name])
+            .args(
+                self.ca
+                    .iter()
+                    .flat_map(|ca| [OsStr::new("--ca-cert"), ca.as_os_str()]),
+            )
             .args(more)
             .stdout(Stdio::null())
             .stderr(err);
@@ -409,13 +464,33 @@ impl Api {
     }
 
     pub fn with_timeout(base: &str, timeout: Duration) -> Api {
-        let agent = ureq::Agent::config_builder()
+        Api::build(base, timeout, None)
+    }
+
+    /// An https:// broker whose certificate the CA of the PEM file `ca`
+    /// signed (that CA only).
+    pub fn with_ca(base: &str, ca: &Path) -> Api {
+        Api::build(base, Duration::from_secs(30), Some(ca))
+    }
+
+    fn build(base: &str, timeout: Duration, ca: Option<&Path>) -> Api {
+        use ureq::tls::{PemItem, RootCerts, TlsConfig, parse_pem};
+        let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(timeout))
-            .build()
-            .into();
+            .timeout_global(Some(timeout));
+        if let Some(ca) = ca {
+            let pem = std::fs::read(ca).unwrap_or_else(|e| panic!("{}: {e}", ca.display()));
+            let certs: Vec<_> = parse_pem(&pem)
+                .filter_map(|item| match item.expect("PEM") {
+                    PemItem::Certificate(c) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            let roots = RootCerts::new_with_certs(&certs);
+            config = config.tls_config(TlsConfig::builder().root_certs(roots).build());
+        }
         Api {
-            agent,
+            agent: config.build().into(),
             base: base.trim_end_matches('/').to_string(),
         }
     }

@@ -97,7 +97,7 @@ const LIVE: &[(&str, &str)] = &[
         WALKTHROUGH,
     ),
     (
-        "fairsched serve --db fairsched.db --listen 0.0.0.0:8080 --lease 30s",
+        "fairsched serve --db fairsched.db --listen 0.0.0.0:8443 --lease 30s --tls-cert broker.pem --tls-key broker.key",
         WALKTHROUGH,
     ),
     ("fairsched admin org add physics", WALKTHROUGH),
@@ -1103,7 +1103,8 @@ fn states(v: &Value) -> BTreeMap<String, usize> {
 
 /// README.md's "The live service", command by command, as written but
 /// for the address (`--listen 127.0.0.1:0`, any free port, and
-/// FAIRSCHED_BROKER set to it) and `--workdir` (in a temporary folder).
+/// FAIRSCHED_BROKER set to it) and `--workdir` (in a temporary folder);
+/// the certificates it serves are made here, by a CA of the test's.
 #[test]
 fn the_readme_live_service_runs_as_written() {
     // Three commands, in three terminals of one folder.
@@ -1149,16 +1150,24 @@ fn the_readme_live_service_runs_as_written() {
     );
     assert_eq!(admin.lines().count(), 1, "the admin token alone: {admin}");
     let admin = admin.trim().to_string();
+    // broker.pem and broker.key, signed by the private CA of ca.pem
+    // (`FAIRSCHED_CA_CERT=$PWD/ca.pem`).
+    let pki = crate::common::Pki::make(&b.join("ca.pem"), &b.join("broker.pem"), &b.join("broker.key"));
+    let ca = pki.ca.to_str().unwrap();
     let (mut broker, url) = serve(
         b,
         &with(
-            readme_command("fairsched serve --db fairsched.db --listen 0.0.0.0:8080 --lease 30s"),
+            readme_command(
+                "fairsched serve --db fairsched.db --listen 0.0.0.0:8443 --lease 30s --tls-cert broker.pem --tls-key broker.key",
+            ),
             "--listen",
             "127.0.0.1:0",
         ),
     );
+    assert!(url.starts_with("https://"), "{url}");
     let as_admin = [
         ("FAIRSCHED_BROKER", url.as_str()),
+        ("FAIRSCHED_CA_CERT", ca),
         ("FAIRSCHED_TOKEN", admin.as_str()),
     ];
     let org = client(b, &as_admin, &readme_command("fairsched admin org add physics"));
@@ -1181,6 +1190,7 @@ fn the_readme_live_service_runs_as_written() {
         b,
         &[
             ("FAIRSCHED_BROKER", url.as_str()),
+            ("FAIRSCHED_CA_CERT", ca),
             ("FAIRSCHED_TOKEN", worker_token.as_str()),
         ],
         &with(
@@ -1191,6 +1201,7 @@ fn the_readme_live_service_runs_as_written() {
     );
     let as_alice = [
         ("FAIRSCHED_BROKER", url.as_str()),
+        ("FAIRSCHED_CA_CERT", ca),
         ("FAIRSCHED_TOKEN", alice.as_str()),
     ];
     let ids = client(
@@ -1279,6 +1290,7 @@ fn the_readme_live_service_runs_as_written() {
     assert!(!old.status.success(), "alice's old token still works");
     let as_new = [
         ("FAIRSCHED_BROKER", url.as_str()),
+        ("FAIRSCHED_CA_CERT", ca),
         ("FAIRSCHED_TOKEN", new.as_str()),
     ];
     client(b, &as_new, &["status".into()]);

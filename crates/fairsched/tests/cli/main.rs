@@ -24,6 +24,7 @@ mod live_log_bounds;
 mod live_operator;
 mod live_optional;
 mod live_scale;
+mod live_tls;
 mod live_worker_loss;
 mod live_workflow;
 mod one_read;

@@ -1,0 +1,69 @@
+//! What goes wrong talking to a broker: [`ClientError`] for the command
+//! line and the dispatcher, [`CallError`] for the worker, whose agent acts
+//! on each kind differently.
+
+/// What went wrong talking to a broker.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The caller's mistake (a missing token, a malformed URL, a workflow
+    /// file that does not say what to run): `fairsched` exits with 2.
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot reach the broker at {base}: {source}")]
+    Unreachable {
+        base: String,
+        #[source]
+        source: Box<ureq::Error>,
+    },
+    /// TLS: the broker's certificate is not one this client accepts.
+    #[error("{base}: {why}: {source}")]
+    Certificate {
+        base: String,
+        why: &'static str,
+        #[source]
+        source: Box<ureq::Error>,
+    },
+    /// The broker answered with an error status.
+    #[error("{method} {path}: {status}: {message}")]
+    Refused {
+        method: String,
+        path: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{method} {path}: malformed reply: {why}")]
+    Malformed {
+        method: String,
+        path: String,
+        why: String,
+    },
+    /// A file the caller named (a workflow).
+    #[error("{0}")]
+    File(String),
+}
+
+impl ClientError {
+    /// Whether it is the caller's mistake.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, ClientError::Usage(_))
+    }
+}
+
+/// Why a worker's call ([`WorkerClient`](crate::worker::WorkerClient)) did
+/// not give a usable reply: each kind is one way for the worker to go on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// 410 (or 404 on a worker's own endpoint): the lease is lost.
+    #[error("the broker no longer knows this worker (lease lost)")]
+    Gone,
+    /// 401 or 403: the token is wrong; retrying cannot help.
+    #[error("{0}")]
+    Refused(String),
+    /// Another 4xx: this request will never be accepted; resending it cannot help.
+    #[error("{0}")]
+    Rejected(String),
+    /// Cannot connect, timed out, 5xx, or a malformed reply: try again later.
+    #[error("{0}")]
+    Transient(String),
+}

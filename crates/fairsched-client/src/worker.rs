@@ -1,0 +1,203 @@
+//! The worker side of the protocol (docs/protocol.md, "Worker
+//! protocol"): one blocking call per endpoint, each reply sorted into what
+//! the worker agent should do about it ([`CallError`]).
+
+use std::time::Duration;
+
+use fairsched_proto::wire::{
+    DrainReply, OutputRequest, PollReply, PollRequest, RegisterReply, RegisterRequest, ReportReply,
+    ReportRequest, WorkerId,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use crate::errors::CallError;
+use crate::http::{Call, Failed, agent_config, base_url, certificate_refused, reason};
+use crate::{ClientError, Conn};
+
+/// Replies larger than this are refused (the broker's own request limit is 4 MiB).
+const REPLY_LIMIT: u64 = 64 << 20;
+/// Time allowed for a call on top of the time the broker may hold it.
+const SLACK: Duration = Duration::from_secs(10);
+/// Time allowed to connect.
+const CONNECT: Duration = Duration::from_secs(5);
+
+/// The worker's calls: registration with the organization's worker
+/// token, every other call with the session credential the registration
+/// returned ([`RegisterReply::session`]).
+pub struct WorkerClient {
+    agent: ureq::Agent,
+    base: String,
+    token: String,
+}
+
+impl WorkerClient {
+    /// A client of `c.broker` (which must be given: a worker does not read
+    /// ./fairsched.tokens) registering with the worker token `c.token`.
+    pub fn new(c: &Conn) -> Result<WorkerClient, ClientError> {
+        let broker = c.broker.as_deref().unwrap_or_default();
+        let agent = agent_config(c.ca_cert.as_deref())?
+            .timeout_connect(Some(CONNECT))
+            .build()
+            .into();
+        Ok(WorkerClient {
+            agent,
+            base: base_url(broker)?,
+            token: c.token.clone().unwrap_or_default(),
+        })
+    }
+
+    pub fn register(&self, req: &RegisterRequest) -> Result<RegisterReply, CallError> {
+        self.post("/v1/workers", &self.token, Some(req), SLACK)
+    }
+
+    pub fn poll(&self, worker: WorkerId, session: &str, wait_ms: u64) -> Result<PollReply, CallError> {
+        let path = format!("/v1/workers/{worker}/poll");
+        self.post(
+            &path,
+            session,
+            Some(&PollRequest { wait_ms }),
+            Duration::from_millis(wait_ms) + SLACK,
+        )
+    }
+
+    pub fn report(
+        &self,
+        worker: WorkerId,
+        session: &str,
+        req: &ReportRequest,
+    ) -> Result<ReportReply, CallError> {
+        self.post(&format!("/v1/workers/{worker}/report"), session, Some(req), SLACK)
+    }
+
+    pub fn drain(&self, worker: WorkerId, session: &str) -> Result<DrainReply, CallError> {
+        self.post::<(), DrainReply>(&format!("/v1/workers/{worker}/drain"), session, None, SLACK)
+    }
+
+    pub fn output(&self, worker: WorkerId, session: &str, req: &OutputRequest) -> Result<(), CallError> {
+        let path = format!("/v1/workers/{worker}/output");
+        self.post::<_, serde::de::IgnoredAny>(&path, session, Some(req), SLACK)
+            .map(drop)
+    }
+
+    pub fn leave(&self, worker: WorkerId, session: &str) -> Result<(), CallError> {
+        let path = format!("/v1/workers/{worker}/leave");
+        self.post::<(), serde::de::IgnoredAny>(&path, session, None, SLACK)
+            .map(drop)
+    }
+
+    fn post<Req: Serialize, Rep: DeserializeOwned>(
+        &self,
+        path: &str,
+        token: &str,
+        body: Option<&Req>,
+        timeout: Duration,
+    ) -> Result<Rep, CallError> {
+        let call = Call {
+            method: "POST",
+            path,
+            token,
+            header: None,
+            timeout: Some(timeout),
+            limit: REPLY_LIMIT,
+            also: None,
+        };
+        let reply = call.send(&self.agent, &self.base, body).map_err(|f| match f {
+            Failed::Encode(e) => CallError::Rejected(format!("POST {path}: cannot encode the request: {e}")),
+            // Retried as any failure to connect: a certificate may be
+            // renewed, but say what to do about it.
+            Failed::Send(e) => match certificate_refused(&e) {
+                Some(why) => CallError::Transient(format!("POST {}{path}: {why}: {e}", self.base)),
+                None => CallError::Transient(format!("POST {}{path}: {e}", self.base)),
+            },
+            Failed::Read { status, source } => {
+                CallError::Transient(format!("POST {path}: reading the {status} reply: {source}"))
+            }
+        })?;
+        let status = reply.status;
+        if reply.ok() {
+            // Some endpoints (leave) may answer with no body at all.
+            let text = if reply.text.trim().is_empty() {
+                "null"
+            } else {
+                &reply.text
+            };
+            return serde_json::from_str(text)
+                .map_err(|e| CallError::Transient(format!("POST {path}: malformed {status} reply: {e}")));
+        }
+        let message = format!("POST {path}: {status}: {}", reason(reply.text));
+        Err(classify(status, path, message))
+    }
+}
+
+/// What the worker does about an error status `status` of `path`.
+fn classify(status: u16, path: &str, message: String) -> CallError {
+    let worker_endpoint = path.starts_with("/v1/workers/");
+    match status {
+        410 => CallError::Gone,
+        404 if worker_endpoint => CallError::Gone,
+        401 | 403 => CallError::Refused(message),
+        408 | 429 => CallError::Transient(message),
+        400..500 => CallError::Rejected(message),
+        _ => CallError::Transient(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        let poll = "/v1/workers/3/poll";
+        let m = || "why".to_string();
+        let cases = [
+            (410, "/v1/workers", CallError::Gone),
+            (410, poll, CallError::Gone),
+            (404, poll, CallError::Gone),
+            // Registration has no worker yet: a 404 there is a wrong URL.
+            (404, "/v1/workers", CallError::Rejected(m())),
+            (401, poll, CallError::Refused(m())),
+            (403, "/v1/workers", CallError::Refused(m())),
+            (408, poll, CallError::Transient(m())),
+            (429, poll, CallError::Transient(m())),
+            (400, poll, CallError::Rejected(m())),
+            (413, poll, CallError::Rejected(m())),
+            (500, poll, CallError::Transient(m())),
+            (503, poll, CallError::Transient(m())),
+            (302, poll, CallError::Transient(m())),
+        ];
+        for (status, path, want) in cases {
+            assert_eq!(classify(status, path, m()), want, "{status} {path}");
+        }
+    }
+
+    #[test]
+    fn unreachable_is_transient() {
+        // Nothing listens on port 9 of loopback (discard, never served here).
+        let c = WorkerClient::new(&Conn {
+            broker: Some("http://127.0.0.1:9/".into()),
+            token: Some("t".into()),
+            ca_cert: None,
+        })
+        .unwrap();
+        assert_eq!(c.base, "http://127.0.0.1:9");
+        match c.drain(1, "s") {
+            Err(CallError::Transient(m)) => {
+                assert!(m.starts_with("POST http://127.0.0.1:9/v1/workers/1/drain"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn not_a_url() {
+        let e = WorkerClient::new(&Conn {
+            broker: Some("broker:8080".into()),
+            ..Conn::default()
+        })
+        .err()
+        .unwrap();
+        assert!(e.is_usage(), "{e}");
+    }
+}
