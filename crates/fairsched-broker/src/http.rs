@@ -703,6 +703,38 @@ async fn admin_drain(State(app): State<App>, h: HeaderMap, Path(id): Path<String
     }
 }
 
+/// The admin holds a worker (it takes no new task; its runs go on) or
+/// releases it (its slots come back).
+async fn admin_hold_worker(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    hold_or_release_worker(app, h, id, true).await
+}
+
+async fn admin_release_worker(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    hold_or_release_worker(app, h, id, false).await
+}
+
+async fn hold_or_release_worker(app: App, h: HeaderMap, id: String, hold: bool) -> R {
+    let who = app.who(&h).await?;
+    admin(&who)?;
+    let worker = worker_id(&id)?;
+    let w = if hold {
+        Write::HoldWorker { worker }
+    } else {
+        Write::ReleaseWorker { worker }
+    };
+    match app.write(w).await? {
+        Written::WorkerHeld { held, slots } => {
+            let action = if held { "worker hold" } else { "worker release" };
+            app.audit(&who, action, serde_json::json!({"worker": worker}));
+            json(
+                StatusCode::OK,
+                &serde_json::json!({"worker": worker, "held": held, "slots": slots}),
+            )
+        }
+        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
+    }
+}
+
 /// The admin evicts a worker: its slots leave and its runs go back to
 /// the queue, as when its lease runs out; its next call gets 410, and
 /// the reference worker then kills its runs.
@@ -1572,6 +1604,8 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/admin/orgs/remove", post(remove_org))
         .route("/v1/admin/quotas", post(set_quota).get(quotas))
         .route("/v1/admin/workers/{id}/drain", post(admin_drain))
+        .route("/v1/admin/workers/{id}/hold", post(admin_hold_worker))
+        .route("/v1/admin/workers/{id}/release", post(admin_release_worker))
         .route("/v1/admin/tasks/{id}/requeue", post(admin_requeue))
         .route("/v1/admin/workers/{id}/evict", post(admin_evict))
         .route("/v1/tasks", post(submit).get(list_tasks))

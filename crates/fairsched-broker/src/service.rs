@@ -174,6 +174,11 @@ struct Worker {
     lost: bool,
     /// Takes no new task ([`Write::Drain`]).
     draining: bool,
+    /// Held by the admin ([`Write::HoldWorker`]): takes no new task, and
+    /// gets slots again when released.
+    held: bool,
+    /// The slots it registered with: what a released worker gets back.
+    capacity: u32,
 }
 
 /// Counters and histograms for `/metrics`, since this process started.
@@ -312,6 +317,12 @@ pub struct Broker {
     /// at in the next round of [`Broker::settle`].
     recheck_users: BTreeSet<i64>,
     recheck_orgs: BTreeSet<u32>,
+    /// Released workers that may have fewer slots than they registered
+    /// with, while some of theirs still drain ([`Write::ReleaseWorker`]);
+    /// with `rejoin_check`, looked at in the next round of
+    /// [`Broker::settle`].
+    rejoin: BTreeSet<u64>,
+    rejoin_check: bool,
     /// Live tasks being put on hold in the step being applied (their end
     /// in the core is not their end), and by whom.
     withdrawing: HashMap<TaskId, HoldBy>,

@@ -726,6 +726,14 @@ impl<'a> View<'a> {
     pub fn slot_present(&self, slot: SlotId) -> bool {
         self.s.slots.get(slot.index()).is_some_and(|s| s.present)
     }
+    /// Whether `slot` drains: it takes no new task and leaves when its
+    /// run ends ([`Event::SlotDrain`](crate::Event::SlotDrain)).
+    pub fn slot_draining(&self, slot: SlotId) -> bool {
+        self.s
+            .slots
+            .get(slot.index())
+            .is_some_and(|s| s.present && s.draining)
+    }
     pub fn slot_machine(&self, slot: SlotId) -> Option<MachineId> {
         self.s.slots.get(slot.index()).map(|s| s.machine)
     }

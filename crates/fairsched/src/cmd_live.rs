@@ -565,7 +565,8 @@ pub enum AdminLive {
     /// Leaked tokens: revoke them.
     #[command(subcommand)]
     Token(TokenCmd),
-    /// Workers, by id (the dashboard and `/metrics` show them): drain or evict one.
+    /// Workers, by id (the dashboard and `/metrics` show them): drain, hold, release or evict
+    /// one.
     #[command(subcommand)]
     Worker(WorkerCmd),
     /// Quotas on the tasks a user, or an organization's users together, may have queued and
@@ -627,6 +628,22 @@ pub enum TokenCmd {
 
 #[derive(clap::Subcommand)]
 pub enum WorkerCmd {
+    /// The worker takes no new task until released (its runs go on; it stays registered):
+    /// its free slots leave now, the others as their runs end.
+    Hold {
+        #[command(flatten)]
+        conn: Conn,
+        /// The worker's id.
+        id: u64,
+    },
+    /// A held worker takes tasks again: its slots come back (those still running a task from
+    /// before the hold, once that run ends).
+    Release {
+        #[command(flatten)]
+        conn: Conn,
+        /// The worker's id.
+        id: u64,
+    },
     /// The worker takes no new task and leaves once its runs end.
     Drain {
         #[command(flatten)]
@@ -1016,6 +1033,27 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
                 None::<&()>,
             )?;
             sayln!("worker {id} drains: {} busy slots left", r.slots);
+        }
+        AdminLive::Worker(WorkerCmd::Hold { conn, id }) => {
+            let r: serde_json::Value = admin_call(
+                &conn,
+                "POST",
+                &format!("/v1/admin/workers/{id}/hold"),
+                None::<&()>,
+            )?;
+            sayln!("worker {id} held: {} slots still running a task", r["slots"]);
+        }
+        AdminLive::Worker(WorkerCmd::Release { conn, id }) => {
+            let r: serde_json::Value = admin_call(
+                &conn,
+                "POST",
+                &format!("/v1/admin/workers/{id}/release"),
+                None::<&()>,
+            )?;
+            sayln!(
+                "worker {id} released ({} of its slots still running a task from before)",
+                r["slots"]
+            );
         }
         AdminLive::Worker(WorkerCmd::Evict { conn, id }) => {
             let _: serde_json::Value = admin_call(

@@ -192,11 +192,7 @@ impl Broker {
 
     /// The organization of a live worker, for the admin's drain and evict.
     pub fn worker_org_of(&self, worker: u64) -> Reply<u32> {
-        match self.workers.get(&worker) {
-            Some(w) if !w.lost => Ok(w.org),
-            Some(_) => Err(ServiceError::Gone(format!("worker {worker} already left"))),
-            None => Err(ServiceError::NotFound(format!("no worker {worker}"))),
-        }
+        self.live_worker(worker).map(|w| w.org)
     }
 
     /// Sets (or with `None`, unsets) the local account user `name`'s tasks

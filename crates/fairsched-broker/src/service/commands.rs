@@ -69,6 +69,15 @@ pub enum Write {
         worker: u64,
         org: u32,
     },
+    /// The admin holds a worker: as a drain, but it stays, and gets its
+    /// slots back when released.
+    HoldWorker {
+        worker: u64,
+    },
+    /// The admin releases a held worker.
+    ReleaseWorker {
+        worker: u64,
+    },
 }
 
 /// What a write answers.
@@ -84,6 +93,13 @@ pub enum Written {
     Left,
     /// The worker drains: the slots it still has.
     Draining {
+        slots: u32,
+    },
+    /// A worker held (`held`) or released: its slots in the platform now
+    /// (a held worker's still running a task; a released one gets the
+    /// rest back as those runs end).
+    WorkerHeld {
+        held: bool,
         slots: u32,
     },
     /// Held tasks released or cancelled (internal: no client waits).
@@ -136,7 +152,9 @@ impl Known<'_> {
             // Slots leave inside the core's steps while a worker drains:
             // the shares' clock is brought to now, and the slot count read
             // back from the core after the commit.
-            PlanKind::Drain { .. } => d.slots_moved = true,
+            PlanKind::Drain { .. } | PlanKind::HoldWorker(_) => d.slots_moved = true,
+            PlanKind::Rejoin { n, .. } => d.slots += *n as i64,
+            PlanKind::ReleaseWorker(_) => {}
             PlanKind::Cancel(_)
             | PlanKind::Requeue(_)
             | PlanKind::Hold { .. }
@@ -202,7 +220,10 @@ impl Plan {
     fn tables_only(&self) -> bool {
         matches!(
             self.kind,
-            PlanKind::Withdraw { .. } | PlanKind::Hold { core: None, .. } | PlanKind::Unhold(_)
+            PlanKind::Withdraw { .. }
+                | PlanKind::Hold { core: None, .. }
+                | PlanKind::Unhold(_)
+                | PlanKind::ReleaseWorker(_)
         )
     }
 
@@ -301,6 +322,17 @@ pub(super) enum PlanKind {
     /// A worker that drains.
     Drain {
         worker: u64,
+    },
+    /// A worker the admin holds (its slots drain).
+    HoldWorker(u64),
+    /// A held worker released (its slots rejoin at the next
+    /// [`Broker::settle`]).
+    ReleaseWorker(u64),
+    /// Slots joining for a released worker: `n` from slot `first`.
+    Rejoin {
+        worker: u64,
+        first: u32,
+        n: u32,
     },
 }
 
@@ -427,6 +459,24 @@ pub(super) fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> r
             tx.execute(
                 "UPDATE workers SET state = 'draining' WHERE id = ?1 AND state = 'active'",
                 params![*worker as i64],
+            )?;
+        }
+        PlanKind::HoldWorker(worker) => {
+            tx.execute(
+                "UPDATE workers SET state = 'held' WHERE id = ?1 AND state = 'active'",
+                params![*worker as i64],
+            )?;
+        }
+        PlanKind::ReleaseWorker(worker) => {
+            tx.execute(
+                "UPDATE workers SET state = 'active' WHERE id = ?1 AND state = 'held'",
+                params![*worker as i64],
+            )?;
+        }
+        PlanKind::Rejoin { worker, first, n } => {
+            tx.execute(
+                "INSERT INTO worker_slots (worker, first_slot, slots) VALUES (?1, ?2, ?3)",
+                params![*worker as i64, first, n],
             )?;
         }
         PlanKind::Hold { task, by, .. } => {
@@ -584,7 +634,8 @@ impl Broker {
         let sat = &self.sat;
         // While a worker drains, any step may end a run on one of its
         // slots, and the slot leaves with it.
-        let draining = self.workers.values().any(|w| w.draining && !w.lost);
+        let draining =
+            !self.rejoin.is_empty() || self.workers.values().any(|w| (w.draining || w.held) && !w.lost);
         let results = if steps.is_empty() {
             Vec::new()
         } else {
@@ -757,6 +808,8 @@ impl Broker {
             Write::Report { worker, org, body } => self.plan_report(worker, org, body),
             Write::Leave { worker, org } => self.plan_leave(worker, org),
             Write::Drain { worker, org } => self.plan_drain(worker, org),
+            Write::HoldWorker { worker } => self.plan_hold_worker(worker),
+            Write::ReleaseWorker { worker } => self.plan_release_worker(worker),
         }
     }
 
@@ -936,6 +989,7 @@ impl Broker {
                         slots,
                     },
                 );
+                let capacity = slots;
                 let slots: Vec<SlotId> = (first..first + slots).map(SlotId).collect();
                 for &s in &slots {
                     self.slot_worker.insert(s, id);
@@ -949,6 +1003,8 @@ impl Broker {
                         last_seen: Instant::now(),
                         lost: false,
                         draining: false,
+                        held: false,
+                        capacity,
                     },
                 );
                 Written::Registered(RegisterReply {
@@ -1016,6 +1072,38 @@ impl Broker {
                 });
                 Written::Draining { slots }
             }
+            PlanKind::HoldWorker(worker) => {
+                if let Some(w) = self.workers.get_mut(&worker) {
+                    w.held = true;
+                }
+                self.rejoin.remove(&worker);
+                self.after(actions, now);
+                return Written::WorkerHeld {
+                    held: true,
+                    slots: self.present_slots(worker),
+                };
+            }
+            PlanKind::ReleaseWorker(worker) => {
+                if let Some(w) = self.workers.get_mut(&worker) {
+                    w.held = false;
+                }
+                self.rejoin.insert(worker);
+                self.rejoin_check = true;
+                Written::WorkerHeld {
+                    held: false,
+                    slots: self.present_slots(worker),
+                }
+            }
+            PlanKind::Rejoin { worker, first, n } => {
+                let slots: Vec<SlotId> = (first..first + n).map(SlotId).collect();
+                for &s in &slots {
+                    self.slot_worker.insert(s, worker);
+                }
+                if let Some(w) = self.workers.get_mut(&worker) {
+                    w.slots.extend(slots);
+                }
+                Written::Settled
+            }
         };
         self.after(actions, now);
         reply
@@ -1024,6 +1112,15 @@ impl Broker {
     /// Bookkeeping from the core's actions: who runs what, timers,
     /// counters, held children of ended tasks.
     pub(super) fn after(&mut self, actions: &[Action], now: Time) {
+        // A released worker's slot that drained leaves with its run: one
+        // joins for it at the next round of [`Broker::settle`].
+        if !self.rejoin.is_empty()
+            && actions
+                .iter()
+                .any(|a| matches!(a, Action::Ended(_) | Action::Stop { .. }))
+        {
+            self.rejoin_check = true;
+        }
         for a in actions {
             match a {
                 Action::Start { task, slots, .. } => {

@@ -4,7 +4,7 @@
 //! ran out.
 
 use super::submit::KEYS_KEPT;
-use super::{Broker, Plan, PlanKind, Reply, ServiceError, Write};
+use super::{Broker, Plan, PlanKind, Reply, ServiceError, Worker, Write};
 use fairsched_core::{Event, MachineId, OrgId, Phase, TaskId};
 use fairsched_proto::wire::{Assignment, Phase as WirePhase, PollReply, ReportEvent, ReportRequest, RunKey};
 use std::collections::{HashMap, HashSet};
@@ -411,5 +411,105 @@ impl Broker {
             events,
             kind: PlanKind::Drain { worker },
         })
+    }
+
+    /// The slots of `worker` in the platform now.
+    pub(super) fn present_slots(&self, worker: u64) -> u32 {
+        let view = self.live.core().view();
+        self.workers.get(&worker).map_or(0, |w| {
+            w.slots.iter().filter(|&&s| view.slot_present(s)).count() as u32
+        })
+    }
+
+    /// The admin holds a worker: its free slots leave now, the others as
+    /// their runs end (as a drain), but it stays registered, and a release
+    /// gives its slots back.
+    pub(super) fn plan_hold_worker(&mut self, worker: u64) -> Reply<Plan> {
+        let w = self.live_worker(worker)?;
+        if w.held {
+            return Err(ServiceError::Conflict(format!("worker {worker} is already held")));
+        }
+        if w.draining {
+            return Err(ServiceError::Conflict(format!(
+                "worker {worker} drains: it leaves once its runs end"
+            )));
+        }
+        let view = self.live.core().view();
+        let events = w
+            .slots
+            .iter()
+            .filter(|&&s| view.slot_present(s) && !view.slot_draining(s))
+            .map(|&slot| Event::SlotDrain { slot })
+            .collect();
+        Ok(Plan {
+            events,
+            kind: PlanKind::HoldWorker(worker),
+        })
+    }
+
+    /// The admin releases a held worker: its slots join again, as many as
+    /// have left now, the others as their runs end.
+    pub(super) fn plan_release_worker(&mut self, worker: u64) -> Reply<Plan> {
+        if !self.live_worker(worker)?.held {
+            return Err(ServiceError::Conflict(format!("worker {worker} is not held")));
+        }
+        Ok(Plan {
+            events: Vec::new(),
+            kind: PlanKind::ReleaseWorker(worker),
+        })
+    }
+
+    /// Worker `worker`, if it has not left.
+    pub(super) fn live_worker(&self, worker: u64) -> Reply<&Worker> {
+        match self.workers.get(&worker) {
+            Some(w) if !w.lost => Ok(w),
+            Some(_) => Err(ServiceError::Gone(format!("worker {worker} already left"))),
+            None => Err(ServiceError::NotFound(format!("no worker {worker}"))),
+        }
+    }
+
+    /// Slots joining for released workers, as many as each lacks; a
+    /// worker none of whose slots drains any more is done with.
+    pub(super) fn plan_rejoin(&mut self) -> Vec<Plan> {
+        if !std::mem::take(&mut self.rejoin_check) {
+            return Vec::new();
+        }
+        let mut plans = Vec::new();
+        let mut done = Vec::new();
+        for &worker in &self.rejoin {
+            let Some(w) = self
+                .workers
+                .get(&worker)
+                .filter(|w| !w.lost && !w.held && !w.draining)
+            else {
+                done.push(worker);
+                continue;
+            };
+            let view = self.live.core().view();
+            let present = w.slots.iter().filter(|&&s| view.slot_present(s)).count() as u32;
+            let still_draining = w.slots.iter().any(|&s| view.slot_draining(s));
+            let n = w.capacity.saturating_sub(present);
+            if !still_draining {
+                done.push(worker);
+            }
+            if n == 0 {
+                continue;
+            }
+            let first = self.next_slot;
+            self.next_slot += n;
+            plans.push(Plan {
+                events: (0..n)
+                    .map(|_| Event::SlotJoin {
+                        machine: MachineId(0),
+                        owner: OrgId(w.org),
+                    })
+                    .collect(),
+                kind: PlanKind::Rejoin { worker, first, n },
+            });
+        }
+        for w in done {
+            self.rejoin.remove(&w);
+        }
+        plans
     }
 }

@@ -82,6 +82,8 @@ impl Broker {
             recheck_users: BTreeSet::new(),
             recheck_orgs: BTreeSet::new(),
             withdrawing: HashMap::new(),
+            rejoin: BTreeSet::new(),
+            rejoin_check: false,
             batch_room: Room::default(),
             run_as: HashMap::new(),
             removed_users: HashSet::new(),
@@ -126,14 +128,33 @@ impl Broker {
                     r.get::<_, i64>(5)?,
                 ))
             })?;
+            // Slots that joined for released workers ([`Write::ReleaseWorker`]).
+            let mut more: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+            let mut q2 =
+                conn.prepare("SELECT worker, first_slot, slots FROM worker_slots ORDER BY first_slot")?;
+            for row in q2.query_map([], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            })? {
+                let (w, first, n) = row?;
+                more.entry(w).or_default().push((first, n));
+            }
             let now = Instant::now();
             for row in rows {
                 let (id, org, first, n, state, lease_ms) = row?;
-                let slots: Vec<SlotId> = (first..first + n).map(|s| SlotId(s as u32)).collect();
-                self.next_slot = self.next_slot.max((first + n) as u32);
+                let mut slots: Vec<SlotId> = Vec::new();
+                for &(first, n) in std::iter::once(&(first, n)).chain(more.get(&id).into_iter().flatten()) {
+                    slots.extend((first..first + n).map(|s| SlotId(s as u32)));
+                    self.next_slot = self.next_slot.max((first + n) as u32);
+                }
                 self.next_worker = self.next_worker.max(id as u64 + 1);
-                let lost = !matches!(state.as_str(), "active" | "draining");
+                let lost = !matches!(state.as_str(), "active" | "draining" | "held");
                 let draining = state == "draining";
+                let held = state == "held";
+                if state == "active" {
+                    // A released worker whose slots had not all come back.
+                    self.rejoin.insert(id as u64);
+                    self.rejoin_check = true;
+                }
                 if !lost {
                     for &s in &slots {
                         self.slot_worker.insert(s, id as u64);
@@ -149,6 +170,8 @@ impl Broker {
                         last_seen: now,
                         lost,
                         draining,
+                        held,
+                        capacity: n as u32,
                     },
                 );
             }

@@ -31,6 +31,9 @@ macro_rules! added_tables {
         PRIMARY KEY (kind, id)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS worker_sessions (
         worker INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE);
+    CREATE TABLE IF NOT EXISTS worker_slots (
+        worker INTEGER NOT NULL, first_slot INTEGER NOT NULL, slots INTEGER NOT NULL,
+        PRIMARY KEY (worker, first_slot)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS share_clock (
         id INTEGER PRIMARY KEY CHECK (id = 0), g REAL NOT NULL, at_ms INTEGER NOT NULL);
 "

@@ -1264,3 +1264,68 @@ fn a_running_quota_holds_the_tasks_past_it_until_others_end() {
     }
     check_counts(&b);
 }
+
+fn hold_worker(b: &mut Broker, worker: u64, hold: bool) -> Reply<Written> {
+    let w = if hold {
+        Write::HoldWorker { worker }
+    } else {
+        Write::ReleaseWorker { worker }
+    };
+    b.write(vec![w]).pop().unwrap()
+}
+
+/// A held worker takes no new task while its runs go on; released, it
+/// gets its slots back, one for each run from before as that run ends, so
+/// it never has more than it registered with; across a restart too
+/// (issue 27, item 4: "drain, evict or hold a worker").
+#[test]
+fn a_held_worker_takes_no_new_task_until_released() {
+    let f = fixture("fifo", None);
+    let mut b = open(&f);
+    let worker = register(&mut b, &f, 2);
+    let ids = submit_n(&mut b, f.user, f.org, 4, "sleep 100");
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[0], ids[1]]);
+    let Written::WorkerHeld { held: true, slots: 2 } = hold_worker(&mut b, worker, true).unwrap() else {
+        panic!()
+    };
+    assert!(matches!(
+        hold_worker(&mut b, worker, true),
+        Err(ServiceError::Conflict(_))
+    ));
+    report(&mut b, &f, worker, exit(ids[0], 0));
+    assert!(
+        tasks_of(&b.poll(worker, f.org).unwrap()).is_empty(),
+        "held: nothing new"
+    );
+    assert_eq!(check_counts(&b).slots, 1, "the freed slot left");
+    hold_worker(&mut b, worker, false).unwrap();
+    assert!(matches!(
+        hold_worker(&mut b, worker, false),
+        Err(ServiceError::Conflict(_))
+    ));
+    // One slot back (the other still runs ids[1]): one new task.
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[2]]);
+    let s = check_counts(&b);
+    assert_eq!((s.slots, s.running), (2, 2), "{s:?}");
+    report(&mut b, &f, worker, exit(ids[1], 0));
+    assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[3]]);
+    assert_eq!(check_counts(&b).slots, 2, "never more than it registered with");
+    drop(b);
+    let mut b = open(&f);
+    let s = check_counts(&b);
+    assert_eq!((s.slots, s.running), (2, 2), "{s:?}");
+    report(&mut b, &f, worker, exit(ids[2], 0));
+    let more = submit_n(&mut b, f.user, f.org, 1, "true");
+    let got = tasks_of(&b.poll(worker, f.org).unwrap());
+    assert!(got.contains(&more[0]), "{got:?}");
+    // Held across a restart.
+    hold_worker(&mut b, worker, true).unwrap();
+    drop(b);
+    let mut b = open(&f);
+    let late = submit_n(&mut b, f.user, f.org, 1, "true");
+    report(&mut b, &f, worker, exit(ids[3], 0));
+    assert!(!tasks_of(&b.poll(worker, f.org).unwrap()).contains(&late[0]));
+    hold_worker(&mut b, worker, false).unwrap();
+    assert!(tasks_of(&b.poll(worker, f.org).unwrap()).contains(&late[0]));
+    check_counts(&b);
+}

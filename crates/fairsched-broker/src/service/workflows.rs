@@ -24,6 +24,7 @@ impl Broker {
             || !self.doomed.is_empty()
             || !self.recheck_users.is_empty()
             || !self.recheck_orgs.is_empty()
+            || self.rejoin_check
     }
 
     /// Releases held tasks whose parents have all completed (a step
@@ -44,6 +45,7 @@ impl Broker {
                     "releasing or cancelling held workflow tasks: {}; tried again at the next batch",
                     e.message()
                 );
+                self.rejoin_check = !self.rejoin.is_empty();
                 return;
             }
         }
@@ -124,6 +126,7 @@ impl Broker {
                 kind: PlanKind::Withdraw { cancel, asked: None },
             });
         }
+        plans.extend(self.plan_rejoin());
         plans
     }
 }

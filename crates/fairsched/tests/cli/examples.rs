@@ -52,6 +52,11 @@ const SYNOPSES: &[&str] = &[
     "fairsched trace tau WORKFLOW... [--grid FILE.toml] [--repetitions N] [--out DIR] [--json]",
     "fairsched report DIR... [--out report.html] [--gantt-window START,LEN] [--color-by user|org]",
     "fairsched policies [--json]",
+    // README.md, "Operating it": ids no walk-through can foresee; run in
+    // live_operator::held_tasks_and_running_quotas_with_a_real_worker and
+    // the broker's a_held_worker_takes_no_new_task_until_released.
+    "fairsched admin task hold TASK",
+    "fairsched admin worker hold WORKER",
     "fairsched experiment collect DIR",
     "fairsched pilot slurm --count N --slots K [--time HH:MM:SS] [--partition P] [--account A]",
     "fairsched pilot status | cancel [JOBID...]",
@@ -127,6 +132,10 @@ const LIVE: &[(&str, &str)] = &[
     ),
     (
         "fairsched admin quota set --user alice --max-queued 1000",
+        WALKTHROUGH,
+    ),
+    (
+        "fairsched admin quota set --user alice --max-running 8",
         WALKTHROUGH,
     ),
     ("fairsched admin user rotate alice > alice.token", WALKTHROUGH),
@@ -1267,6 +1276,12 @@ fn the_readme_live_service_runs_as_written() {
         &readme_command("fairsched admin quota set --user alice --max-queued 1000"),
     );
     assert_eq!(said, "user alice: at most 1000 queued\n");
+    let said = client(
+        b,
+        &as_admin,
+        &readme_command("fairsched admin quota set --user alice --max-running 8"),
+    );
+    assert_eq!(said, "user alice: at most 1000 queued, at most 8 running\n");
     // Task 1's stage-in failed (no ~/in/0 here): its stderr says so,
     // once its worker has sent it.
     let why = crate::common::wait_for("task 1's output", Duration::from_secs(20), || {
