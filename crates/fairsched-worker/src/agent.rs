@@ -821,11 +821,15 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             };
             let timeout = wake.saturating_duration_since(Instant::now());
             let drain = st.drain;
+            // A report held meanwhile may be due before `wake`: woken by
+            // it, the loop waits again until the earlier of the two.
+            let held = st.held.len();
             let (mut st, _) = shared
                 .changed
                 .wait_timeout_while(st, timeout, |st| {
                     st.stop.is_none()
                         && st.outbox.is_empty()
+                        && st.held.len() == held
                         && st.generation == session.generation
                         && st.drain == drain
                         && !st.drained()
