@@ -387,6 +387,10 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             std::process::id()
         );
     }
+    let cgroups = match opts.executor {
+        ExecutorKind::Process => crate::Cgroups::setup(opts.cgroups)?,
+        ExecutorKind::Noop => None,
+    };
     let lease_file = match (&guard, opts.executor) {
         (Some(_), ExecutorKind::Process) => Some(LeaseFile::create(&workdir)?),
         _ => None,
@@ -401,6 +405,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             guard,
             lease_file: lease_file.as_ref().map(|f| f.path.clone()),
             run_as_user: opts.run_as_user,
+            cgroups,
         },
         slots: usize::try_from(slots).context("--slots")?,
         lease_file,
@@ -500,6 +505,9 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let ended = reporter(&shared, &client, &register);
     let result = shut_down(&shared, &client, ended);
     signal_handle.close();
+    if let Some(cg) = &shared.exec.cgroups {
+        cg.remove();
+    }
     result
 }
 
