@@ -216,17 +216,36 @@ fn a_task_sees_no_token_of_its_worker() {
     assert!(log.contains("tasks run under this worker's user"), "{log}");
 }
 
+/// A broker (FIFO) with organization `lab`, its user `ann` and a worker
+/// token; the workers' runs go to `wd`.
+struct Lab {
+    broker: Broker,
+    user: String,
+    wtoken: String,
+    wd: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn lab(lease: &str) -> Lab {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "fifo", lease);
+    broker.add_org("lab");
+    Lab {
+        user: broker.add_user("ann", "lab"),
+        wtoken: broker.worker_token("lab"),
+        wd: dir.path().join("wd"),
+        broker,
+        _dir: dir,
+    }
+}
+
 #[test]
 fn a_setsid_daemon_dies_with_its_sigkilled_worker() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
+    let lab = lab("30s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
+    let mut worker = broker.worker("w", wtoken, 1, wd, "process");
     broker.wait_slots(1);
-    let id = broker.api().submit(&user, &[format!("{DAEMON}; sleep 1000")])[0];
+    let id = broker.api().submit(user, &[format!("{DAEMON}; sleep 1000")])[0];
     let pid = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
     assert!(running(pid));
     worker.kill9();
@@ -236,16 +255,12 @@ fn a_setsid_daemon_dies_with_its_sigkilled_worker() {
 
 #[test]
 fn a_stopped_worker_s_run_dies_before_its_lease_runs_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "1s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
+    let lab = lab("1s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
+    let mut worker = broker.worker("w", wtoken, 1, wd, "process");
     broker.wait_slots(1);
     let id = broker.api().submit(
-        &user,
+        user,
         &["echo $$ > pid.tmp && mv pid.tmp pid; sleep 2; echo done > marker".into()],
     )[0];
     let sh = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
@@ -262,7 +277,7 @@ fn a_stopped_worker_s_run_dies_before_its_lease_runs_out() {
     kill(worker_pid, Signal::SIGCONT).unwrap();
     println!("worker stopped → its run gone: {died:?}");
     let t = wait_for("the task to complete", Duration::from_secs(30), || {
-        let t = broker.api().get_ok(&format!("/v1/tasks/{id}"), &user);
+        let t = broker.api().get_ok(&format!("/v1/tasks/{id}"), user);
         (t["state"] != "waiting" && t["state"] != "running").then_some(t)
     });
     assert_eq!(t["state"], "completed", "{t}");
@@ -303,32 +318,33 @@ fn cgroup_worker(broker: &Broker, token: &str, wd: &Path, test: &str) -> Option<
         return Some(w);
     }
     let log = std::fs::read_to_string(broker.dir.join(format!("{name}.stderr"))).unwrap_or_default();
+    skip(test, &format!("no cgroup this worker can use here:\n{log}"));
+    None
+}
+
+/// Says why `test` does not run, or fails it under `FAIRSCHED_CGROUPS=required`.
+fn skip(test: &str, why: &str) {
     assert!(
         std::env::var("FAIRSCHED_CGROUPS").as_deref() != Ok("required"),
-        "FAIRSCHED_CGROUPS=required, but the worker refused --cgroups required:\n{log}"
+        "FAIRSCHED_CGROUPS=required, but {why}"
     );
-    eprintln!("SKIPPED {test}: no cgroup this worker can use here:\n{log}");
-    None
+    eprintln!("SKIPPED {test}: {why}");
 }
 
 #[test]
 fn a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
+    let lab = lab("30s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
     let Some(worker) = cgroup_worker(
-        &broker,
-        &wtoken,
-        &wd,
+        broker,
+        wtoken,
+        wd,
         "a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup",
     ) else {
         return;
     };
     let api = broker.api();
-    let id = api.submit(&user, &[format!("{DAEMON}; sleep 1000")])[0];
+    let id = api.submit(user, &[format!("{DAEMON}; sleep 1000")])[0];
     let pid = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
     // The daemon left the run's process group, not its cgroup (named by
     // its worker, its pid and start time, and the run).
@@ -346,7 +362,7 @@ fn a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup() {
         let parent = d.parent().unwrap().file_name().unwrap().to_string_lossy();
         assert!(parent.starts_with(&worker_dir), "{}", d.display());
     }
-    let t = api.post_ok(&format!("/v1/tasks/{id}/cancel"), &user, &json!({}));
+    let t = api.post_ok(&format!("/v1/tasks/{id}/cancel"), user, &json!({}));
     assert_eq!(t["state"], "cancelled", "{t}");
     let took = assert_dies("the daemon of a cancelled task", pid, KILL_BOUND);
     println!("task cancelled → its setsid daemon gone: {took:?}");
@@ -361,23 +377,15 @@ fn a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup() {
 #[test]
 fn a_task_beyond_its_memory_is_stopped_by_its_cgroup_and_says_so() {
     let test = "a_task_beyond_its_memory_is_stopped_by_its_cgroup_and_says_so";
-    let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let Some(_worker) = cgroup_worker(&broker, &wtoken, &wd, test) else {
+    let lab = lab("30s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
+    let Some(_worker) = cgroup_worker(broker, wtoken, wd, test) else {
         return;
     };
     // Said at start (a warning: the tests' workers log warnings only).
-    let log = std::fs::read_to_string(dir.path().join("cgroup-worker.stderr")).unwrap();
+    let log = std::fs::read_to_string(broker.dir.join("cgroup-worker.stderr")).unwrap();
     if log.contains("memory limit: RLIMIT_AS") {
-        assert!(
-            std::env::var("FAIRSCHED_CGROUPS").as_deref() != Ok("required"),
-            "FAIRSCHED_CGROUPS=required, but the worker has no memory cgroup:\n{log}"
-        );
-        eprintln!("SKIPPED {test}: no memory cgroup here:\n{log}");
+        skip(test, &format!("the worker has no memory cgroup here:\n{log}"));
         return;
     }
     let api = broker.api();
@@ -389,7 +397,7 @@ fn a_task_beyond_its_memory_is_stopped_by_its_cgroup_and_says_so() {
          "memory_bytes": 64 << 20},
         {"command": "dd if=/dev/zero of=/dev/null bs=8M count=1", "memory_bytes": 64 << 20},
     ]});
-    let ids: Vec<u64> = api.post_ok("/v1/tasks", &user, &body)["ids"]
+    let ids: Vec<u64> = api.post_ok("/v1/tasks", user, &body)["ids"]
         .as_array()
         .unwrap()
         .iter()
@@ -397,14 +405,14 @@ fn a_task_beyond_its_memory_is_stopped_by_its_cgroup_and_says_so() {
         .collect();
     broker.wait_idle(Duration::from_secs(60));
     let end = |id: u64| {
-        let t = api.get_ok(&format!("/v1/tasks/{id}"), &user);
+        let t = api.get_ok(&format!("/v1/tasks/{id}"), user);
         (t["state"].as_str().unwrap().to_owned(), t["exit_code"].as_i64())
     };
     assert_eq!(end(ids[2]), ("completed".to_owned(), Some(0)));
     for &id in &ids[..2] {
         assert_eq!(end(id), ("failed".to_owned(), Some(137)), "task {id}");
         let stderr = wait_for("the output", Duration::from_secs(20), || {
-            let r = api.get(&format!("/v1/tasks/{id}/output?stream=stderr"), Some(&user));
+            let r = api.get(&format!("/v1/tasks/{id}/output?stream=stderr"), Some(user));
             (r.status == 200).then_some(r.text)
         });
         assert!(
