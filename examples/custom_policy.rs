@@ -409,6 +409,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         guard: None,
         lease_file: None,
         run_as_user: false,
+        cgroups: None,
     };
     let mut order = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -42,8 +42,10 @@ pub struct NewTask {
     /// which is also the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit_ms: Option<u64>,
-    /// The most memory (bytes of address space) a run's processes may
-    /// each take. At most the broker's `--max-memory`, also the default.
+    /// The most memory (bytes) a run may take: all its processes together
+    /// on a worker with a memory cgroup (beyond it the run is killed and
+    /// fails with exit code 137), else the address space of each of its
+    /// processes. At most the broker's `--max-memory`, also the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
 }

@@ -106,7 +106,10 @@ pub struct Assignment {
     /// exit code 124. Absent: no limit (and from older brokers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_limit_ms: Option<u64>,
-    /// The run's memory limit, in bytes: each of its scripts runs with this
+    /// The run's memory limit, in bytes: the `memory.max` (or v1
+    /// `memory.limit_in_bytes`) of the run's cgroup on a worker that has
+    /// one, for all its processes together (the cgroup's OOM killer ends
+    /// the run, exit code 137); else each of its scripts runs with this
     /// address-space limit (`RLIMIT_AS`), so an allocation beyond it fails.
     /// Absent: no limit (and from older brokers).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -388,6 +388,10 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             std::process::id()
         );
     }
+    let cgroups = match opts.executor {
+        ExecutorKind::Process => crate::Cgroups::setup(opts.cgroups)?,
+        ExecutorKind::Noop => None,
+    };
     let lease_file = match (&guard, opts.executor) {
         (Some(_), ExecutorKind::Process) => Some(LeaseFile::create(&workdir)?),
         _ => None,
@@ -402,6 +406,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             guard,
             lease_file: lease_file.as_ref().map(|f| f.path.clone()),
             run_as_user: opts.run_as_user,
+            cgroups,
         },
         slots: usize::try_from(slots).context("--slots")?,
         lease_file,
@@ -500,6 +505,9 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let ended = reporter(&shared, &client, &register);
     let result = shut_down(&shared, &client, ended);
     signal_handle.close();
+    if let Some(cg) = &shared.exec.cgroups {
+        cg.remove();
+    }
     result
 }
 
@@ -821,11 +829,15 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             };
             let timeout = wake.saturating_duration_since(Instant::now());
             let drain = st.drain;
+            // A report held meanwhile may be due before `wake`: woken by
+            // it, the loop waits again until the earlier of the two.
+            let held = st.held.len();
             let (mut st, _) = shared
                 .changed
                 .wait_timeout_while(st, timeout, |st| {
                     st.stop.is_none()
                         && st.outbox.is_empty()
+                        && st.held.len() == held
                         && st.generation == session.generation
                         && st.drain == drain
                         && !st.drained()

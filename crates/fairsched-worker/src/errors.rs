@@ -17,3 +17,13 @@ pub enum ParseDurationError {
     #[error("duration {input:?} is too long")]
     Overflow { input: String },
 }
+
+/// `worker --cgroups required` on a machine without a cgroup it can use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CgroupError {
+    #[error(
+        "--cgroups required: no usable cgroup: {why} (a cgroup2 or cgroup v1 memory hierarchy this worker may create cgroups in: root, or a systemd unit with Delegate=yes; or use --cgroups auto)"
+    )]
+    Unusable { why: String },
+}

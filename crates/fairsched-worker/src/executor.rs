@@ -20,6 +20,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use crate::cgroup::{self, Cgroups, RunCgroup};
 use crate::guard;
 use crate::wire::{Assignment, OUTPUT_TAIL, OutputRequest, Phase, Report, RunKey};
 
@@ -33,6 +34,14 @@ pub const WORKER_ERROR_EXIT: i32 = 125;
 /// killed like a kill by the broker (SIGTERM, SIGKILL after the grace
 /// period), and a line in its `stderr` says why.
 pub const TIME_LIMIT_EXIT: i32 = 124;
+
+/// The exit code reported for a run in which its cgroup's OOM killer
+/// killed a process ([`Assignment::memory_bytes`] enforced by a memory
+/// cgroup): 128 + SIGKILL, as a container killed for its memory ends. A
+/// line in its `stderr` says why. (Where `RLIMIT_AS` enforces the limit
+/// instead, an allocation beyond it fails and the script ends as it
+/// handles that.)
+pub const MEMORY_LIMIT_EXIT: i32 = 137;
 
 /// The variables of the worker's environment a task's scripts get, when
 /// the worker has them (and every `LC_*`): nothing else of it, so no token
@@ -105,6 +114,11 @@ pub struct ExecConfig {
     /// when the worker's lease lapses (the worker stopped, say); `None`:
     /// guards do not watch the lease. [`run`](crate::run) sets it.
     pub lease_file: Option<PathBuf>,
+    /// Each run in a cgroup of its own ([`Cgroups::setup`]): its memory
+    /// limit for all its processes together, its processes found and
+    /// killed there; `None`: each process's `RLIMIT_AS`, and the processes
+    /// found through the guard's subtree (or the process group).
+    pub cgroups: Option<Cgroups>,
 }
 
 impl ExecConfig {
@@ -183,7 +197,8 @@ pub enum Outcome {
 /// the directory (mode 0600) and run as `sh FILE`, in the environment of
 /// [`task_env`]. The first non-zero exit or death by a signal ends the
 /// run; so does the assignment's time limit ([`TIME_LIMIT_EXIT`]). Its
-/// memory limit is each shell's `RLIMIT_AS`.
+/// memory limit is its cgroup's, with [`ExecConfig::cgroups`]
+/// ([`MEMORY_LIMIT_EXIT`]), else each shell's `RLIMIT_AS`.
 pub fn run_assignment(
     cfg: &ExecConfig,
     assignment: &Assignment,
@@ -235,12 +250,9 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
     };
     let account = account.as_ref();
     // The time limit counts from the start of the run, every phase included.
-    let limits = Limits {
-        deadline: a
-            .time_limit_ms
-            .map(|ms| (ms, Instant::now() + Duration::from_millis(ms))),
-        memory_bytes: a.memory_bytes,
-    };
+    let deadline = a
+        .time_limit_ms
+        .map(|ms| (ms, Instant::now() + Duration::from_millis(ms)));
     emit(Report::phase(key, Phase::Setup));
     if let Err(e) = make_run_dir(&dir, account.is_some()).and_then(|()| own(&dir, account)) {
         tracing::error!(
@@ -251,6 +263,36 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         );
         return Outcome::Exited(WORKER_ERROR_EXIT);
     }
+    // Made before the first script and removed (dropped) when the run ends.
+    let cgroup = match &cfg.cgroups {
+        None => None,
+        Some(cgroups) => match cgroups.make_run(key, a.memory_bytes) {
+            Ok(run) => Some(run),
+            Err(e) if cgroups.required() => {
+                tracing::error!(task = key.task, attempt = key.attempt, "--cgroups required: {e}");
+                note_in_stderr(
+                    &dir,
+                    &format!("fairsched-worker: cannot make the run's cgroup: {e}"),
+                );
+                return Outcome::Exited(WORKER_ERROR_EXIT);
+            }
+            Err(e) => {
+                tracing::warn!(
+                    task = key.task,
+                    attempt = key.attempt,
+                    "{e}: this run's memory limit is RLIMIT_AS, its processes found in /proc"
+                );
+                None
+            }
+        },
+    };
+    let limits = Limits {
+        deadline,
+        rlimit_bytes: a
+            .memory_bytes
+            .filter(|_| cgroup.as_ref().is_none_or(|c| c.memory_limit().is_none())),
+        cgroup,
+    };
     let scripts = [
         (Phase::Input, a.stage_in.as_deref()),
         (Phase::Exec, Some(&*a.command)),
@@ -283,7 +325,10 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
 struct Limits {
     /// The time limit (ms) and when it runs out.
     deadline: Option<(u64, Instant)>,
-    memory_bytes: Option<u64>,
+    /// The memory limit, when each shell's `RLIMIT_AS` enforces it.
+    rlimit_bytes: Option<u64>,
+    /// The run's cgroup, if it has one.
+    cgroup: Option<RunCgroup>,
 }
 
 /// The local account a task runs as (`--run-as-user`).
@@ -415,6 +460,25 @@ fn run_script(
             attempt = key.attempt,
             "time limit of {ms} ms reached: killed"
         );
+        return Ok(outcome);
+    }
+    // Whatever the script made of it (a shell whose command was killed
+    // may go on), the run went beyond its memory limit.
+    if outcome != Outcome::Killed
+        && let Some(cg) = &limits.cgroup
+        && let Some(bytes) = cg.memory_limit()
+        && cg.oom_killed()
+    {
+        tracing::info!(
+            task = key.task,
+            attempt = key.attempt,
+            "memory limit of {bytes} bytes reached: the run's cgroup killed it"
+        );
+        note_in_stderr(
+            dir,
+            &format!("fairsched-worker: memory limit of {bytes} bytes reached: out of memory, killed"),
+        );
+        return Ok(Outcome::Exited(MEMORY_LIMIT_EXIT));
     }
     Ok(outcome)
 }
@@ -432,14 +496,16 @@ fn run_script_file(
     stderr: File,
 ) -> io::Result<Outcome> {
     let grace = cfg.grace;
+    let cgroup = limits.cgroup.as_ref();
     let (mut command, what) = match &cfg.guard {
         Some(program) => {
             let mut c = Command::new(program);
             c.args(guard::args(
                 grace,
                 cfg.lease_file.as_deref(),
-                limits.memory_bytes,
+                limits.rlimit_bytes,
                 account.map(|a| (a.uid.as_raw(), a.gid.as_raw())),
+                cgroup.map(|c| &c.place),
                 file,
             ));
             (c, "the task guard")
@@ -447,7 +513,16 @@ fn run_script_file(
         None => {
             let mut c = Command::new("sh");
             c.arg(file);
-            if let Some(bytes) = limits.memory_bytes {
+            // The shell enters the run's cgroup before anything else.
+            if let Some(cg) = cgroup {
+                let fds = cg.place.open()?;
+                // SAFETY: write is async-signal-safe, and the files are
+                // open already.
+                unsafe {
+                    c.pre_exec(move || cgroup::enter(&fds));
+                }
+            }
+            if let Some(bytes) = limits.rlimit_bytes {
                 // SAFETY: setrlimit is async-signal-safe.
                 unsafe {
                     c.pre_exec(move || limit_memory(bytes));
@@ -493,10 +568,16 @@ fn run_script_file(
     let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child.try_wait()? {
-            // Without a guard, what the script left in its group goes with
-            // it (a guard does this itself, for every process it left).
-            if group_alive(pgid) {
-                terminate(None, pgid, grace);
+            // Without a guard, what the script left goes with it (a guard
+            // does this itself, for every process it left): all that is in
+            // its cgroup, else what is in its group. With a guard, the
+            // cgroup also holds what a task that killed its guard left.
+            match cgroup {
+                Some(cg) => {
+                    cg.stop(grace);
+                }
+                None if group_alive(pgid) => terminate(None, pgid, grace),
+                None => {}
             }
             return Ok(outcome_of(status));
         }
@@ -508,7 +589,7 @@ fn run_script_file(
                         dir,
                         &format!("fairsched-worker: time limit of {ms} ms reached: killed"),
                     );
-                    terminate(Some(&mut child), pgid, grace);
+                    stop_run(&mut child, pgid, grace, cgroup, cfg.guard.is_some());
                     return Ok(Outcome::Exited(TIME_LIMIT_EXIT));
                 }
                 pause.min(at - now)
@@ -516,10 +597,33 @@ fn run_script_file(
             None => pause,
         };
         if kill.wait(wait) {
-            terminate(Some(&mut child), pgid, grace);
+            stop_run(&mut child, pgid, grace, cgroup, cfg.guard.is_some());
             return Ok(Outcome::Killed);
         }
         pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Stops a running script and all it started, and reaps `child` (its
+/// guard, or its shell). A guard stops every process of the run itself
+/// (SIGTERM to its group, [`terminate`]); what is left in the cgroup then
+/// (a task killed its guard) gets SIGKILL. Without a guard, the cgroup's
+/// processes get SIGTERM and SIGKILL after `grace` (those that left the
+/// group too), else the group's.
+fn stop_run(child: &mut Child, pgid: Pid, grace: Duration, cgroup: Option<&RunCgroup>, guarded: bool) {
+    match cgroup {
+        Some(cg) if !guarded => {
+            cg.stop(grace);
+            // Nothing left in the group but (at most) a shell that moved
+            // itself out of the cgroup.
+            terminate(Some(child), pgid, Duration::ZERO);
+        }
+        _ => {
+            terminate(Some(child), pgid, grace);
+            if let Some(cg) = cgroup {
+                cg.stop(Duration::ZERO);
+            }
+        }
     }
 }
 
@@ -579,14 +683,10 @@ fn group_has_members(pgid: Pid, except: Option<Pid>) -> bool {
         if Some(pid) == except {
             return false;
         }
-        // "PID (COMM) STATE PPID PGRP …"; COMM may hold spaces and parentheses.
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some(stat) = guard::proc_stat(pid) else {
             return false;
         };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            return false;
-        };
-        let mut fields = rest.split_whitespace();
+        let mut fields = stat.split_whitespace();
         let state = fields.next();
         let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
         pgrp == Some(pgid) && state != Some("Z")

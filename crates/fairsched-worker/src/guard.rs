@@ -24,10 +24,13 @@
 //!   whole group): the same, SIGTERM going only to the descendants
 //!   outside the group.
 //!
-//! The guard ends only once no descendant is left. The descendants are
-//! found in `/proc` (parent links leading to the guard). Only a process
-//! started outside the script's process tree (by `at`, `systemd-run`,
-//! `ssh localhost`…) escapes.
+//! The guard ends only once no descendant is left. When the worker gave
+//! the run a cgroup ([`crate::cgroup`]), the script's shell enters it
+//! before it execs, the descendants are the processes in it, and the last
+//! SIGKILL is its `cgroup.kill`; otherwise they are found in `/proc`
+//! (parent links leading to the guard). Only a process started outside
+//! the script's process tree (by `at`, `systemd-run`, `ssh localhost`…)
+//! escapes.
 //!
 //! The guard runs in the task's environment (the worker cleared it) and
 //! gets the script as a file, never as an argument: its command line
@@ -49,6 +52,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::time::{ClockId, clock_gettime};
 use nix::unistd::{Pid, getpgrp, getpid, getppid};
 
+use crate::cgroup::{self, Placement};
 use crate::executor::{WORKER_ERROR_EXIT, limit_memory};
 
 /// The first argument that makes [`guard_hook`] run the guard.
@@ -61,10 +65,11 @@ static HOOKED: AtomicBool = AtomicBool::new(false);
 /// Call first thing in `main` of a binary that calls [`run`](crate::run).
 ///
 /// Started as `PROGRAM __fairsched-task-guard GRACE_MS WORKER_PID
-/// LEASE_FILE|- MEMORY_BYTES|- FILE` (by the worker, never by hand), the
-/// process is a task guard: it runs `sh FILE` (with an address-space limit
-/// of MEMORY_BYTES) and exits with its status; this function does not
-/// return then. Otherwise it returns at once and the worker of this process runs
+/// LEASE_FILE|- MEMORY_BYTES|- UID:GID|- CGROUP|- V1_MEMORY_CGROUP|- FILE`
+/// (by the worker, never by hand), the process is a task guard: it runs
+/// `sh FILE` (in the run's cgroups, with an address-space limit of
+/// MEMORY_BYTES, as UID:GID) and exits with its status; this function does
+/// not return then. Otherwise it returns at once and the worker of this process runs
 /// each script under a guard. A worker in a binary that never calls it
 /// runs `sh FILE` directly, and its runs outlive it when it is SIGKILLed.
 pub fn guard_hook() {
@@ -109,15 +114,19 @@ pub(crate) fn args(
     lease_file: Option<&Path>,
     memory_bytes: Option<u64>,
     run_as: Option<(u32, u32)>,
+    cgroup: Option<&Placement>,
     file: &str,
-) -> [OsString; 7] {
+) -> [OsString; 9] {
+    let path_or_dash = |p: Option<&Path>| p.map_or_else(|| "-".into(), |p| p.as_os_str().to_owned());
     [
         GUARD_ARG.into(),
         grace.as_millis().to_string().into(),
         std::process::id().to_string().into(),
-        lease_file.map_or_else(|| "-".into(), |p| p.as_os_str().to_owned()),
+        path_or_dash(lease_file),
         memory_bytes.map_or_else(|| "-".into(), |b| b.to_string().into()),
         run_as.map_or_else(|| "-".into(), |(u, g)| format!("{u}:{g}").into()),
+        path_or_dash(cgroup.map(|c| c.dir.as_path())),
+        path_or_dash(cgroup.and_then(|c| c.v1_memory.as_deref())),
         file.into(),
     ]
 }
@@ -150,10 +159,20 @@ fn guard(args: Vec<OsString>) -> i32 {
         eprintln!("fairsched task guard: {why}");
         WORKER_ERROR_EXIT
     };
-    let [grace, parent, lease, memory, run_as, file]: [OsString; 6] = match args.try_into() {
+    let [grace, parent, lease, memory, run_as, cgroup, v1_memory, file]: [OsString; 8] = match args.try_into()
+    {
         Ok(a) => a,
-        Err(_) => return fail("expected GRACE_MS WORKER_PID LEASE_FILE|- MEMORY_BYTES|- UID:GID|- FILE"),
+        Err(_) => {
+            return fail(
+                "expected GRACE_MS WORKER_PID LEASE_FILE|- MEMORY_BYTES|- UID:GID|- CGROUP|- V1_MEMORY_CGROUP|- FILE",
+            );
+        }
     };
+    let dir_or_none = |a: OsString| (a != "-").then(|| PathBuf::from(a));
+    let place = dir_or_none(cgroup).map(|dir| Placement {
+        dir,
+        v1_memory: dir_or_none(v1_memory),
+    });
     let run_as: Option<(u32, u32)> = match run_as.to_str() {
         Some("-") => None,
         Some(ug) => match ug
@@ -237,12 +256,19 @@ fn guard(args: Vec<OsString>) -> i32 {
     };
     let me = getpid();
     let group = getpgrp();
+    // The run's cgroups, entered by the shell before it execs (as root,
+    // before it drops to the task's account).
+    let enter = match place.as_ref().map(Placement::open).transpose() {
+        Ok(fds) => fds.unwrap_or_default(),
+        Err(e) => return fail(&format!("cannot enter the run's cgroup: {e}")),
+    };
     let mut command = Command::new("sh");
     command.arg(&file);
-    // SAFETY: pthread_sigmask and setrlimit are async-signal-safe.
-    // (std::process leaves the mask as it is.)
+    // SAFETY: write, pthread_sigmask, setrlimit, setgroups, setgid and
+    // setuid are async-signal-safe. (std::process leaves the mask as it is.)
     unsafe {
         command.pre_exec(move || {
+            cgroup::enter(&enter)?;
             if let Some(bytes) = memory {
                 limit_memory(bytes)?;
             }
@@ -283,7 +309,7 @@ fn guard(args: Vec<OsString>) -> i32 {
             if no_children {
                 return pass(e);
             }
-            let left = descendants(me);
+            let left = members(place.as_ref(), me);
             if left.is_empty() {
                 return pass(e);
             }
@@ -297,7 +323,7 @@ fn guard(args: Vec<OsString>) -> i32 {
             && Instant::now() >= d
         {
             // Again at each turn: a process may have forked meanwhile.
-            signal_all(&descendants(me), Signal::SIGKILL, None);
+            kill_members(place.as_ref(), me);
         }
         match deadline {
             None => match watched.wait() {
@@ -307,20 +333,20 @@ fn guard(args: Vec<OsString>) -> i32 {
                         // The worker has not renewed its lease in time (it
                         // is stopped, or cut off): the broker may give the
                         // run to another worker.
-                        signal_all(&descendants(me), Signal::SIGTERM, None);
+                        signal_all(&members(place.as_ref(), me), Signal::SIGTERM, None);
                         let until_kill = Duration::from_nanos(kill_at.saturating_sub(monotonic_ns()));
                         deadline = Some(Instant::now() + grace.min(until_kill));
                     }
                 }
                 Ok(Signal::SIGHUP) => {
                     // The worker is gone: nobody else will stop the run.
-                    signal_all(&descendants(me), Signal::SIGTERM, None);
+                    signal_all(&members(place.as_ref(), me), Signal::SIGTERM, None);
                     deadline = Some(Instant::now() + grace);
                 }
                 // The worker signalled the whole group; the processes
                 // that left it have not heard.
                 Ok(_) => {
-                    signal_all(&descendants(me), Signal::SIGTERM, Some(group));
+                    signal_all(&members(place.as_ref(), me), Signal::SIGTERM, Some(group));
                     deadline = Some(Instant::now() + grace);
                 }
             },
@@ -373,6 +399,44 @@ fn signal_all(procs: &[Descendant], sig: Signal, except: Option<Pid>) {
     }
 }
 
+/// Every running process of the run: those in its cgroup, when it has one
+/// (and it can be read), else the guard's descendants.
+fn members(place: Option<&Placement>, me: Pid) -> Vec<Descendant> {
+    match place.and_then(Placement::members) {
+        Some(pids) => pids
+            .into_iter()
+            .map(|pid| Descendant {
+                pid,
+                pgrp: group_of(pid),
+            })
+            .collect(),
+        None => descendants(me),
+    }
+}
+
+/// SIGKILL to every process of the run: through its cgroup when it has
+/// one, else to each of the guard's descendants.
+fn kill_members(place: Option<&Placement>, me: Pid) {
+    if place.is_none_or(|p| p.kill_all().is_err()) {
+        signal_all(&descendants(me), Signal::SIGKILL, None);
+    }
+}
+
+/// The process group of `pid` (0 if it cannot be read).
+fn group_of(pid: Pid) -> Pid {
+    let pgrp = proc_stat(pid.as_raw()).and_then(|f| f.split_whitespace().nth(2)?.parse().ok());
+    Pid::from_raw(pgrp.unwrap_or(0))
+}
+
+/// The fields of `/proc/PID/stat` after the process's name, `STATE PPID
+/// PGRP …` (the name, in parentheses, may hold spaces and parentheses);
+/// `None` if the process is gone.
+pub(crate) fn proc_stat(pid: i32) -> Option<String> {
+    let mut stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let end = stat.rfind(')')?;
+    Some(stat.split_off(end + 1))
+}
+
 /// Every running process whose chain of parents leads to `root` (zombies
 /// left out: they run nothing, and the guard reaps those that are its own).
 fn descendants(root: Pid) -> Vec<Descendant> {
@@ -385,14 +449,10 @@ fn descendants(root: Pid) -> Vec<Descendant> {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        // "PID (COMM) STATE PPID PGRP …"; COMM may hold spaces and parentheses.
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some(stat) = proc_stat(pid) else {
             continue;
         };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut f = rest.split_whitespace();
+        let mut f = stat.split_whitespace();
         let state = f.next();
         let (Some(ppid), Some(pgrp)) = (
             f.next().and_then(|p| p.parse().ok()),

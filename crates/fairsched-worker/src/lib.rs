@@ -18,7 +18,10 @@
 //!   the reply names;
 //! - each **run** has its own thread, which calls [`run_assignment`]; each
 //!   script runs under a task guard (the worker's own executable, see
-//!   [`guard_hook`]) that kills it if the worker dies, SIGKILL included.
+//!   [`guard_hook`]) that kills it if the worker dies, SIGKILL included;
+//!   with `--cgroups` (`auto` by default, where the machine allows) each
+//!   run is in a cgroup of its own ([`Cgroups`]), which holds its memory
+//!   limit and through which every process it started is found and killed.
 //!
 //! With `--drain-before S` a **drain** thread wakes S before the worker's
 //! end (`--ends-in`, or its Slurm job's time left): the reporter sends
@@ -54,7 +57,7 @@
 //! let dir = std::env::temp_dir().join(format!("fairsched-doc-{}", std::process::id()));
 //! let cfg = ExecConfig {
 //!     executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1),
-//!     guard: None, lease_file: None, run_as_user: false,
+//!     guard: None, lease_file: None, run_as_user: false, cgroups: None,
 //! };
 //! let a = Assignment {
 //!     task: 7, attempt: 1, name: "hello".into(), command: "echo hi".into(),
@@ -75,6 +78,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod agent;
+mod cgroup;
 mod duration;
 pub mod errors;
 mod executor;
@@ -83,11 +87,12 @@ mod slurm;
 /// The worker protocol's bodies (they live in `fairsched-proto`).
 pub use fairsched_proto::wire;
 
+pub use cgroup::{CgroupMode, Cgroups, cgroups_of};
 pub use duration::parse_duration;
-pub use errors::{ParseDurationError, WireError};
+pub use errors::{CgroupError, ParseDurationError, WireError};
 pub use executor::{
-    DEFAULT_PATH, ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, TASK_ENV, TIME_LIMIT_EXIT,
-    WORKER_ERROR_EXIT, run_assignment, task_env,
+    DEFAULT_PATH, ExecConfig, ExecutorKind, KillHandle, MEMORY_LIMIT_EXIT, Outcome, ReportSink, TASK_ENV,
+    TIME_LIMIT_EXIT, WORKER_ERROR_EXIT, run_assignment, task_env,
 };
 pub use guard::guard_hook;
 pub use slurm::{job_time_left, parse_slurm_time};
@@ -156,6 +161,14 @@ pub struct Opts {
     /// (`fairsched output`)
     #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
     pub keep_runs: Duration,
+
+    /// Put each run in a cgroup of its own: its memory limit for all its processes together
+    /// (memory.max, or v1 memory.limit_in_bytes), every process it starts found and killed
+    /// there (cgroup.kill). `auto` uses them where this worker can (root, or a systemd unit
+    /// with Delegate=yes), else RLIMIT_AS per process and /proc; `required` refuses to start
+    /// without them
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = CgroupMode::Auto)]
+    pub cgroups: CgroupMode,
 
     /// Time a killed task gets between SIGTERM and SIGKILL (e.g. 500ms, 10s, 2m)
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]

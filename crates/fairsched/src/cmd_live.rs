@@ -471,8 +471,9 @@ pub struct SubmitArgs {
     /// 124. At most, and by default, the broker's `serve --max-time-limit`.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     time_limit: Option<Duration>,
-    /// The most memory (address space) each process of a run may take: bytes, or with K, M, G
-    /// (e.g. 512M). At most, and by default, the broker's `serve --max-memory`.
+    /// The most memory a run may take: bytes, or with K, M, G (e.g. 512M). All its processes
+    /// together on a worker with a memory cgroup (beyond it the run is killed, exit code 137),
+    /// else each process's address space. At most, and by default, `serve --max-memory`.
     #[arg(long, value_name = "SIZE", value_parser = size)]
     memory: Option<u64>,
     /// Submit a workflow: a DAG of tasks, each held until the tasks it comes after have

@@ -35,6 +35,7 @@ fn config(dir: &Path, grace: Duration) -> ExecConfig {
         guard: None,
         lease_file: None,
         run_as_user: false,
+        cgroups: None,
     }
 }
 

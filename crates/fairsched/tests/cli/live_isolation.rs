@@ -8,13 +8,20 @@
 //!
 //! The first tests run one assignment under the task guard of the
 //! `fairsched` binary, without a broker (`run_assignment`, as the worker
-//! does).
+//! does), with no cgroup: the guard finds the run's processes in `/proc`.
+//! The last ones run a worker with `--cgroups required`: a cancelled
+//! task's processes are killed through its cgroup, which is then removed,
+//! and a task beyond its memory is stopped by its cgroup. They need a
+//! cgroup the worker may create cgroups in (root here and in CI); without
+//! one each says SKIPPED and why, unless `FAIRSCHED_CGROUPS=required` (as
+//! `.ci/run` sets): then it fails.
 
 use crate::common::{Broker, bin, wait_for};
 use fairsched_worker::wire::{Assignment, RunKey};
 use fairsched_worker::{ExecConfig, ExecutorKind, KillHandle, Outcome, run_assignment};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use serde_json::json;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::mpsc;
@@ -84,6 +91,7 @@ fn guarded(dir: &Path) -> ExecConfig {
         guard: Some(env!("CARGO_BIN_EXE_fairsched-task-guard").into()),
         lease_file: None,
         run_as_user: false,
+        cgroups: None,
     }
 }
 
@@ -208,17 +216,36 @@ fn a_task_sees_no_token_of_its_worker() {
     assert!(log.contains("tasks run under this worker's user"), "{log}");
 }
 
+/// A broker (FIFO) with organization `lab`, its user `ann` and a worker
+/// token; the workers' runs go to `wd`.
+struct Lab {
+    broker: Broker,
+    user: String,
+    wtoken: String,
+    wd: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn lab(lease: &str) -> Lab {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "fifo", lease);
+    broker.add_org("lab");
+    Lab {
+        user: broker.add_user("ann", "lab"),
+        wtoken: broker.worker_token("lab"),
+        wd: dir.path().join("wd"),
+        broker,
+        _dir: dir,
+    }
+}
+
 #[test]
 fn a_setsid_daemon_dies_with_its_sigkilled_worker() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
+    let lab = lab("30s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
+    let mut worker = broker.worker("w", wtoken, 1, wd, "process");
     broker.wait_slots(1);
-    let id = broker.api().submit(&user, &[format!("{DAEMON}; sleep 1000")])[0];
+    let id = broker.api().submit(user, &[format!("{DAEMON}; sleep 1000")])[0];
     let pid = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
     assert!(running(pid));
     worker.kill9();
@@ -228,16 +255,12 @@ fn a_setsid_daemon_dies_with_its_sigkilled_worker() {
 
 #[test]
 fn a_stopped_worker_s_run_dies_before_its_lease_runs_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "1s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
+    let lab = lab("1s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
+    let mut worker = broker.worker("w", wtoken, 1, wd, "process");
     broker.wait_slots(1);
     let id = broker.api().submit(
-        &user,
+        user,
         &["echo $$ > pid.tmp && mv pid.tmp pid; sleep 2; echo done > marker".into()],
     )[0];
     let sh = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
@@ -266,7 +289,7 @@ fn a_stopped_worker_s_run_dies_before_its_lease_runs_out() {
     kill(worker_pid, Signal::SIGCONT).unwrap();
     println!("worker stopped → its run gone: {died:?}");
     let t = wait_for("the task to complete", Duration::from_secs(30), || {
-        let t = broker.api().get_ok(&format!("/v1/tasks/{id}"), &user);
+        let t = broker.api().get_ok(&format!("/v1/tasks/{id}"), user);
         (t["state"] != "waiting" && t["state"] != "running").then_some(t)
     });
     assert_eq!(t["state"], "completed", "{t}");
@@ -283,4 +306,130 @@ fn a_stopped_worker_s_run_dies_before_its_lease_runs_out() {
     );
     assert!(worker.alive(), "the worker goes on after its lost lease");
     worker.terminate(Duration::from_secs(5));
+}
+
+/// A worker with `--cgroups required`, registered; `None` (after a
+/// SKIPPED line with the worker's reason, or a failure under
+/// `FAIRSCHED_CGROUPS=required`) when it refuses to start: no cgroup it
+/// can use here.
+fn cgroup_worker(broker: &Broker, token: &str, wd: &Path, test: &str) -> Option<crate::common::Proc> {
+    let name = "cgroup-worker";
+    let mut w = broker.worker_with(name, token, 1, wd, "process", &["--cgroups", "required"]);
+    let api = broker.api();
+    let up = wait_for(
+        "the worker to register or refuse",
+        Duration::from_secs(30),
+        || {
+            if !w.alive() {
+                return Some(false);
+            }
+            (api.status(&broker.admin).slots == 1).then_some(true)
+        },
+    );
+    if up {
+        return Some(w);
+    }
+    let log = std::fs::read_to_string(broker.dir.join(format!("{name}.stderr"))).unwrap_or_default();
+    skip(test, &format!("no cgroup this worker can use here:\n{log}"));
+    None
+}
+
+/// Says why `test` does not run, or fails it under `FAIRSCHED_CGROUPS=required`.
+fn skip(test: &str, why: &str) {
+    assert!(
+        std::env::var("FAIRSCHED_CGROUPS").as_deref() != Ok("required"),
+        "FAIRSCHED_CGROUPS=required, but {why}"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+#[test]
+fn a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup() {
+    let lab = lab("30s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
+    let Some(worker) = cgroup_worker(
+        broker,
+        wtoken,
+        wd,
+        "a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup",
+    ) else {
+        return;
+    };
+    let api = broker.api();
+    let id = api.submit(user, &[format!("{DAEMON}; sleep 1000")])[0];
+    let pid = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
+    // The daemon left the run's process group, not its cgroup (named by
+    // its worker, its pid and start time, and the run).
+    let run_cgroups: Vec<std::path::PathBuf> = fairsched_worker::cgroups_of(pid as u32)
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.ends_with(format!("task-{id}-1")))
+        .collect();
+    assert!(
+        !run_cgroups.is_empty(),
+        "the daemon {pid} is in no cgroup of its run"
+    );
+    let worker_dir = format!("fairsched-worker-{}-", worker.pid());
+    for d in &run_cgroups {
+        let parent = d.parent().unwrap().file_name().unwrap().to_string_lossy();
+        assert!(parent.starts_with(&worker_dir), "{}", d.display());
+    }
+    let t = api.post_ok(&format!("/v1/tasks/{id}/cancel"), user, &json!({}));
+    assert_eq!(t["state"], "cancelled", "{t}");
+    let took = assert_dies("the daemon of a cancelled task", pid, KILL_BOUND);
+    println!("task cancelled → its setsid daemon gone: {took:?}");
+    // Every process of the run gone, its cgroup removed.
+    for d in &run_cgroups {
+        wait_for(&format!("{} removed", d.display()), KILL_BOUND, || {
+            (!d.exists()).then_some(())
+        });
+    }
+}
+
+#[test]
+fn a_task_beyond_its_memory_is_stopped_by_its_cgroup_and_says_so() {
+    let test = "a_task_beyond_its_memory_is_stopped_by_its_cgroup_and_says_so";
+    let lab = lab("30s");
+    let (broker, user, wtoken, wd) = (&lab.broker, &lab.user, &lab.wtoken, &lab.wd);
+    let Some(_worker) = cgroup_worker(broker, wtoken, wd, test) else {
+        return;
+    };
+    // Said at start (a warning: the tests' workers log warnings only).
+    let log = std::fs::read_to_string(broker.dir.join("cgroup-worker.stderr")).unwrap();
+    if log.contains("memory limit: RLIMIT_AS") {
+        skip(test, &format!("the worker has no memory cgroup here:\n{log}"));
+        return;
+    }
+    let api = broker.api();
+    // 200 MB touched under 64 MiB. Two processes of 40 MB each would
+    // each fit an address-space limit; not the run's.
+    let body = json!({"tasks": [
+        {"command": "dd if=/dev/zero of=/dev/null bs=200M count=1; echo after", "memory_bytes": 64 << 20},
+        {"command": "dd if=/dev/zero bs=40M count=1 | (sleep 0.5; dd bs=40M count=1 iflag=fullblock of=/dev/null)",
+         "memory_bytes": 64 << 20},
+        {"command": "dd if=/dev/zero of=/dev/null bs=8M count=1", "memory_bytes": 64 << 20},
+    ]});
+    let ids: Vec<u64> = api.post_ok("/v1/tasks", user, &body)["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    broker.wait_idle(Duration::from_secs(60));
+    let end = |id: u64| {
+        let t = api.get_ok(&format!("/v1/tasks/{id}"), user);
+        (t["state"].as_str().unwrap().to_owned(), t["exit_code"].as_i64())
+    };
+    assert_eq!(end(ids[2]), ("completed".to_owned(), Some(0)));
+    for &id in &ids[..2] {
+        assert_eq!(end(id), ("failed".to_owned(), Some(137)), "task {id}");
+        let stderr = wait_for("the output", Duration::from_secs(20), || {
+            let r = api.get(&format!("/v1/tasks/{id}/output?stream=stderr"), Some(user));
+            (r.status == 200).then_some(r.text)
+        });
+        assert!(
+            stderr.contains("memory limit of 67108864 bytes reached"),
+            "task {id}: {stderr}"
+        );
+    }
 }
