@@ -330,7 +330,6 @@ struct WorkerRow {
     id: u64,
     org: u32,
     host: String,
-    first_slot: u32,
     slots: u32,
     joined_ms: i64,
 }
@@ -363,7 +362,7 @@ pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ServiceError> 
         let mut q = store
             .conn()
             .prepare_cached(
-                "SELECT id, org, host, first_slot, slots, joined_ms FROM workers WHERE state = 'active' ORDER BY id",
+                "SELECT id, org, host, slots, joined_ms FROM workers WHERE state IN ('active', 'draining', 'held') ORDER BY id",
             )
             .map_err(sql)?;
         let rows = q
@@ -372,9 +371,8 @@ pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ServiceError> 
                     id: r.get::<_, i64>(0)? as u64,
                     org: r.get::<_, i64>(1)? as u32,
                     host: r.get(2)?,
-                    first_slot: r.get::<_, i64>(3)? as u32,
-                    slots: r.get::<_, i64>(4)? as u32,
-                    joined_ms: r.get(5)?,
+                    slots: r.get::<_, i64>(3)? as u32,
+                    joined_ms: r.get(4)?,
                 })
             })
             .map_err(sql)?;
@@ -382,16 +380,10 @@ pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ServiceError> 
             workers.push(r.map_err(sql)?);
         }
     }
-    // Slot → worker (index into `workers`): by each worker's first slot.
-    let by_first: BTreeMap<u32, usize> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w.first_slot, i))
-        .collect();
-    let worker_of = |s: SlotId| -> Option<usize> {
-        let (_, &i) = by_first.range(..=s.0).next_back()?;
-        (s.0 < workers[i].first_slot.saturating_add(workers[i].slots)).then_some(i)
-    };
+    // Slot → worker (index into `workers`), as the broker maps them (a
+    // released worker's slots are not all in its first range).
+    let index: HashMap<u64, usize> = workers.iter().enumerate().map(|(i, w)| (w.id, i)).collect();
+    let worker_of = |s: SlotId| -> Option<usize> { b.worker_of_slot(s).and_then(|w| index.get(&w).copied()) };
 
     // Live tasks: the queue, the runs, and counts by user and organization.
     let view = b.live().core().view();

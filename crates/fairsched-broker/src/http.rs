@@ -862,6 +862,43 @@ async fn release(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -
     task_change(&app, &who, w, "release", task).await
 }
 
+/// The admin's hold and release (`admin task hold|release`): refused
+/// without the admin token, where `/v1/tasks/ID/hold` would act as the
+/// user whose token it is.
+async fn admin_hold(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    admin(&who)?;
+    let task = task_id(&id)?;
+    task_change(
+        &app,
+        &who,
+        Write::Hold {
+            who: who.clone(),
+            task,
+        },
+        "task hold",
+        task,
+    )
+    .await
+}
+
+async fn admin_release(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
+    let who = app.who(&h).await?;
+    admin(&who)?;
+    let task = task_id(&id)?;
+    task_change(
+        &app,
+        &who,
+        Write::Unhold {
+            who: who.clone(),
+            task,
+        },
+        "task release",
+        task,
+    )
+    .await
+}
+
 /// Applies a write that changes one task and answers with the task,
 /// recorded in the audit log as `action`.
 async fn task_change(app: &App, who: &Principal, w: Write, action: &str, task: u64) -> R {
@@ -1607,6 +1644,8 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/admin/workers/{id}/hold", post(admin_hold_worker))
         .route("/v1/admin/workers/{id}/release", post(admin_release_worker))
         .route("/v1/admin/tasks/{id}/requeue", post(admin_requeue))
+        .route("/v1/admin/tasks/{id}/hold", post(admin_hold))
+        .route("/v1/admin/tasks/{id}/release", post(admin_release))
         .route("/v1/admin/workers/{id}/evict", post(admin_evict))
         .route("/v1/tasks", post(submit).get(list_tasks))
         .route("/v1/tasks/{id}", get(get_task))

@@ -86,7 +86,26 @@ pub struct PollReply {
     /// applied (0 from brokers older than this field).
     #[serde(default)]
     pub seq: u64,
+    /// The broker drains this worker (the admin asked, `admin worker
+    /// drain`): it takes no new task and leaves once its runs have ended,
+    /// as after its own drain. Absent from older brokers: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drain: bool,
 }
+
+/// The exit code reported for a run stopped by its time limit
+/// ([`Assignment::time_limit_ms`]), as GNU `timeout` exits: the run was
+/// killed like a kill by the broker (SIGTERM, SIGKILL after the grace
+/// period), and a line in its `stderr` says why.
+pub const TIME_LIMIT_EXIT: i32 = 124;
+
+/// The exit code reported for a run in which its cgroup's OOM killer
+/// killed a process ([`Assignment::memory_bytes`] enforced by a memory
+/// cgroup): 128 + SIGKILL, as a container killed for its memory ends. A
+/// line in its `stderr` says why. (Where `RLIMIT_AS` enforces the limit
+/// instead, an allocation beyond it fails and the script ends as it
+/// handles that.)
+pub const MEMORY_LIMIT_EXIT: i32 = 137;
 
 /// One run handed to a worker: attempt `attempt` of task `task`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -693,6 +693,13 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
                 if reply.seq != 0 {
                     st.polled = Some(reply.seq);
                 }
+                if reply.drain && st.drain != Drain::Sent {
+                    // The admin drained it: as after its own drain.
+                    tracing::info!(
+                        "the broker drains this worker: taking no new task, leaving once the runs end"
+                    );
+                    st.drain = Drain::Sent;
+                }
                 shared.changed.notify_all();
             }
             Err(CallError::Gone) => {

@@ -29,19 +29,7 @@ use crate::wire::{Assignment, OUTPUT_TAIL, OutputRequest, Phase, Report, RunKey}
 /// reason is logged and, when the directory exists, appended to `stderr`.
 pub const WORKER_ERROR_EXIT: i32 = 125;
 
-/// The exit code reported for a run stopped by its time limit
-/// ([`Assignment::time_limit_ms`]), as GNU `timeout` exits: the run was
-/// killed like a kill by the broker (SIGTERM, SIGKILL after the grace
-/// period), and a line in its `stderr` says why.
-pub const TIME_LIMIT_EXIT: i32 = 124;
-
-/// The exit code reported for a run in which its cgroup's OOM killer
-/// killed a process ([`Assignment::memory_bytes`] enforced by a memory
-/// cgroup): 128 + SIGKILL, as a container killed for its memory ends. A
-/// line in its `stderr` says why. (Where `RLIMIT_AS` enforces the limit
-/// instead, an allocation beyond it fails and the script ends as it
-/// handles that.)
-pub const MEMORY_LIMIT_EXIT: i32 = 137;
+pub use fairsched_proto::wire::{MEMORY_LIMIT_EXIT, TIME_LIMIT_EXIT};
 
 /// The variables of the worker's environment a task's scripts get, when
 /// the worker has them (and every `LC_*`): nothing else of it, so no token

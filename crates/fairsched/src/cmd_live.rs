@@ -79,7 +79,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     max_time_limit: Option<Duration>,
     /// The most memory a task may ask for (`submit --memory`), and the limit of a task that
-    /// gives none: bytes, or with K, M, G [default: no limit].
+    /// gives none: bytes, or with K, M, G, T [default: no limit].
     #[arg(long, value_name = "SIZE", value_parser = size)]
     max_memory: Option<u64>,
     /// Steps of the log between two snapshots of the scheduler's state (a restart restores the
@@ -471,7 +471,7 @@ pub struct SubmitArgs {
     /// 124. At most, and by default, the broker's `serve --max-time-limit`.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     time_limit: Option<Duration>,
-    /// The most memory a run may take: bytes, or with K, M, G (e.g. 512M). All its processes
+    /// The most memory a run may take: bytes, or with K, M, G, T (e.g. 512M). All its processes
     /// together on a worker with a memory cgroup (beyond it the run is killed, exit code 137),
     /// else each process's address space. At most, and by default, `serve --max-memory`.
     #[arg(long, value_name = "SIZE", value_parser = size)]
@@ -682,8 +682,8 @@ pub enum QuotaCmd {
         /// A number, or `none`.
         #[arg(long, value_name = "N|none", required_unless_present = "max_running")]
         max_queued: Option<String>,
-        /// A number, or `none`.
-        #[arg(long, value_name = "N|none")]
+        /// A number, or `none` (0 holds every new task of theirs until it is raised).
+        #[arg(long, value_name = "N|none", required_unless_present = "max_queued")]
         max_running: Option<String>,
     },
     /// The quotas in force.
@@ -892,6 +892,11 @@ fn terminal_width() -> usize {
 pub fn task_cmd(a: TaskArgs, action: &str) -> anyhow::Result<()> {
     let client = Client::new(&a.conn.conn(), Role::User)?;
     let t: TaskOut = client.call("POST", &format!("/v1/tasks/{}/{action}", a.id), None::<&()>)?;
+    print_task(&t)
+}
+
+/// `ID STATE`, and why a held task is held.
+fn print_task(t: &TaskOut) -> anyhow::Result<()> {
     match &t.reason {
         Some(why) if t.state == "held" => sayln!("{} held: {why}", t.id),
         _ => sayln!("{} {}", t.id, t.state),
@@ -1016,7 +1021,12 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
                         "/v1/admin/worker-tokens/revoke",
                         Some(&WorkerTokenRequest { org }),
                     )?;
-                    sayln!("revoked {} worker tokens of {}", r.revoked, r.org);
+                    sayln!(
+                        "revoked {} worker token{} of {}",
+                        r.revoked,
+                        if r.revoked == 1 { "" } else { "s" },
+                        r.org
+                    );
                 }
                 (Some(token), None) => {
                     let r: RevokeReply =
@@ -1104,12 +1114,17 @@ pub fn admin_live(c: AdminLive) -> anyhow::Result<()> {
             print_quotas(&r)?;
         }
         AdminLive::Task(AdminTaskCmd::Hold { conn, id }) => {
-            let t: TaskOut = admin_call(&conn, "POST", &format!("/v1/tasks/{id}/hold"), None::<&()>)?;
-            sayln!("{} {}", t.id, t.state);
+            let t: TaskOut = admin_call(&conn, "POST", &format!("/v1/admin/tasks/{id}/hold"), None::<&()>)?;
+            print_task(&t)?;
         }
         AdminLive::Task(AdminTaskCmd::Release { conn, id }) => {
-            let t: TaskOut = admin_call(&conn, "POST", &format!("/v1/tasks/{id}/release"), None::<&()>)?;
-            sayln!("{} {}", t.id, t.state);
+            let t: TaskOut = admin_call(
+                &conn,
+                "POST",
+                &format!("/v1/admin/tasks/{id}/release"),
+                None::<&()>,
+            )?;
+            print_task(&t)?;
         }
         AdminLive::Task(AdminTaskCmd::Requeue { conn, id }) => {
             let t: TaskOut = admin_call(

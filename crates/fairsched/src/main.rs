@@ -49,7 +49,7 @@ enum Command {
     Experiment(cmd_experiment::ExperimentCommand),
     /// Set up and run the live service: `admin init` (the database), then, through the running
     /// broker, `admin org|user|worker-token …`; operate it: `admin quota`, `admin token revoke`,
-    /// `admin user rotate|remove|run-as`, `admin worker drain|evict`, `admin task requeue|hold|release`;
+    /// `admin user rotate|remove|run-as`, `admin worker drain|hold|release|evict`, `admin task requeue|hold|release`;
     /// keep its database: `admin backup`, `admin compact`.
     #[command(subcommand)]
     Admin(cmd_admin::AdminCommand),

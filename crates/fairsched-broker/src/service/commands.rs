@@ -1070,6 +1070,8 @@ impl Broker {
                     w.draining = true;
                     w.slots.iter().filter(|&&s| view.slot_present(s)).count() as u32
                 });
+                // Its waiting poll answers now, telling it to drain.
+                self.generation += 1;
                 Written::Draining { slots }
             }
             PlanKind::HoldWorker(worker) => {

@@ -164,7 +164,20 @@ impl Broker {
         let free = view.total_slots() as u64 - view.busy_slots();
         let order = &cfg.order;
         let why = if view.total_slots() == 0 {
-            "no worker has joined: there are no slots".to_string()
+            let (held, draining) = self
+                .workers
+                .values()
+                .filter(|w| !w.lost)
+                .fold((0, 0), |(h, d), w| {
+                    (h + u32::from(w.held), d + u32::from(w.draining))
+                });
+            if held + draining > 0 {
+                format!(
+                    "there are no slots: every worker is held ({held}) or draining ({draining}) (`fairsched admin worker release ID` lets a held one take tasks again)"
+                )
+            } else {
+                "no worker has joined: there are no slots".to_string()
+            }
         } else if free == 0 {
             let slots = view.total_slots();
             match self.picks(order) {

@@ -228,7 +228,8 @@ impl Broker {
         };
         if let Some(h) = self.held.get(&task) {
             allowed(who, h.user, task)?;
-            if let Some(b) = h.hold {
+            // The admin may make its user's hold its own.
+            if let Some(b) = h.hold.filter(|&b| b == by || b == HoldBy::Admin) {
                 return Err(ServiceError::Conflict(format!(
                     "task {task} is already on hold (by {})",
                     b.who()
@@ -375,11 +376,11 @@ impl Broker {
         }
         let quota = |of: QuotaOf, whose: &str| {
             self.max_running(of)
-                .map(|m| format!("at most {m} tasks of {whose} may be waiting or running at once"))
+                .map(|m| format!("{whose} may have at most {m} in the queue or running"))
         };
         let why = [
             quota(QuotaOf::User(h.user), "its user"),
-            quota(QuotaOf::Org(h.org), "its organization"),
+            quota(QuotaOf::Org(h.org), "its organization's users together"),
         ]
         .into_iter()
         .flatten()

@@ -5,8 +5,11 @@
 
 use super::submit::KEYS_KEPT;
 use super::{Broker, Plan, PlanKind, Reply, ServiceError, Worker, Write};
-use fairsched_core::{Event, MachineId, OrgId, Phase, TaskId};
-use fairsched_proto::wire::{Assignment, Phase as WirePhase, PollReply, ReportEvent, ReportRequest, RunKey};
+use fairsched_core::{Event, MachineId, OrgId, Phase, SlotId, TaskId};
+use fairsched_proto::wire::{
+    Assignment, MEMORY_LIMIT_EXIT, Phase as WirePhase, PollReply, ReportEvent, ReportRequest, RunKey,
+    TIME_LIMIT_EXIT,
+};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -130,6 +133,7 @@ impl Broker {
             assign: out,
             kill: self.kills.remove(&worker).unwrap_or_default(),
             seq,
+            drain: self.workers.get(&worker).is_some_and(|w| w.draining),
         })
     }
 
@@ -273,7 +277,17 @@ impl Broker {
                 }
                 ReportEvent::Exit(code) => {
                     ended.insert(r.task);
-                    let why = (code != 0).then(|| failure_reason(in_phase(&phases), &format!("exit {code}")));
+                    let limits = self.live_task(r.task).map(|(_, d)| d.limits).unwrap_or_default();
+                    let how = match code {
+                        TIME_LIMIT_EXIT if limits.time_limit_ms.is_some() => {
+                            format!("exit {code}: its time limit passed")
+                        }
+                        MEMORY_LIMIT_EXIT if limits.memory_bytes.is_some() => {
+                            format!("exit {code}: killed, most likely at its memory limit")
+                        }
+                        _ => format!("exit {code}"),
+                    };
+                    let why = (code != 0).then(|| failure_reason(in_phase(&phases), &how));
                     events.push(if code == 0 {
                         Event::Complete { task }
                     } else {
@@ -411,6 +425,11 @@ impl Broker {
             events,
             kind: PlanKind::Drain { worker },
         })
+    }
+
+    /// The worker a slot belongs to.
+    pub(crate) fn worker_of_slot(&self, slot: SlotId) -> Option<u64> {
+        self.slot_worker.get(&slot).copied()
     }
 
     /// The slots of `worker` in the platform now.

@@ -1182,8 +1182,14 @@ fn only_the_admin_releases_the_admins_hold() {
     );
     unhold(&mut b, Principal::Admin, ids[0]).unwrap();
     assert_eq!(state(&b, ids[0]).state, "waiting");
-    // Cancelling a task on hold ends it.
+    // The admin makes its user's hold its own.
     hold(&mut b, alice(&f), ids[0]).unwrap();
+    hold(&mut b, Principal::Admin, ids[0]).unwrap();
+    assert!(matches!(
+        unhold(&mut b, alice(&f), ids[0]),
+        Err(ServiceError::Forbidden(_))
+    ));
+    // Cancelling a task on hold ends it.
     one(
         &mut b,
         Write::Cancel {
@@ -1226,7 +1232,7 @@ fn a_running_quota_holds_the_tasks_past_it_until_others_end() {
         t.reason
             .as_deref()
             .unwrap()
-            .contains("at most 2 tasks of its user"),
+            .contains("its user may have at most 2 in the queue or running"),
         "{t:?}"
     );
     assert_eq!(tasks_of(&b.poll(worker, f.org).unwrap()), vec![ids[0], ids[1]]);

@@ -1314,7 +1314,7 @@ fn the_readme_live_service_runs_as_written() {
         &as_admin,
         &readme_command("fairsched admin token revoke --worker-tokens-of physics"),
     );
-    assert_eq!(said, "revoked 1 worker tokens of physics\n");
+    assert_eq!(said, "revoked 1 worker token of physics\n");
     // A copy while the broker runs.
     let said = client(
         b,

@@ -165,7 +165,7 @@ fn leaked_tokens_are_revoked_and_rotated() {
         &admin,
         &["admin", "token", "revoke", "--worker-tokens-of", "physics"],
     ));
-    assert_eq!(said, "revoked 1 worker tokens of physics\n");
+    assert_eq!(said, "revoked 1 worker token of physics\n");
     let r = api.post("/v1/workers", Some(&s.worker), br#"{"slots":1,"host":"w2"}"#);
     assert_eq!(r.status, 401, "{}", r.text);
     // Its session still works, until the worker is evicted.
@@ -447,6 +447,12 @@ fn held_tasks_and_running_quotas_with_a_real_worker() {
         "only the admin releases it",
     );
     refused(&cli(&s, &s.bob, &["hold", &id(0)]), "belongs to another user");
+    // The admin's commands want the admin token (a user's would hold as
+    // that user).
+    refused(
+        &cli(&s, &s.alice, &["admin", "task", "hold", &id(0)]),
+        "admin token",
+    );
     let wd = s.broker.dir.join("wd");
     let _w = s.broker.worker("w", &s.worker, 4, &wd, "process");
     let state = |i: usize| api.get_ok(&format!("/v1/tasks/{}", ids[i]), &s.alice)["state"].clone();
@@ -476,4 +482,31 @@ fn held_tasks_and_running_quotas_with_a_real_worker() {
             "runs overlap under a running quota of 1: {runs:?}"
         );
     }
+}
+
+/// `admin worker drain`: the worker takes no new task and, once its run
+/// has ended, leaves and exits, as after its own drain (a new user found
+/// it stayed registered with no slots for good).
+#[test]
+fn a_worker_the_admin_drains_leaves_once_its_runs_end() {
+    let s = setup();
+    let api = s.broker.api();
+    let admin = s.broker.admin.clone();
+    let ids = api.submit(&s.alice, &["sleep 0.5".into(), "true".into()]);
+    let wd = s.broker.dir.join("wd");
+    let mut w = s.broker.worker("w", &s.worker, 1, &wd, "process");
+    let state = |id: u64| api.get_ok(&format!("/v1/tasks/{id}"), &s.alice)["state"].clone();
+    crate::common::wait_for("the first task runs", std::time::Duration::from_secs(20), || {
+        (state(ids[0]) == "running").then_some(())
+    });
+    let said = ok(&cli(&s, &admin, &["admin", "worker", "drain", "1"]));
+    assert!(said.contains("drains"), "{said}");
+    crate::common::wait_for(
+        "the drained worker exits",
+        std::time::Duration::from_secs(20),
+        || (!w.alive()).then_some(()),
+    );
+    assert_eq!(state(ids[0]), "completed");
+    assert_eq!(state(ids[1]), "waiting", "a drained worker takes no new task");
+    assert_eq!(api.status(&admin).workers, 0);
 }
