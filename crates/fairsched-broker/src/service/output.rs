@@ -90,7 +90,7 @@ impl Broker {
             .map_err(ServiceError::unavailable)?
             .ok_or_else(|| {
                 ServiceError::NotFound(format!(
-                    "task {id}: no output{} (it has not ended, its run was killed, or its worker did not send it)",
+                    "task {id}: no output{} (it has not ended, its run was cancelled or killed, or its worker did not send it)",
                     attempt.map(|a| format!(" of attempt {a}")).unwrap_or_default()
                 ))
             })
