@@ -682,10 +682,10 @@ async fn quotas(State(app): State<App>, h: HeaderMap) -> R {
 
 /// The admin puts a running task back in the queue.
 async fn admin_requeue(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let who = app.who(&h).await?;
-    admin(&who)?;
-    let task = task_id(&id)?;
-    task_change(&app, &who, Write::Requeue { task }, "task requeue", task).await
+    task_change(&app, &h, &id, true, "task requeue", |_, task| Write::Requeue {
+        task,
+    })
+    .await
 }
 
 /// The admin drains a worker: as the worker's own drain.
@@ -830,81 +830,70 @@ async fn get_task(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) 
 }
 
 async fn cancel(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let who = app.who(&h).await?;
-    let task = task_id(&id)?;
-    let w = Write::Cancel {
-        who: who.clone(),
+    task_change(&app, &h, &id, false, "cancel", |who, task| Write::Cancel {
+        who,
         task,
-    };
-    task_change(&app, &who, w, "cancel", task).await
+    })
+    .await
 }
 
 /// A task is put on hold (by its user or the admin): it does not run
 /// until released. Only a waiting or held task.
 async fn hold(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let who = app.who(&h).await?;
-    let task = task_id(&id)?;
-    let w = Write::Hold {
-        who: who.clone(),
+    task_change(&app, &h, &id, false, "hold", |who, task| Write::Hold {
+        who,
         task,
-    };
-    task_change(&app, &who, w, "hold", task).await
+    })
+    .await
 }
 
 /// A task on hold is released (the admin's hold by the admin only).
 async fn release(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let who = app.who(&h).await?;
-    let task = task_id(&id)?;
-    let w = Write::Unhold {
-        who: who.clone(),
+    task_change(&app, &h, &id, false, "release", |who, task| Write::Unhold {
+        who,
         task,
-    };
-    task_change(&app, &who, w, "release", task).await
+    })
+    .await
 }
 
 /// The admin's hold and release (`admin task hold|release`): refused
 /// without the admin token, where `/v1/tasks/ID/hold` would act as the
 /// user whose token it is.
 async fn admin_hold(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let who = app.who(&h).await?;
-    admin(&who)?;
-    let task = task_id(&id)?;
-    task_change(
-        &app,
-        &who,
-        Write::Hold {
-            who: who.clone(),
-            task,
-        },
-        "task hold",
+    task_change(&app, &h, &id, true, "task hold", |who, task| Write::Hold {
+        who,
         task,
-    )
+    })
     .await
 }
 
 async fn admin_release(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
-    let who = app.who(&h).await?;
-    admin(&who)?;
-    let task = task_id(&id)?;
-    task_change(
-        &app,
-        &who,
-        Write::Unhold {
-            who: who.clone(),
-            task,
-        },
-        "task release",
+    task_change(&app, &h, &id, true, "task release", |who, task| Write::Unhold {
+        who,
         task,
-    )
+    })
     .await
 }
 
-/// Applies a write that changes one task and answers with the task,
-/// recorded in the audit log as `action`.
-async fn task_change(app: &App, who: &Principal, w: Write, action: &str, task: u64) -> R {
-    match app.write(w).await? {
+/// Applies the write `make(who, task)` to task `id` (with `admin_only`,
+/// for the admin token alone) and answers with the task, recorded in the
+/// audit log as `action`.
+async fn task_change(
+    app: &App,
+    h: &HeaderMap,
+    id: &str,
+    admin_only: bool,
+    action: &str,
+    make: impl FnOnce(Principal, u64) -> Write,
+) -> R {
+    let who = app.who(h).await?;
+    if admin_only {
+        admin(&who)?;
+    }
+    let task = task_id(id)?;
+    match app.write(make(who.clone(), task)).await? {
         Written::Cancelled(t) => {
-            app.audit(who, action, serde_json::json!({"task": task, "state": t.state}));
+            app.audit(&who, action, serde_json::json!({"task": task, "state": t.state}));
             json(StatusCode::OK, &t)
         }
         other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
