@@ -417,7 +417,10 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         let poll: PollReply = worker.call(
             "POST",
             &format!("/v1/workers/{w}/poll"),
-            Some(&PollRequest { wait_ms: 1000 }),
+            Some(&PollRequest {
+                wait_ms: 1000,
+                draining: false,
+            }),
         )?;
         let mut reports: Vec<Report> = Vec::new();
         for a in &poll.assign {

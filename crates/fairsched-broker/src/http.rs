@@ -962,7 +962,11 @@ async fn poll(
         }
         generation.borrow_and_update();
         let reply = app.read(move |b| b.poll(worker, org)).await??;
-        if !reply.assign.is_empty() || !reply.kill.is_empty() || tokio::time::Instant::now() >= deadline {
+        if !reply.assign.is_empty()
+            || !reply.kill.is_empty()
+            || (reply.drain && !req.draining)
+            || tokio::time::Instant::now() >= deadline
+        {
             return json(StatusCode::OK, &reply);
         }
         tokio::select! {

@@ -51,12 +51,20 @@ impl WorkerClient {
         self.post("/v1/workers", &self.token, Some(req), SLACK)
     }
 
-    pub fn poll(&self, worker: WorkerId, session: &str, wait_ms: u64) -> Result<PollReply, CallError> {
+    /// `draining`: the worker knows it drains (a drain the broker has
+    /// not told it of answers at once).
+    pub fn poll(
+        &self,
+        worker: WorkerId,
+        session: &str,
+        wait_ms: u64,
+        draining: bool,
+    ) -> Result<PollReply, CallError> {
         let path = format!("/v1/workers/{worker}/poll");
         self.post(
             &path,
             session,
-            Some(&PollRequest { wait_ms }),
+            Some(&PollRequest { wait_ms, draining }),
             Duration::from_millis(wait_ms) + SLACK,
         )
     }

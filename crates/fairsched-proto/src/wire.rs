@@ -67,6 +67,10 @@ pub struct DrainReply {
 #[serde(deny_unknown_fields)]
 pub struct PollRequest {
     pub wait_ms: u64,
+    /// The worker knows it drains ([`PollReply::drain`]): the reply waits
+    /// for work or kills as usual; otherwise a drain answers at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draining: bool,
 }
 
 /// Reply to [`PollRequest`]: possibly empty.

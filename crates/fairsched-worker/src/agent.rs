@@ -669,8 +669,9 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
             }
         };
         let wait_ms = u64::try_from(session.poll_wait.as_millis()).unwrap_or(u64::MAX);
+        let draining = shared.lock().drain == Drain::Sent;
         let sent = Instant::now();
-        match client.poll(session.worker, &session.credential, wait_ms) {
+        match client.poll(session.worker, &session.credential, wait_ms, draining) {
             Ok(reply) => {
                 backoff.reset();
                 let mut st = shared.lock();
