@@ -4,16 +4,14 @@
 
 use super::hold::{HoldBy, Room};
 use super::satisfaction::{ShareDelta, Staged};
-use super::submit::SubmitKey;
+use super::submit::{Submission, SubmitKey};
 use super::workflows::parent_reason;
-use super::{
-    Broker, Held, LATENCY_BUCKETS_MS, Limits, Live_, MISSED_REPORTS, Reply, ServiceError, St, Worker, allowed,
-};
+use super::{Broker, LATENCY_BUCKETS_MS, Live_, MISSED_REPORTS, Reply, ServiceError, St, Worker, allowed};
 use crate::api::{NewTask, TaskOut, WorkflowSpec};
 use crate::dashboard::What;
 use crate::identity::{Principal, hash};
 use crate::live::LiveError;
-use fairsched_core::{Action, EndRecord, Event, Outcome, SlotId, TaskId, Time, WorkflowId, WorkflowRef};
+use fairsched_core::{Action, EndRecord, Event, Outcome, SlotId, TaskId, Time};
 use fairsched_proto::wire::{RegisterReply, ReportReply, ReportRequest, RunKey};
 use rusqlite::params;
 use std::collections::HashMap;
@@ -127,13 +125,11 @@ pub(super) struct Batch {
 impl Known<'_> {
     fn plan_delta(&self, plan: &Plan, d: &mut ShareDelta, batch: &mut Batch) {
         match &plan.kind {
-            PlanKind::Submit {
-                user, ids, to_core, ..
-            } => {
-                for (&id, &now) in ids.iter().zip(to_core) {
+            PlanKind::Submit(s) => {
+                for (&id, &now) in s.ids.iter().zip(&s.to_core) {
                     if now {
-                        d.user(*user).live += 1;
-                        batch.users.insert(TaskId(id), *user);
+                        d.user(s.user).live += 1;
+                        batch.users.insert(TaskId(id), s.user);
                     }
                 }
             }
@@ -251,19 +247,7 @@ impl Plan {
 pub(super) type Exit = (u64, Option<i32>, Option<i32>, Option<String>);
 
 pub(super) enum PlanKind {
-    Submit {
-        user: i64,
-        org: u32,
-        tasks: Vec<NewTask>,
-        ids: Vec<u64>,
-        /// Each task's parents (public ids).
-        parents: Vec<Vec<u64>>,
-        /// Whether each task goes to the core now (no parents, room under
-        /// the running quotas); if not, it is held.
-        to_core: Vec<bool>,
-        workflow: Option<(u32, WorkflowSpec)>,
-        key: Option<SubmitKey>,
-    },
+    Submit(Submission),
     /// A submission retried with its idempotency key: its first reply.
     Replayed {
         ids: Vec<u64>,
@@ -339,72 +323,7 @@ pub(super) enum PlanKind {
 /// The service's rows for an accepted write.
 pub(super) fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> rusqlite::Result<()> {
     match &plan.kind {
-        PlanKind::Submit {
-            user,
-            org,
-            tasks,
-            ids,
-            parents,
-            to_core,
-            workflow,
-            key,
-        } => {
-            if let Some(k) = key {
-                tx.execute(
-                    "INSERT OR REPLACE INTO submit_keys (user_id, key, digest, ids, workflow, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![
-                        user,
-                        k.key,
-                        k.digest.to_vec(),
-                        serde_json::to_string(ids).expect("ids serialize"),
-                        workflow.as_ref().map(|(w, _)| *w),
-                        now_ms
-                    ],
-                )?;
-            }
-            if let Some((id, w)) = workflow {
-                tx.execute(
-                    "INSERT INTO workflows (id, user_id, org, name, activities, submit_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![
-                        id,
-                        user,
-                        org,
-                        w.name,
-                        serde_json::to_string(&w.activities).expect("strings serialize"),
-                        now_ms
-                    ],
-                )?;
-            }
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms, optional, core_id, workflow, activity, time_limit_ms, memory_bytes)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            )?;
-            let mut edge =
-                tx.prepare_cached("INSERT OR IGNORE INTO task_parents (child, parent) VALUES (?1, ?2)")?;
-            for (((t, id), ps), &live) in tasks.iter().zip(ids).zip(parents).zip(to_core) {
-                ins.execute(params![
-                    *id as i64,
-                    user,
-                    org,
-                    t.name.as_deref().unwrap_or(""),
-                    t.command,
-                    t.stage_in,
-                    t.stage_out,
-                    t.priority.unwrap_or(1),
-                    if live { "live" } else { "held" },
-                    now_ms,
-                    t.optional,
-                    live.then_some(*id as i64),
-                    workflow.as_ref().map(|w| w.0),
-                    workflow.as_ref().map(|_| t.activity.unwrap_or(0)),
-                    t.time_limit_ms.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
-                    t.memory_bytes.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
-                ])?;
-                for &p in ps {
-                    edge.execute(params![*id as i64, p as i64])?;
-                }
-            }
-        }
+        PlanKind::Submit(s) => s.persist(tx, now_ms)?,
         PlanKind::Replayed { .. } => {}
         PlanKind::Release(list) => {
             let mut up = tx.prepare_cached("UPDATE tasks SET state = 'live', core_id = ?2 WHERE id = ?1")?;
@@ -721,12 +640,11 @@ impl Broker {
             }
             let result = results.next().expect("a result per step");
             if result.is_err()
-                && let PlanKind::Submit {
-                    user, key: Some(k), ..
-                } = &p.kind
+                && let PlanKind::Submit(s) = &p.kind
+                && let Some(k) = &s.key
             {
                 // Not submitted: a retry with this key submits.
-                self.submit_keys.remove(&(*user, k.key.clone()));
+                self.submit_keys.remove(&(s.user, k.key.clone()));
             }
             match result {
                 Ok(actions) => {
@@ -817,90 +735,7 @@ impl Broker {
     pub(super) fn apply(&mut self, p: Plan, actions: &[Action], now: Time) -> Written {
         let reply = match p.kind {
             PlanKind::Replayed { ids, workflow } => Written::Submitted { ids, workflow },
-            PlanKind::Submit {
-                user,
-                org,
-                tasks,
-                ids,
-                parents,
-                to_core,
-                workflow,
-                ..
-            } => {
-                let held_before = self.held.len() as u64;
-                for (((t, &id), ps), now_in) in tasks.into_iter().zip(&ids).zip(parents).zip(to_core) {
-                    if now_in {
-                        self.tasks.insert(
-                            TaskId(id),
-                            Live_ {
-                                public: id,
-                                user,
-                                name: t.name.unwrap_or_default(),
-                                command: t.command,
-                                stage_in: t.stage_in,
-                                stage_out: t.stage_out,
-                                submit_ms: now.millis(),
-                                limits: Limits {
-                                    time_limit_ms: t.time_limit_ms,
-                                    memory_bytes: t.memory_bytes,
-                                },
-                            },
-                        );
-                        self.counts.add(user, St::Waiting, 1);
-                        continue;
-                    }
-                    for &parent in &ps {
-                        self.children.entry(parent).or_default().push(id);
-                    }
-                    self.held.insert(
-                        id,
-                        Held {
-                            user,
-                            org,
-                            name: t.name.unwrap_or_default(),
-                            command: t.command,
-                            stage_in: t.stage_in,
-                            stage_out: t.stage_out,
-                            priority: t.priority.unwrap_or(1),
-                            optional: t.optional,
-                            submit_ms: now.millis(),
-                            limits: Limits {
-                                time_limit_ms: t.time_limit_ms,
-                                memory_bytes: t.memory_bytes,
-                            },
-                            workflow: workflow.as_ref().map(|w| WorkflowRef {
-                                workflow: WorkflowId(w.0),
-                                activity: t.activity.unwrap_or(0),
-                            }),
-                            pending: ps.len() as u32,
-                            hold: None,
-                            parents: ps,
-                        },
-                    );
-                    self.counts.add(user, St::Held, 1);
-                    if self.held[&id].pending == 0 {
-                        // Past the running quota.
-                        self.throttle(id, user, org);
-                    }
-                }
-                if let Some(&first) = ids.first() {
-                    let held = self.held.len() as u64 - held_before;
-                    self.recent.note(
-                        now.millis(),
-                        What::Submitted {
-                            user,
-                            org,
-                            first,
-                            count: ids.len() as u64,
-                            held,
-                        },
-                    );
-                }
-                Written::Submitted {
-                    ids,
-                    workflow: workflow.map(|w| w.0),
-                }
-            }
+            PlanKind::Submit(s) => self.apply_submission(s, now),
             PlanKind::Release(list) => {
                 for (public, core, _) in list {
                     let Some(h) = self.held.remove(&public) else {

@@ -1,9 +1,12 @@
 //! Submissions: idempotency keys, task limits, and the plan and
 //! bookkeeping of a submitted batch of tasks.
 
-use super::{Broker, Plan, PlanKind, Reply, ServiceError};
+use super::commands::Written;
+use super::{Broker, Held, Limits, Live_, Plan, PlanKind, Reply, ServiceError, St};
 use crate::api::{NewTask, WorkflowSpec, check_tasks};
-use fairsched_core::{Event, TaskSpec, WorkflowId, WorkflowRef};
+use crate::dashboard::What;
+use fairsched_core::{Event, TaskId, TaskSpec, Time, WorkflowId, WorkflowRef};
+use rusqlite::params;
 use std::time::Duration;
 
 /// A submission's `Idempotency-Key` and the SHA-256 of its body: the
@@ -170,7 +173,7 @@ impl Broker {
         }
         Ok(Plan {
             events,
-            kind: PlanKind::Submit {
+            kind: PlanKind::Submit(Submission {
                 user,
                 org,
                 tasks,
@@ -179,7 +182,183 @@ impl Broker {
                 to_core,
                 workflow,
                 key,
-            },
+            }),
         })
+    }
+}
+
+/// An accepted submission, as planned: its tasks and where each goes.
+pub(super) struct Submission {
+    pub(super) user: i64,
+    pub(super) org: u32,
+    pub(super) tasks: Vec<NewTask>,
+    pub(super) ids: Vec<u64>,
+    /// Each task's parents (public ids).
+    pub(super) parents: Vec<Vec<u64>>,
+    /// Whether each task goes to the core now (no parents, room under
+    /// the running quotas); if not, it is held.
+    pub(super) to_core: Vec<bool>,
+    pub(super) workflow: Option<(u32, WorkflowSpec)>,
+    pub(super) key: Option<SubmitKey>,
+}
+
+impl Submission {
+    /// Its rows: the tasks, their parents, its workflow and its key.
+    pub(super) fn persist(&self, tx: &rusqlite::Transaction, now_ms: i64) -> rusqlite::Result<()> {
+        let Submission {
+            user,
+            org,
+            tasks,
+            ids,
+            parents,
+            to_core,
+            workflow,
+            key,
+        } = self;
+        if let Some(k) = key {
+            tx.execute(
+                "INSERT OR REPLACE INTO submit_keys (user_id, key, digest, ids, workflow, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    user,
+                    k.key,
+                    k.digest.to_vec(),
+                    serde_json::to_string(ids).expect("ids serialize"),
+                    workflow.as_ref().map(|(w, _)| *w),
+                    now_ms
+                ],
+            )?;
+        }
+        if let Some((id, w)) = workflow {
+            tx.execute(
+                "INSERT INTO workflows (id, user_id, org, name, activities, submit_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    id,
+                    user,
+                    org,
+                    w.name,
+                    serde_json::to_string(&w.activities).expect("strings serialize"),
+                    now_ms
+                ],
+            )?;
+        }
+        let mut ins = tx.prepare_cached(
+            "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms, optional, core_id, workflow, activity, time_limit_ms, memory_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        )?;
+        let mut edge =
+            tx.prepare_cached("INSERT OR IGNORE INTO task_parents (child, parent) VALUES (?1, ?2)")?;
+        for (((t, id), ps), &live) in tasks.iter().zip(ids).zip(parents).zip(to_core) {
+            ins.execute(params![
+                *id as i64,
+                user,
+                org,
+                t.name.as_deref().unwrap_or(""),
+                t.command,
+                t.stage_in,
+                t.stage_out,
+                t.priority.unwrap_or(1),
+                if live { "live" } else { "held" },
+                now_ms,
+                t.optional,
+                live.then_some(*id as i64),
+                workflow.as_ref().map(|w| w.0),
+                workflow.as_ref().map(|_| t.activity.unwrap_or(0)),
+                t.time_limit_ms.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+                t.memory_bytes.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+            ])?;
+            for &p in ps {
+                edge.execute(params![*id as i64, p as i64])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Broker {
+    /// Applies a committed submission: its tasks are live or held.
+    pub(super) fn apply_submission(&mut self, s: Submission, now: Time) -> Written {
+        let Submission {
+            user,
+            org,
+            tasks,
+            ids,
+            parents,
+            to_core,
+            workflow,
+            ..
+        } = s;
+        let held_before = self.held.len() as u64;
+        for (((t, &id), ps), now_in) in tasks.into_iter().zip(&ids).zip(parents).zip(to_core) {
+            if now_in {
+                self.tasks.insert(
+                    TaskId(id),
+                    Live_ {
+                        public: id,
+                        user,
+                        name: t.name.unwrap_or_default(),
+                        command: t.command,
+                        stage_in: t.stage_in,
+                        stage_out: t.stage_out,
+                        submit_ms: now.millis(),
+                        limits: Limits {
+                            time_limit_ms: t.time_limit_ms,
+                            memory_bytes: t.memory_bytes,
+                        },
+                    },
+                );
+                self.counts.add(user, St::Waiting, 1);
+                continue;
+            }
+            for &parent in &ps {
+                self.children.entry(parent).or_default().push(id);
+            }
+            self.held.insert(
+                id,
+                Held {
+                    user,
+                    org,
+                    name: t.name.unwrap_or_default(),
+                    command: t.command,
+                    stage_in: t.stage_in,
+                    stage_out: t.stage_out,
+                    priority: t.priority.unwrap_or(1),
+                    optional: t.optional,
+                    submit_ms: now.millis(),
+                    limits: Limits {
+                        time_limit_ms: t.time_limit_ms,
+                        memory_bytes: t.memory_bytes,
+                    },
+                    workflow: workflow.as_ref().map(|w| WorkflowRef {
+                        workflow: WorkflowId(w.0),
+                        activity: t.activity.unwrap_or(0),
+                    }),
+                    pending: ps.len() as u32,
+                    hold: None,
+                    parents: ps,
+                },
+            );
+            self.counts.add(user, St::Held, 1);
+            if self.held[&id].pending == 0 {
+                // Past the running quota.
+                self.throttle(id, user, org);
+            }
+        }
+        if let Some(&first) = ids.first() {
+            let held = self.held.len() as u64 - held_before;
+            self.recent.note(
+                now.millis(),
+                What::Submitted {
+                    user,
+                    org,
+                    first,
+                    count: ids.len() as u64,
+                    held,
+                },
+            );
+        }
+        Written::Submitted {
+            ids,
+            workflow: workflow.map(|w| w.0),
+        }
     }
 }
