@@ -62,20 +62,8 @@ run_case() {
     shift
     local dir=$tmpdir/$label
     mkdir -p "$dir"
-    local db=$dir/fairsched.db admin user url i
-    admin=$("$BIN" admin init --db "$db")
-    "$BIN" serve --db "$db" --listen 127.0.0.1:0 "$@" > "$dir/serve.out" 2> "$dir/serve.err" &
-    local broker_pid=$!
-    pids+=("$broker_pid")
-    for i in $(seq 300); do
-        url=$(sed -n 's/^listening on //p' "$dir/serve.out")
-        [ -n "$url" ] && break
-        kill -0 "$broker_pid" 2> /dev/null || die "fairsched serve exited: $(cat "$dir/serve.err")"
-        sleep 0.1
-    done
-    [ -n "$url" ] || die "fairsched serve did not print 'listening on' within 30 s"
-    "$BIN" admin org add bench --broker "$url" --token "$admin" > /dev/null
-    user=$("$BIN" admin user add alice --org bench --broker "$url" --token "$admin")
+    local user url wtoken broker_pid
+    start_broker "$dir" "$@"
     echo "== $label: serve $*; $PRELOAD waiting tasks, $SUBMITS submissions per phase, $POLLERS readers" >&2
     "$LOAD" --broker "$url" --token "$user" --preload "$PRELOAD" --submits "$SUBMITS" \
         --pollers "$POLLERS" --label "$label" | tee "$dir/load.out" >&2

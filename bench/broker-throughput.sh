@@ -150,22 +150,8 @@ run_case() {
     local label=$1 executor=$2 tasks=$3 batch=$4 run=$5
     local dir=$tmpdir/$label-$run
     mkdir -p "$dir"
-    local db=$dir/fairsched.db
-    local admin user wtoken url i
-    admin=$("$BIN" admin init --db "$db")
-    "$BIN" serve --db "$db" --listen 127.0.0.1:0 > "$dir/serve.out" 2> "$dir/serve.err" &
-    local broker_pid=$!
-    pids+=("$broker_pid")
-    for i in $(seq 300); do
-        url=$(sed -n 's/^listening on //p' "$dir/serve.out")
-        [ -n "$url" ] && break
-        kill -0 "$broker_pid" 2> /dev/null || die "fairsched serve exited: $(cat "$dir/serve.err")"
-        sleep 0.1
-    done
-    [ -n "$url" ] || die "fairsched serve did not print 'listening on' within 30 s"
-    "$BIN" admin org add bench --broker "$url" --token "$admin" > /dev/null
-    user=$("$BIN" admin user add alice --org bench --broker "$url" --token "$admin")
-    wtoken=$("$BIN" admin worker-token --org bench --broker "$url" --token "$admin")
+    local user wtoken url i broker_pid
+    start_broker "$dir"
     local worker_pids=()
     for i in $(seq "$WORKERS"); do
         mkdir -p "$dir/w$i"

@@ -132,3 +132,30 @@ cleanup() {
     pids=()
     if [ -n "${KEEP_TMP:-}" ]; then echo "kept $tmpdir" >&2; else rm -rf "$tmpdir"; fi
 }
+
+# start_broker DIR [SERVE ARGS…]: `admin init` DIR/fairsched.db, `serve` it on
+# a free port (its pid added to $pids), an organization `bench`, a user `alice`
+# and a worker token; sets url, user, wtoken, broker_pid (the broker benchmarks
+# share it).
+start_broker() {
+    local dir=$1 i admin
+    shift
+    mkdir -p "$dir"
+    admin=$("$BIN" admin init --db "$dir/fairsched.db")
+    # Made here: the background shell may not have opened it when sed looks.
+    : > "$dir/serve.out"
+    "$BIN" serve --db "$dir/fairsched.db" --listen 127.0.0.1:0 "$@" > "$dir/serve.out" 2> "$dir/serve.err" &
+    broker_pid=$!
+    pids+=("$broker_pid")
+    url=""
+    for i in $(seq 300); do
+        url=$(sed -n 's/^listening on //p' "$dir/serve.out")
+        [ -n "$url" ] && break
+        kill -0 "$broker_pid" 2> /dev/null || die "fairsched serve exited: $(cat "$dir/serve.err")"
+        sleep 0.1
+    done
+    [ -n "$url" ] || die "fairsched serve did not print 'listening on' within 30 s"
+    "$BIN" admin org add bench --broker "$url" --token "$admin" > /dev/null
+    user=$("$BIN" admin user add alice --org bench --broker "$url" --token "$admin")
+    wtoken=$("$BIN" admin worker-token --org bench --broker "$url" --token "$admin")
+}
