@@ -27,7 +27,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use fairsched_proto::wire::{DrainReply, OutputRequest, PollRequest, RegisterRequest, ReportRequest};
+use fairsched_proto::wire::{DrainReply, OutputsRequest, PollRequest, RegisterRequest, ReportRequest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::Digest as _;
@@ -1002,9 +1002,9 @@ async fn output_in(
     body: Result<Bytes, BytesRejection>,
 ) -> R {
     let (worker, _) = worker_session(&app.who(&h).await?, &id)?;
-    let req: OutputRequest = decode(body)?;
-    app.read(move |b| b.store_output(worker, &req)).await??;
-    json(StatusCode::OK, &serde_json::json!({}))
+    let req: OutputsRequest = decode(body)?;
+    let reply = app.read(move |b| b.store_outputs(worker, &req.outputs)).await??;
+    json(StatusCode::OK, &reply)
 }
 
 /// `?stream=stdout|stderr&attempt=N` of `GET /v1/tasks/ID/output`.
@@ -1652,7 +1652,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .route("/v1/workers/{id}/poll", post(poll))
         .route("/v1/workers/{id}/report", post(report))
         .route("/v1/workers/{id}/leave", post(leave))
-        .route("/v1/workers/{id}/output", post(output_in))
+        .route("/v1/workers/{id}/outputs", post(output_in))
         .route("/v1/workers/{id}/drain", post(drain))
         .merge(anonymous)
         // After every route: it applies to the routes defined before it.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fairsched_proto::wire::{
-    DrainReply, OutputRequest, PollReply, PollRequest, RegisterReply, RegisterRequest, ReportReply,
+    DrainReply, OutputsReply, OutputsRequest, PollReply, PollRequest, RegisterReply, RegisterRequest, ReportReply,
     ReportRequest, WorkerId,
 };
 use serde::Serialize;
@@ -82,10 +82,15 @@ impl WorkerClient {
         self.post::<(), DrainReply>(&format!("/v1/workers/{worker}/drain"), session, None, SLACK)
     }
 
-    pub fn output(&self, worker: WorkerId, session: &str, req: &OutputRequest) -> Result<(), CallError> {
-        let path = format!("/v1/workers/{worker}/output");
-        self.post::<_, serde::de::IgnoredAny>(&path, session, Some(req), SLACK)
-            .map(drop)
+    /// Sends the outputs of runs whose end the broker has acknowledged.
+    pub fn outputs(
+        &self,
+        worker: WorkerId,
+        session: &str,
+        req: &OutputsRequest,
+    ) -> Result<OutputsReply, CallError> {
+        let path = format!("/v1/workers/{worker}/outputs");
+        self.post(&path, session, Some(req), SLACK)
     }
 
     pub fn leave(&self, worker: WorkerId, session: &str) -> Result<(), CallError> {

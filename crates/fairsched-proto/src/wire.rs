@@ -361,7 +361,7 @@ where
 /// The most of each output stream a worker sends (its last bytes).
 pub const OUTPUT_TAIL: usize = 256 * 1024;
 
-/// `POST /v1/workers/ID/output`: the end of a run's `stdout` and `stderr`
+/// One run's output in `POST /v1/workers/ID/outputs`: the end of its `stdout` and `stderr`
 /// (their last [`OUTPUT_TAIL`] bytes, as UTF-8 with invalid bytes
 /// replaced), sent once its end was acknowledged. `*_bytes`: each file's
 /// whole size.
@@ -387,4 +387,29 @@ impl OutputRequest {
             attempt: self.attempt,
         }
     }
+}
+
+/// `POST /v1/workers/ID/outputs`: the outputs of runs whose end the broker
+/// has acknowledged, several in one request (stored in one transaction).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputsRequest {
+    pub outputs: Vec<OutputRequest>,
+}
+
+/// The reply to `POST /v1/workers/ID/outputs`: how many were stored, and
+/// those refused (each with why; the others are stored all the same).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutputsReply {
+    pub stored: usize,
+    #[serde(default)]
+    pub refused: Vec<RefusedOutput>,
+}
+
+/// An output the broker did not store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedOutput {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub why: String,
 }

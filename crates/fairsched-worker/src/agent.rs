@@ -21,7 +21,7 @@ use crate::executor::{
     ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
 };
 use crate::wire::{
-    Assignment, OutputRequest, RegisterRequest, Report, ReportEvent, ReportRequest, RunKey, WorkerId,
+    Assignment, OutputRequest, OutputsRequest, RegisterRequest, Report, ReportEvent, ReportRequest, RunKey, WorkerId,
 };
 
 /// Longest long poll, whatever the lease.
@@ -903,10 +903,16 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                     st.uploads.drain(..).partition(|o| !pending.contains(&o.key()));
                 st.uploads.extend(wait);
                 drop(st);
-                for out in ready {
-                    if let Err(e) = client.output(session.worker, &session.credential, &out) {
-                        // Best effort: the run's files stay on this worker.
-                        tracing::warn!(task = out.task, attempt = out.attempt, "output not sent: {e}");
+                for batch in output_batches(ready) {
+                    let n = batch.outputs.len();
+                    // Best effort: the runs' files stay on this worker.
+                    match client.outputs(session.worker, &session.credential, &batch) {
+                        Ok(reply) => {
+                            for r in reply.refused {
+                                tracing::warn!(task = r.task, attempt = r.attempt, "output refused: {}", r.why);
+                            }
+                        }
+                        Err(e) => tracing::warn!("{n} outputs not sent: {e}"),
                     }
                 }
             }
@@ -938,6 +944,32 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             }
         }
     }
+}
+
+/// The most bytes of JSON one `outputs` request carries (the broker takes
+/// bodies of up to 4 MiB).
+const OUTPUTS_BATCH_BYTES: usize = 3 << 20;
+
+/// `outputs` in requests of at most [`OUTPUTS_BATCH_BYTES`] of JSON each
+/// (one output alone may be more: the broker then refuses that request).
+fn output_batches(outputs: Vec<OutputRequest>) -> Vec<OutputsRequest> {
+    let mut batches: Vec<OutputsRequest> = Vec::new();
+    let mut bytes: usize = 0;
+    for out in outputs {
+        // Escapes can make the JSON up to six times the text.
+        let size = serde_json::to_vec(&out).map_or(usize::MAX, |v| v.len());
+        match batches.last_mut() {
+            Some(b) if bytes.saturating_add(size) <= OUTPUTS_BATCH_BYTES => {
+                bytes += size;
+                b.outputs.push(out);
+            }
+            _ => {
+                bytes = size;
+                batches.push(OutputsRequest { outputs: vec![out] });
+            }
+        }
+    }
+    batches
 }
 
 fn kill_run(st: &mut State, key: RunKey) {

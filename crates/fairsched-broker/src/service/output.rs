@@ -5,7 +5,7 @@
 
 use super::{Broker, Reply, ServiceError, allowed};
 use crate::identity::Principal;
-use fairsched_proto::wire::{OUTPUT_TAIL, OutputRequest, RunKey};
+use fairsched_proto::wire::{OUTPUT_TAIL, OutputRequest, OutputsReply, RefusedOutput, RunKey};
 use rusqlite::{OptionalExtension, params};
 
 /// How many ended runs the broker remembers the worker of, for their
@@ -34,37 +34,59 @@ impl Broker {
         }
     }
 
-    /// Stores the output `worker` sends for a run it ended.
-    pub fn store_output(&mut self, worker: u64, req: &OutputRequest) -> Reply<()> {
-        if req.stdout.len() > 4 * OUTPUT_TAIL || req.stderr.len() > 4 * OUTPUT_TAIL {
-            return Err(ServiceError::Invalid(format!(
-                "request body: at most the last {OUTPUT_TAIL} bytes of each stream"
-            )));
+    /// Stores the outputs `worker` sends for runs it ended, in one
+    /// transaction (one fsync); those refused say why.
+    pub fn store_outputs(&mut self, worker: u64, outputs: &[OutputRequest]) -> Reply<OutputsReply> {
+        let mut reply = OutputsReply::default();
+        let mut keep = Vec::with_capacity(outputs.len());
+        for req in outputs {
+            let key = req.key();
+            let refused = if req.stdout.len() > 4 * OUTPUT_TAIL || req.stderr.len() > 4 * OUTPUT_TAIL {
+                Some(format!("at most the last {OUTPUT_TAIL} bytes of each stream"))
+            } else if self.ended_on.get(&key) != Some(&worker) {
+                Some("not a run this worker ended (lately)".to_string())
+            } else {
+                None
+            };
+            match refused {
+                Some(why) => reply.refused.push(RefusedOutput {
+                    task: key.task,
+                    attempt: key.attempt,
+                    why,
+                }),
+                None => keep.push(req),
+            }
         }
-        let key = req.key();
-        if self.ended_on.get(&key) != Some(&worker) {
-            return Err(ServiceError::Conflict(format!(
-                "task {} attempt {}: not a run this worker ended (lately)",
-                key.task, key.attempt
-            )));
+        if keep.is_empty() {
+            return Ok(reply);
         }
-        self.live
-            .store()
-            .conn()
-            .execute(
-                "INSERT OR REPLACE INTO outputs (task, attempt, stdout, stderr, stdout_bytes, stderr_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    key.task as i64,
-                    key.attempt,
-                    req.stdout,
-                    req.stderr,
-                    i64::try_from(req.stdout_bytes).unwrap_or(i64::MAX),
-                    i64::try_from(req.stderr_bytes).unwrap_or(i64::MAX)
-                ],
-            )
-            .map_err(ServiceError::unavailable)?;
-        self.ended_on.remove(&key);
-        Ok(())
+        let conn = self.live.store().conn();
+        let tx = conn.unchecked_transaction().map_err(ServiceError::unavailable)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO outputs (task, attempt, stdout, stderr, stdout_bytes, stderr_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(ServiceError::unavailable)?;
+            for req in &keep {
+                insert
+                    .execute(params![
+                        req.task as i64,
+                        req.attempt,
+                        req.stdout,
+                        req.stderr,
+                        i64::try_from(req.stdout_bytes).unwrap_or(i64::MAX),
+                        i64::try_from(req.stderr_bytes).unwrap_or(i64::MAX)
+                    ])
+                    .map_err(ServiceError::unavailable)?;
+            }
+        }
+        tx.commit().map_err(ServiceError::unavailable)?;
+        for req in keep {
+            self.ended_on.remove(&req.key());
+        }
+        reply.stored = outputs.len() - reply.refused.len();
+        Ok(reply)
     }
 
     /// A stream of task `id`'s output (`stderr` or not), of `attempt` or

@@ -1335,3 +1335,56 @@ fn a_held_worker_takes_no_new_task_until_released() {
     assert!(tasks_of(&b.poll(worker, f.org).unwrap()).contains(&late[0]));
     check_counts(&b);
 }
+
+/// A worker sends the outputs of its ended runs in one request, stored in
+/// one transaction; one it may not send (a run still running, a run of
+/// another worker, one sent already) is refused with why, and the others
+/// are stored all the same.
+#[test]
+fn outputs_come_in_batches_and_each_is_checked() {
+    use fairsched_proto::wire::OutputRequest;
+    let f = fixture("fifo", None);
+    let mut b = open(&f);
+    let ids = submit_n(&mut b, f.user, f.org, 3, "true");
+    let (w1, w2) = (register(&mut b, &f, 2), register(&mut b, &f, 1));
+    let mut on: BTreeMap<u64, u64> = BTreeMap::new();
+    for w in [w1, w2] {
+        for t in polled(&mut b, &f, w).into_keys() {
+            on.insert(t, w);
+        }
+    }
+    assert_eq!(on.len(), 3, "{on:?}");
+    // w1 ends its two runs; w2's goes on.
+    let (ended, running): (Vec<u64>, Vec<u64>) = ids.iter().partition(|t| on[t] == w1);
+    for &t in &ended {
+        report(&mut b, &f, w1, exit(t, 0));
+    }
+    let out = |task: u64, text: &str| OutputRequest {
+        task,
+        attempt: 1,
+        stdout: text.into(),
+        stdout_bytes: text.len() as u64,
+        ..OutputRequest::default()
+    };
+    let batch = vec![
+        out(ended[0], "first"),
+        out(running[0], "not ended"),
+        out(ended[1], "second"),
+    ];
+    let reply = b.store_outputs(w1, &batch).unwrap();
+    assert_eq!(reply.stored, 2, "{reply:?}");
+    assert_eq!(reply.refused.len(), 1, "{reply:?}");
+    assert_eq!(reply.refused[0].task, running[0]);
+    assert!(reply.refused[0].why.contains("not a run this worker ended"), "{reply:?}");
+    for (t, text) in [(ended[0], "first"), (ended[1], "second")] {
+        let o = b.output(&Principal::Admin, t, false, None).unwrap();
+        assert_eq!((o.attempt, o.text.as_str(), o.bytes), (1, text, text.len() as u64));
+    }
+    // Sent again: refused, the first one stays.
+    let again = b.store_outputs(w1, &[out(ended[0], "forged")]).unwrap();
+    assert_eq!((again.stored, again.refused.len()), (0, 1));
+    assert_eq!(b.output(&Principal::Admin, ended[0], false, None).unwrap().text, "first");
+    // Nor may another worker send one for w1's runs.
+    let other = b.store_outputs(w2, &[out(ended[1], "forged")]).unwrap();
+    assert_eq!((other.stored, other.refused.len()), (0, 1));
+}
