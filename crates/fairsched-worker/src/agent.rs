@@ -21,7 +21,8 @@ use crate::executor::{
     ExecConfig, ExecutorKind, KillHandle, Outcome, ReportSink, WORKER_ERROR_EXIT, run_assignment,
 };
 use crate::wire::{
-    Assignment, OutputRequest, OutputsRequest, RegisterRequest, Report, ReportEvent, ReportRequest, RunKey, WorkerId,
+    Assignment, OutputRequest, OutputsRequest, RegisterRequest, Report, ReportEvent, ReportRequest, RunKey,
+    WorkerId,
 };
 
 /// Longest long poll, whatever the lease.
@@ -373,7 +374,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         std::fs::set_permissions(&workdir, std::fs::Permissions::from_mode(0o711))
             .with_context(|| format!("cannot set the mode of {}", workdir.display()))?;
     }
-    let guard = crate::guard::program();
+    let guard = crate::guard::program().map(crate::Guards::new);
     if guard.is_none() && opts.executor == ExecutorKind::Process {
         tracing::warn!(
             "this program did not call fairsched_worker::guard_hook: tasks will outlive this worker if it is SIGKILLed"
@@ -909,7 +910,12 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                     match client.outputs(session.worker, &session.credential, &batch) {
                         Ok(reply) => {
                             for r in reply.refused {
-                                tracing::warn!(task = r.task, attempt = r.attempt, "output refused: {}", r.why);
+                                tracing::warn!(
+                                    task = r.task,
+                                    attempt = r.attempt,
+                                    "output refused: {}",
+                                    r.why
+                                );
                             }
                         }
                         Err(e) => tracing::warn!("{n} outputs not sent: {e}"),

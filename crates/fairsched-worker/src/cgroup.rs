@@ -4,8 +4,12 @@
 //! `/proc/self/cgroup`, [`find`]) and makes a directory of its own under
 //! them, `fairsched-worker-PID-START` (its PID and start time: a directory
 //! whose worker is gone is known as such, and removed by the next worker
-//! to start there). Each run gets a child of it, `task-ID-ATTEMPT`,
-//! created by the worker before the run's first script; the run's shell
+//! to start there). Each run gets a child of it, created by the worker
+//! before the run's first script: `task-ID-ATTEMPT` with the run's memory
+//! limit (removed after the run), or, for a run without one, an empty
+//! `run-N` of a pool (made when none is free, back in the pool once the
+//! run's processes are all gone: a mkdir and an rmdir per run cost more
+//! than a short run). The run's shell
 //! enters it between fork and exec (it writes `0` to `cgroup.procs`), so
 //! nothing of the run ever runs outside it, and whatever it starts stays in
 //! it: `setsid`, double forks and a killed guard change nothing.
@@ -34,7 +38,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -194,6 +198,25 @@ struct Layout {
     v1: Option<PathBuf>,
     memory: MemoryBy,
     required: bool,
+    /// The cgroups of ended runs without a memory limit of their own,
+    /// empty, kept for the next such runs: making and removing a cgroup
+    /// costs more than a run of `true` (bench/README.md).
+    pool: Mutex<Pool>,
+}
+
+#[derive(Debug, Default)]
+struct Pool {
+    free: Vec<Pooled>,
+    /// How many were made: the next is `run-N`.
+    made: u64,
+}
+
+/// A pooled cgroup: its directory, and its `cgroup.procs` open for
+/// writing (a run's shell enters it through it).
+#[derive(Debug)]
+struct Pooled {
+    dir: PathBuf,
+    procs: OwnedFd,
 }
 
 impl Cgroups {
@@ -290,6 +313,7 @@ impl Cgroups {
             v1,
             memory,
             required,
+            pool: Mutex::new(Pool::default()),
         })))
     }
 
@@ -303,12 +327,12 @@ impl Cgroups {
                     "SIGKILL to each process, the cgroup frozen"
                 };
                 tracing::info!(
-                    "cgroups: each run in a cgroup v2 of its own, {}/task-ID-ATTEMPT; a cancel, a time limit, a lost lease or the worker's stop kill its processes there ({kill})",
+                    "cgroups: each run in a cgroup v2 of its own, {}/task-ID-ATTEMPT (with a memory limit) or run-N (reused once empty); a cancel, a time limit, a lost lease or the worker's stop kill its processes there ({kill})",
                     dir.display()
                 );
             }
             (None, Some(dir)) => tracing::info!(
-                "cgroups: each run in a cgroup of its own in the v1 memory hierarchy, {}/task-ID-ATTEMPT; a cancel, a time limit, a lost lease or the worker's stop kill its processes there (SIGKILL to each)",
+                "cgroups: each run in a cgroup of its own in the v1 memory hierarchy, {}/task-ID-ATTEMPT (with a memory limit) or run-N (reused once empty); a cancel, a time limit, a lost lease or the worker's stop kill its processes there (SIGKILL to each)",
                 dir.display()
             ),
             (None, None) => {}
@@ -334,24 +358,66 @@ impl Cgroups {
         self.0.required
     }
 
-    /// Makes the cgroup of run `key`, with its memory limit.
+    /// The cgroup of run `key`: with a memory limit the cgroups enforce, a
+    /// new one, `task-ID-ATTEMPT`, with that limit (removed after the
+    /// run); else an empty one of the pool, `run-N` (made if none is
+    /// free, back in the pool after the run once empty).
     pub(crate) fn make_run(&self, key: RunKey, memory_bytes: Option<u64>) -> io::Result<RunCgroup> {
         let l = &self.0;
-        let name = format!("task-{}-{}", key.task, key.attempt);
-        let dir =
+        let parent =
             l.v2.as_ref()
                 .or(l.v1.as_ref())
-                .ok_or_else(|| io::Error::other("no cgroup"))?
-                .join(&name);
+                .ok_or_else(|| io::Error::other("no cgroup"))?;
+        let memory_bytes = memory_bytes.filter(|_| l.memory != MemoryBy::Rlimit);
+        if memory_bytes.is_none() {
+            let taken = l.pool.lock().unwrap_or_else(PoisonError::into_inner).free.pop();
+            let pooled = match taken {
+                Some(p) => p,
+                None => {
+                    let n = {
+                        let mut pool = l.pool.lock().unwrap_or_else(PoisonError::into_inner);
+                        pool.made += 1;
+                        pool.made
+                    };
+                    let dir = parent.join(format!("run-{n}"));
+                    make_dir(&dir).map_err(|e| {
+                        io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+                    })?;
+                    let place = Placement {
+                        dir: dir.clone(),
+                        v1_memory: None,
+                    };
+                    let procs = place
+                        .open()?
+                        .pop()
+                        .ok_or_else(|| io::Error::other("no cgroup.procs"))?;
+                    Pooled { dir, procs }
+                }
+            };
+            return Ok(RunCgroup {
+                place: Placement {
+                    dir: pooled.dir,
+                    v1_memory: None,
+                },
+                memory: None,
+                made: Vec::new(),
+                enter: vec![pooled.procs],
+                pool: Some(self.clone()),
+            });
+        }
+        let name = format!("task-{}-{}", key.task, key.attempt);
+        let dir = parent.join(&name);
         // The v1 memory cgroup, when another (v2) holds the run.
-        let v1_memory = match (&l.v2, &l.v1, l.memory, memory_bytes) {
-            (Some(_), Some(v1), MemoryBy::V1, Some(_)) => Some(v1.join(&name)),
+        let v1_memory = match (&l.v2, &l.v1, l.memory) {
+            (Some(_), Some(v1), MemoryBy::V1) => Some(v1.join(&name)),
             _ => None,
         };
         let mut run = RunCgroup {
             place: Placement { dir, v1_memory },
             memory: None,
             made: Vec::new(),
+            enter: Vec::new(),
+            pool: None,
         };
         for d in run.place.dirs() {
             make_dir(d)
@@ -361,6 +427,7 @@ impl Cgroups {
         if let Some(bytes) = memory_bytes {
             run.memory = run.limit_memory(l.memory, bytes)?;
         }
+        run.enter = run.place.open()?;
         Ok(run)
     }
 
@@ -658,6 +725,11 @@ pub(crate) struct RunCgroup {
     memory: Option<(u64, PathBuf)>,
     /// The directories made, to remove.
     made: Vec<PathBuf>,
+    /// Its `cgroup.procs` files, open for writing: a run's shell enters
+    /// the cgroups through them ([`enter`]).
+    pub enter: Vec<OwnedFd>,
+    /// A cgroup of this pool: back in it after the run, once empty.
+    pool: Option<Cgroups>,
 }
 
 impl RunCgroup {
@@ -739,9 +811,24 @@ impl Drop for RunCgroup {
     fn drop(&mut self) {
         if !self.stop(Duration::ZERO) {
             tracing::warn!(
-                "processes are left in {} after SIGKILL: it is not removed",
+                "processes are left in {} after SIGKILL: it is not removed, nor used again",
                 self.place.dir.display()
             );
+            return;
+        }
+        if let Some(cgroups) = self.pool.take()
+            && let Some(procs) = self.enter.pop()
+        {
+            cgroups
+                .0
+                .pool
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .free
+                .push(Pooled {
+                    dir: std::mem::take(&mut self.place.dir),
+                    procs,
+                });
             return;
         }
         for dir in self.made.iter().rev() {

@@ -9,6 +9,7 @@
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -21,8 +22,10 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::cgroup::{self, Cgroups, RunCgroup};
-use crate::guard;
+use crate::guard::{self, Spec};
 use crate::wire::{Assignment, OUTPUT_TAIL, OutputRequest, Phase, Report, RunKey};
+use crate::zygote::GuardedRun;
+pub use crate::zygote::Guards;
 
 /// The exit code reported when the worker itself could not carry out a
 /// phase (create the directory, open the output files, start `sh`). The
@@ -93,11 +96,10 @@ pub struct ExecConfig {
     pub workdir: PathBuf,
     /// Time between SIGTERM and SIGKILL when a run is killed.
     pub grace: Duration,
-    /// Start each script under a task guard, this program (an executable
-    /// whose `main` calls [`guard_hook`](crate::guard_hook)), so that it
+    /// Start each script under a task guard ([`Guards`]), so that it
     /// dies with the worker; `None`: `sh FILE` directly, which
     /// outlives a SIGKILLed worker. [`run`](crate::run) sets it.
-    pub guard: Option<PathBuf>,
+    pub guard: Option<Guards>,
     /// The worker's lease file, which each guard reads to kill its run
     /// when the worker's lease lapses (the worker stopped, say); `None`:
     /// guards do not watch the lease. [`run`](crate::run) sets it.
@@ -132,10 +134,19 @@ impl ReportSink for mpsc::Sender<Report> {
 ///
 /// The run's own thread does the signalling (SIGTERM to the process group,
 /// SIGKILL after the grace period), so it never signals a process it has
-/// already reaped.
+/// already reaped. The run's thread sleeps on it between looks at its
+/// script, and the guards' zygote wakes it up when the script's guard
+/// ends ([`KillHandle::wake`]).
 #[derive(Debug, Clone, Default)]
 pub struct KillHandle {
-    inner: Arc<(Mutex<bool>, Condvar)>,
+    inner: Arc<(Mutex<KillState>, Condvar)>,
+}
+
+#[derive(Debug, Default)]
+struct KillState {
+    killed: bool,
+    /// Woken since the last [`KillHandle::wait`].
+    woken: bool,
 }
 
 impl KillHandle {
@@ -143,25 +154,38 @@ impl KillHandle {
         KillHandle::default()
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, KillState> {
+        self.inner.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Asks the run to stop. A killed run sends no further reports.
     pub fn kill(&self) {
-        let (flag, cv) = &*self.inner;
-        *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        cv.notify_all();
+        self.lock().killed = true;
+        self.inner.1.notify_all();
     }
 
     pub fn is_killed(&self) -> bool {
-        *self.inner.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.lock().killed
     }
 
-    /// Waits up to `timeout` for a kill; true if the run is killed.
+    /// Ends the run's thread's current [`wait`](Self::wait) early: there
+    /// is news of its script.
+    pub(crate) fn wake(&self) {
+        self.lock().woken = true;
+        self.inner.1.notify_all();
+    }
+
+    /// Waits up to `timeout` for a kill (or a [`wake`](Self::wake)); true
+    /// if the run is killed.
     fn wait(&self, timeout: Duration) -> bool {
-        let (flag, cv) = &*self.inner;
-        let guard = flag.lock().unwrap_or_else(PoisonError::into_inner);
-        let (guard, _) = cv
-            .wait_timeout_while(guard, timeout, |killed| !*killed)
+        let state = self.lock();
+        let (mut state, _) = self
+            .inner
+            .1
+            .wait_timeout_while(state, timeout, |s| !s.killed && !s.woken)
             .unwrap_or_else(PoisonError::into_inner);
-        *guard
+        state.woken = false;
+        state.killed
     }
 }
 
@@ -437,9 +461,10 @@ fn run_script(
     let stderr = append(&dir.join("stderr"), account)?;
     let file = script_file(phase);
     write_private(&dir.join(file), script, account)?;
-    let result = run_script_file(cfg, dir, key, file, limits, account, kill, stdout, stderr);
-    let _ = fs::remove_file(dir.join(file));
-    let outcome = result?;
+    // The file stays (until the run's directory goes): deleting it costs
+    // more than it saves (ext4 skips recently freed inodes one by one at
+    // each new file, bench/README.md).
+    let outcome = run_script_file(cfg, dir, key, file, limits, account, kill, stdout, stderr)?;
     if outcome == Outcome::Exited(TIME_LIMIT_EXIT)
         && let Some((ms, _)) = limits.deadline
     {
@@ -485,64 +510,33 @@ fn run_script_file(
 ) -> io::Result<Outcome> {
     let grace = cfg.grace;
     let cgroup = limits.cgroup.as_ref();
-    let (mut command, what) = match &cfg.guard {
-        Some(program) => {
-            let mut c = Command::new(program);
-            c.args(guard::args(
+    let mut running = match &cfg.guard {
+        Some(guards) => {
+            let spec = Spec {
                 grace,
-                cfg.lease_file.as_deref(),
-                limits.rlimit_bytes,
-                account.map(|a| (a.uid.as_raw(), a.gid.as_raw())),
-                cgroup.map(|c| &c.place),
-                file,
-            ));
-            (c, "the task guard")
+                lease_file: cfg.lease_file.clone(),
+                memory_bytes: limits.rlimit_bytes,
+                run_as: account.map(|a| (a.uid.as_raw(), a.gid.as_raw())),
+                cgroup: cgroup.map(|c| c.place.clone()),
+                file: file.into(),
+                dir: dir.to_path_buf(),
+                env: run_env(key, account),
+            };
+            let run = guards
+                .start(
+                    &spec,
+                    &[&stdout, &stderr],
+                    cgroup.map_or(&[][..], |c| &c.enter),
+                    kill,
+                )
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot start the task guard: {e}")))?;
+            // The guard has its own copies now.
+            drop((stdout, stderr));
+            Running::Guarded(run)
         }
-        None => {
-            let mut c = Command::new("sh");
-            c.arg(file);
-            // The shell enters the run's cgroup before anything else.
-            if let Some(cg) = cgroup {
-                let fds = cg.place.open()?;
-                // SAFETY: write is async-signal-safe, and the files are
-                // open already.
-                unsafe {
-                    c.pre_exec(move || cgroup::enter(&fds));
-                }
-            }
-            if let Some(bytes) = limits.rlimit_bytes {
-                // SAFETY: setrlimit is async-signal-safe.
-                unsafe {
-                    c.pre_exec(move || limit_memory(bytes));
-                }
-            }
-            (c, "sh")
-        }
+        None => Running::Sh(spawn_sh(dir, key, file, limits, account, stdout, stderr)?),
     };
-    command.current_dir(dir).env_clear().envs(task_env(key));
-    if let Some(acc) = account {
-        command
-            .env("HOME", &acc.home)
-            .env("USER", &acc.name)
-            .env("LOGNAME", &acc.name);
-        if cfg.guard.is_none() {
-            // No guard: the shell drops to the account itself (the guard
-            // does it for its shell, and stays root).
-            let (uid, gid) = (acc.uid.as_raw(), acc.gid.as_raw());
-            // SAFETY: setgroups, setgid and setuid are async-signal-safe.
-            unsafe {
-                command.pre_exec(move || guard::drop_to(uid, gid));
-            }
-        }
-    }
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
-    let pgid = Pid::from_raw(i32::try_from(child.id()).map_err(io::Error::other)?);
+    let pgid = running.pgid()?;
     // A guard kills every process of the run, also those that left its
     // group, and SIGKILLs them at the end of the grace period: give it a
     // moment more before SIGKILLing it (it would leave them to init).
@@ -550,12 +544,12 @@ fn run_script_file(
         Some(_) => grace + GUARD_SLACK,
         None => grace,
     };
-    // No portable way to wait for "child exited or kill fired" at once: poll
-    // the child, sleeping on the kill handle between polls, 1 ms at first
-    // (short scripts end fast) and up to 50 ms.
+    // No portable way to wait for "child exited or kill fired" at once: look
+    // at the run, sleeping on the kill handle between looks, 1 ms at first
+    // (short scripts end fast) and up to 50 ms (a guard's end wakes it).
     let mut pause = Duration::from_millis(1);
     loop {
-        if let Some(status) = child.try_wait()? {
+        if let Some(outcome) = running.try_wait()? {
             // Without a guard, what the script left goes with it (a guard
             // does this itself, for every process it left): all that is in
             // its cgroup, else what is in its group. With a guard, the
@@ -567,7 +561,7 @@ fn run_script_file(
                 None if group_alive(pgid) => terminate(None, pgid, grace),
                 None => {}
             }
-            return Ok(outcome_of(status));
+            return Ok(outcome);
         }
         let wait = match limits.deadline {
             Some((ms, at)) => {
@@ -577,7 +571,7 @@ fn run_script_file(
                         dir,
                         &format!("fairsched-worker: time limit of {ms} ms reached: killed"),
                     );
-                    stop_run(&mut child, pgid, grace, cgroup, cfg.guard.is_some());
+                    stop_run(&mut running, pgid, grace, cgroup);
                     return Ok(Outcome::Exited(TIME_LIMIT_EXIT));
                 }
                 pause.min(at - now)
@@ -585,29 +579,135 @@ fn run_script_file(
             None => pause,
         };
         if kill.wait(wait) {
-            stop_run(&mut child, pgid, grace, cgroup, cfg.guard.is_some());
+            stop_run(&mut running, pgid, grace, cgroup);
             return Ok(Outcome::Killed);
         }
         pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
-/// Stops a running script and all it started, and reaps `child` (its
-/// guard, or its shell). A guard stops every process of the run itself
-/// (SIGTERM to its group, [`terminate`]); what is left in the cgroup then
-/// (a task killed its guard) gets SIGKILL. Without a guard, the cgroup's
-/// processes get SIGTERM and SIGKILL after `grace` (those that left the
-/// group too), else the group's.
-fn stop_run(child: &mut Child, pgid: Pid, grace: Duration, cgroup: Option<&RunCgroup>, guarded: bool) {
+/// The environment of a run's shell: [`task_env`], with `HOME`, `USER` and
+/// `LOGNAME` of the task's account when it runs as one.
+fn run_env(key: RunKey, account: Option<&Account>) -> Vec<(OsString, OsString)> {
+    let mut env = task_env(key);
+    if let Some(acc) = account {
+        env.retain(|(k, _)| !matches!(k.to_str(), Some("HOME" | "USER" | "LOGNAME")));
+        env.push(("HOME".into(), acc.home.clone().into_os_string()));
+        env.push(("USER".into(), acc.name.clone().into()));
+        env.push(("LOGNAME".into(), acc.name.clone().into()));
+    }
+    env
+}
+
+/// `sh FILE` started by the worker itself (no guard), leading a process
+/// group of its own: in the run's cgroup, with its memory limit, as the
+/// task's account.
+fn spawn_sh(
+    dir: &Path,
+    key: RunKey,
+    file: &str,
+    limits: &Limits,
+    account: Option<&Account>,
+    stdout: File,
+    stderr: File,
+) -> io::Result<Child> {
+    let mut c = Command::new("sh");
+    c.arg(file)
+        .current_dir(dir)
+        .env_clear()
+        .envs(run_env(key, account));
+    // The shell enters the run's cgroup before anything else.
+    if let Some(cg) = &limits.cgroup {
+        let fds = cg
+            .enter
+            .iter()
+            .map(OwnedFd::try_clone)
+            .collect::<io::Result<Vec<_>>>()?;
+        // SAFETY: write is async-signal-safe, and the files are open already.
+        unsafe {
+            c.pre_exec(move || cgroup::enter(&fds));
+        }
+    }
+    if let Some(bytes) = limits.rlimit_bytes {
+        // SAFETY: setrlimit is async-signal-safe.
+        unsafe {
+            c.pre_exec(move || limit_memory(bytes));
+        }
+    }
+    if let Some(acc) = account {
+        let (uid, gid) = (acc.uid.as_raw(), acc.gid.as_raw());
+        // SAFETY: setgroups, setgid and setuid are async-signal-safe.
+        unsafe {
+            c.pre_exec(move || guard::drop_to(uid, gid));
+        }
+    }
+    c.stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot start sh: {e}")))
+}
+
+/// A script running: its shell, or the guard that runs it.
+enum Running {
+    Sh(Child),
+    Guarded(GuardedRun),
+}
+
+impl Running {
+    /// The run's process group: its leader's PID.
+    fn pgid(&self) -> io::Result<Pid> {
+        match self {
+            Running::Sh(c) => Ok(Pid::from_raw(i32::try_from(c.id()).map_err(io::Error::other)?)),
+            Running::Guarded(g) => Ok(g.pid),
+        }
+    }
+
+    fn try_wait(&mut self) -> io::Result<Option<Outcome>> {
+        match self {
+            Running::Sh(c) => Ok(c.try_wait()?.map(outcome_of)),
+            Running::Guarded(g) => g.try_end(),
+        }
+    }
+
+    fn wait_end(&mut self) {
+        match self {
+            Running::Sh(c) => {
+                let _ = c.wait();
+            }
+            Running::Guarded(g) => {
+                let _ = g.wait(None);
+            }
+        }
+    }
+
+    fn signal(&self, pgid: Pid, sig: Signal) {
+        match self {
+            Running::Sh(_) => {
+                let _ = killpg(pgid, sig);
+            }
+            Running::Guarded(g) => g.signal(sig),
+        }
+    }
+}
+
+/// Stops a running script and all it started, and waits for its leader
+/// (its guard, or its shell). A guard stops every process of the run
+/// itself (SIGTERM to its group, [`terminate`]); what is left in the
+/// cgroup then (a task killed its guard) gets SIGKILL. Without a guard,
+/// the cgroup's processes get SIGTERM and SIGKILL after `grace` (those
+/// that left the group too), else the group's.
+fn stop_run(running: &mut Running, pgid: Pid, grace: Duration, cgroup: Option<&RunCgroup>) {
     match cgroup {
-        Some(cg) if !guarded => {
+        Some(cg) if matches!(running, Running::Sh(_)) => {
             cg.stop(grace);
             // Nothing left in the group but (at most) a shell that moved
             // itself out of the cgroup.
-            terminate(Some(child), pgid, Duration::ZERO);
+            terminate(Some(running), pgid, Duration::ZERO);
         }
         _ => {
-            terminate(Some(child), pgid, grace);
+            terminate(Some(running), pgid, grace);
             if let Some(cg) = cgroup {
                 cg.stop(Duration::ZERO);
             }
@@ -625,16 +725,22 @@ pub(crate) fn limit_memory(bytes: u64) -> io::Result<()> {
 const GUARD_SLACK: Duration = Duration::from_secs(1);
 
 /// SIGTERM to the group; SIGKILL once `grace` has passed with any member
-/// left (the leader or processes it started). Reaps the leader, if given.
-fn terminate(mut child: Option<&mut Child>, pgid: Pid, grace: Duration) {
+/// left (the leader or processes it started). Waits for the leader, if given.
+fn terminate(mut leader: Option<&mut Running>, pgid: Pid, grace: Duration) {
     let deadline = Instant::now() + grace;
-    let _ = killpg(pgid, Signal::SIGTERM);
-    let mut reaped = child.is_none();
-    loop {
-        if !reaped && let Some(c) = child.as_deref_mut() {
-            reaped = matches!(c.try_wait(), Ok(Some(_)) | Err(_));
+    let signal = |leader: &Option<&mut Running>, sig| match leader {
+        Some(l) => l.signal(pgid, sig),
+        None => {
+            let _ = killpg(pgid, sig);
         }
-        if reaped && !group_alive(pgid) {
+    };
+    signal(&leader, Signal::SIGTERM);
+    let mut ended = leader.is_none();
+    loop {
+        if !ended && let Some(l) = leader.as_deref_mut() {
+            ended = matches!(l.try_wait(), Ok(Some(_)) | Err(_));
+        }
+        if ended && !group_alive(pgid) {
             return;
         }
         let now = Instant::now();
@@ -643,9 +749,9 @@ fn terminate(mut child: Option<&mut Child>, pgid: Pid, grace: Duration) {
         }
         std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
     }
-    let _ = killpg(pgid, Signal::SIGKILL);
-    if !reaped && let Some(c) = child {
-        let _ = c.wait();
+    signal(&leader, Signal::SIGKILL);
+    if !ended && let Some(l) = leader {
+        l.wait_end();
     }
 }
 

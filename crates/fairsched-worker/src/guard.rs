@@ -4,14 +4,16 @@
 //! A worker that dies without a chance to clean up (SIGKILL, the OOM
 //! killer, a crash) cannot kill its runs; the broker requeues them after
 //! the lease, so left running they would do their work twice. So the
-//! worker does not start `sh FILE` itself: it starts its own executable
-//! again in guard mode ([`guard_hook`] dispatches it), as the leader of a
-//! new process group, and the guard starts `sh FILE` in that same group.
-//! On Linux the guard asks for SIGHUP when the worker's thread that
-//! started it ends (`PR_SET_PDEATHSIG`), which a dying worker cannot
-//! prevent, and becomes the reaper of the script's orphans
-//! (`PR_SET_CHILD_SUBREAPER`): every process the script starts stays its
-//! descendant, in its group or not (`setsid`), until the guard reaps it.
+//! worker does not start `sh FILE` itself: its guards' zygote
+//! ([`crate::zygote`], its own executable or `fairsched-task-guard` in
+//! guard mode, [`guard_hook`]) forks a guard for each run, which leads a
+//! new process group and starts `sh FILE` in that same group. On Linux
+//! the zygote dies with the worker's thread that started it and each
+//! guard asks for SIGHUP when the zygote ends (`PR_SET_PDEATHSIG`), which
+//! a dying worker cannot prevent; the guard becomes the reaper of the
+//! script's orphans (`PR_SET_CHILD_SUBREAPER`): every process the script
+//! starts stays its descendant, in its group or not (`setsid`), until the
+//! guard reaps it.
 //!
 //! - The script ends: any descendant still running gets SIGTERM, and
 //!   SIGKILL once the grace period has passed (a daemon left behind must
@@ -32,9 +34,9 @@
 //! the script's process tree (by `at`, `systemd-run`, `ssh localhost`…)
 //! escapes.
 //!
-//! The guard runs in the task's environment (the worker cleared it) and
-//! gets the script as a file, never as an argument: its command line
-//! (`ps`) shows no command.
+//! The guard runs in the zygote's empty environment (the shell gets the
+//! task's) and gets the script as a file, never as an argument: its
+//! command line (`ps`) shows no command.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -55,7 +57,8 @@ use nix::unistd::{Pid, getpgrp, getpid, getppid};
 use crate::cgroup::{self, Placement};
 use crate::executor::{WORKER_ERROR_EXIT, limit_memory};
 
-/// The first argument that makes [`guard_hook`] run the guard.
+/// The first argument that makes [`guard_hook`] run the guards' zygote
+/// ([`crate::zygote`]).
 pub(crate) const GUARD_ARG: &str = "__fairsched-task-guard";
 
 /// Set once [`guard_hook`] ran in this process and returned: this
@@ -64,21 +67,20 @@ static HOOKED: AtomicBool = AtomicBool::new(false);
 
 /// Call first thing in `main` of a binary that calls [`run`](crate::run).
 ///
-/// Started as `PROGRAM __fairsched-task-guard GRACE_MS WORKER_PID
-/// LEASE_FILE|- MEMORY_BYTES|- UID:GID|- CGROUP|- V1_MEMORY_CGROUP|- FILE`
-/// (by the worker, never by hand), the process is a task guard: it runs
-/// `sh FILE` (in the run's cgroups, with an address-space limit of
-/// MEMORY_BYTES, as UID:GID) and exits with its status; this function does
-/// not return then. Otherwise it returns at once and the worker of this process runs
-/// each script under a guard. A worker in a binary that never calls it
-/// runs `sh FILE` directly, and its runs outlive it when it is SIGKILLed.
+/// Started as `PROGRAM __fairsched-task-guard WORKER_PID` (by the worker,
+/// never by hand), the process is the worker's guards' zygote, which forks
+/// the guard of each run ([`crate::zygote`]); this function does not
+/// return then. Otherwise it returns at once and the worker of this
+/// process runs each script under a guard. A worker in a binary that never
+/// calls it runs `sh FILE` directly, and its runs outlive it when it is
+/// SIGKILLed.
 pub fn guard_hook() {
     let mut args = std::env::args_os();
     if args.nth(1).as_deref() != Some(OsStr::new(GUARD_ARG)) {
         HOOKED.store(true, Ordering::Relaxed);
         return;
     }
-    let code = guard(args.collect());
+    let code = crate::zygote::serve(args.collect());
     std::process::exit(code)
 }
 
@@ -86,9 +88,9 @@ pub fn guard_hook() {
 /// worker's ([`program`]).
 pub const GUARD_PROGRAM: &str = "fairsched-task-guard";
 
-/// The program to start as a guard: [`GUARD_PROGRAM`] beside this
-/// executable (it starts several times faster than a large program), else
-/// this executable if it can be one.
+/// The program to start as the guards' zygote: [`GUARD_PROGRAM`] beside
+/// this executable (a small program), else this executable if it can be
+/// one.
 pub(crate) fn program() -> Option<PathBuf> {
     if !HOOKED.load(Ordering::Relaxed) {
         return None;
@@ -108,27 +110,25 @@ pub(crate) fn program() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
-/// The arguments that start a guard for the script in `file`.
-pub(crate) fn args(
-    grace: Duration,
-    lease_file: Option<&Path>,
-    memory_bytes: Option<u64>,
-    run_as: Option<(u32, u32)>,
-    cgroup: Option<&Placement>,
-    file: &str,
-) -> [OsString; 9] {
-    let path_or_dash = |p: Option<&Path>| p.map_or_else(|| "-".into(), |p| p.as_os_str().to_owned());
-    [
-        GUARD_ARG.into(),
-        grace.as_millis().to_string().into(),
-        std::process::id().to_string().into(),
-        path_or_dash(lease_file),
-        memory_bytes.map_or_else(|| "-".into(), |b| b.to_string().into()),
-        run_as.map_or_else(|| "-".into(), |(u, g)| format!("{u}:{g}").into()),
-        path_or_dash(cgroup.map(|c| c.dir.as_path())),
-        path_or_dash(cgroup.and_then(|c| c.v1_memory.as_deref())),
-        file.into(),
-    ]
+/// What a run's guard is told: how to run its script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Spec {
+    /// Between SIGTERM and SIGKILL of what the script left.
+    pub grace: Duration,
+    /// The worker's lease file: the run is stopped when the lease lapses.
+    pub lease_file: Option<PathBuf>,
+    /// The shell's address-space limit (`RLIMIT_AS`).
+    pub memory_bytes: Option<u64>,
+    /// The task's account (UID, GID), the guard being root.
+    pub run_as: Option<(u32, u32)>,
+    /// The run's cgroups, which the shell enters before it execs.
+    pub cgroup: Option<Placement>,
+    /// The script's file, in `dir`.
+    pub file: OsString,
+    /// The run's directory, the shell's working directory.
+    pub dir: PathBuf,
+    /// The shell's whole environment.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// Drops to `uid`:`gid` with no supplementary group, failing closed: in a
@@ -153,55 +153,30 @@ enum End {
     Signaled(Signal),
 }
 
-/// The guard itself; returns the exit code (or dies by the script's signal).
-fn guard(args: Vec<OsString>) -> i32 {
+/// The guard itself, in a process the zygote `parent` forked, with the
+/// worker's lease file (`spec.lease_file`, opened) and the `cgroup.procs`
+/// files of the run's cgroups (`spec.cgroup`, opened: `enter`); returns
+/// the exit code (or dies by the script's signal).
+pub(crate) fn guard(
+    spec: Spec,
+    parent: Pid,
+    lease: Option<&std::fs::File>,
+    enter: Vec<std::os::fd::OwnedFd>,
+) -> i32 {
     let fail = |why: &str| {
         eprintln!("fairsched task guard: {why}");
         WORKER_ERROR_EXIT
     };
-    let [grace, parent, lease, memory, run_as, cgroup, v1_memory, file]: [OsString; 8] = match args.try_into()
-    {
-        Ok(a) => a,
-        Err(_) => {
-            return fail(
-                "expected GRACE_MS WORKER_PID LEASE_FILE|- MEMORY_BYTES|- UID:GID|- CGROUP|- V1_MEMORY_CGROUP|- FILE",
-            );
-        }
-    };
-    let dir_or_none = |a: OsString| (a != "-").then(|| PathBuf::from(a));
-    let place = dir_or_none(cgroup).map(|dir| Placement {
+    let Spec {
+        grace,
+        lease_file: _,
+        memory_bytes: memory,
+        run_as,
+        cgroup: place,
+        file,
         dir,
-        v1_memory: dir_or_none(v1_memory),
-    });
-    let run_as: Option<(u32, u32)> = match run_as.to_str() {
-        Some("-") => None,
-        Some(ug) => match ug
-            .split_once(':')
-            .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
-        {
-            Some(ug) => Some(ug),
-            None => return fail("UID:GID: not two numbers"),
-        },
-        None => return fail("UID:GID: not text"),
-    };
-    let Some(grace) = grace
-        .to_str()
-        .and_then(|g| g.parse().ok())
-        .map(Duration::from_millis)
-    else {
-        return fail("GRACE_MS: not a number");
-    };
-    let Some(parent) = parent.to_str().and_then(|p| p.parse().ok()).map(Pid::from_raw) else {
-        return fail("WORKER_PID: not a number");
-    };
-    let memory: Option<u64> = match memory.to_str() {
-        Some("-") => None,
-        Some(m) => match m.parse() {
-            Ok(m) => Some(m),
-            Err(_) => return fail("MEMORY_BYTES: not a number"),
-        },
-        None => return fail("MEMORY_BYTES: not a number"),
-    };
+        env,
+    } = spec;
     // Taken with sigwait, not handled: blocked before anything can send
     // them (and unblocked again in the script's shell).
     let mut watched = SigSet::empty();
@@ -228,56 +203,57 @@ fn guard(args: Vec<OsString>) -> i32 {
         }
     }
     if getppid() != parent {
-        return fail("the worker is gone");
+        return fail("the worker's guards are gone");
     }
-    // The worker's lease, read at each tick (SIGALRM every LEASE_TICK).
-    let (lease, _ticks) = if lease.as_os_str() == "-" {
-        (None, None)
-    } else {
-        let file = match std::fs::File::open(&lease) {
-            Ok(f) => f,
-            Err(e) => return fail(&format!("cannot open {}: {e}", Path::new(&lease).display())),
-        };
-        let tick = nix::sys::time::TimeSpec::from_duration(LEASE_TICK);
-        let mut timer = match Timer::new(
-            ClockId::CLOCK_MONOTONIC,
-            SigEvent::new(SigevNotify::SigevSignal {
-                signal: Signal::SIGALRM,
-                si_value: 0,
-            }),
-        ) {
-            Ok(t) => t,
-            Err(e) => return fail(&format!("cannot create a timer: {e}")),
-        };
-        if let Err(e) = timer.set(Expiration::Interval(tick), TimerSetTimeFlags::empty()) {
-            return fail(&format!("cannot set a timer: {e}"));
+    // The worker's lease (the zygote opened its file), read at each tick
+    // (SIGALRM every LEASE_TICK).
+    let _ticks = match lease {
+        None => None,
+        Some(_) => {
+            let tick = nix::sys::time::TimeSpec::from_duration(LEASE_TICK);
+            let mut timer = match Timer::new(
+                ClockId::CLOCK_MONOTONIC,
+                SigEvent::new(SigevNotify::SigevSignal {
+                    signal: Signal::SIGALRM,
+                    si_value: 0,
+                }),
+            ) {
+                Ok(t) => t,
+                Err(e) => return fail(&format!("cannot create a timer: {e}")),
+            };
+            if let Err(e) = timer.set(Expiration::Interval(tick), TimerSetTimeFlags::empty()) {
+                return fail(&format!("cannot set a timer: {e}"));
+            }
+            Some(timer)
         }
-        (Some(file), Some(timer))
     };
     let me = getpid();
     let group = getpgrp();
-    // The run's cgroups, entered by the shell before it execs (as root,
+    // The run's cgroups are entered by the shell before it execs (as root,
     // before it drops to the task's account).
-    let enter = match place.as_ref().map(Placement::open).transpose() {
-        Ok(fds) => fds.unwrap_or_default(),
-        Err(e) => return fail(&format!("cannot enter the run's cgroup: {e}")),
-    };
-    let mut command = Command::new("sh");
-    command.arg(&file);
-    // SAFETY: write, pthread_sigmask, setrlimit, setgroups, setgid and
-    // setuid are async-signal-safe. (std::process leaves the mask as it is.)
-    unsafe {
-        command.pre_exec(move || {
-            cgroup::enter(&enter)?;
-            if let Some(bytes) = memory {
-                limit_memory(bytes)?;
-            }
-            if let Some((uid, gid)) = run_as {
-                drop_to(uid, gid)?;
-            }
-            watched.thread_unblock().map_err(std::io::Error::from)
-        });
+    if place.is_some() && enter.is_empty() {
+        return fail("the run's cgroup.procs files are missing");
     }
+    let mut command = Command::new("/bin/sh");
+    command.arg(&file).current_dir(&dir).env_clear().envs(env);
+    if !enter.is_empty() || memory.is_some() || run_as.is_some() {
+        // SAFETY: write, pthread_sigmask, setrlimit, setgroups, setgid and
+        // setuid are async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                cgroup::enter(&enter)?;
+                if let Some(bytes) = memory {
+                    limit_memory(bytes)?;
+                }
+                if let Some((uid, gid)) = run_as {
+                    drop_to(uid, gid)?;
+                }
+                watched.thread_unblock().map_err(std::io::Error::from)
+            });
+        }
+    }
+    // Else std starts it with posix_spawn (vfork, no copy of this
+    // process), with an empty signal mask.
     let sh = match command.spawn() {
         Ok(c) => Pid::from_raw(c.id() as i32),
         Err(e) => return fail(&format!("cannot start sh: {e}")),
@@ -329,7 +305,7 @@ fn guard(args: Vec<OsString>) -> i32 {
             None => match watched.wait() {
                 Ok(Signal::SIGCHLD) | Err(_) => {}
                 Ok(Signal::SIGALRM) => {
-                    if let Some((_, kill_at)) = lease.as_ref().and_then(lease_lapsed) {
+                    if let Some((_, kill_at)) = lease.and_then(lease_lapsed) {
                         // The worker has not renewed its lease in time (it
                         // is stopped, or cut off): the broker may give the
                         // run to another worker.

@@ -17,8 +17,9 @@
 //!   everything queued, and at least every `heartbeat_ms`; it kills the runs
 //!   the reply names;
 //! - each **run** has its own thread, which calls [`run_assignment`]; each
-//!   script runs under a task guard (the worker's own executable, see
-//!   [`guard_hook`]) that kills it if the worker dies, SIGKILL included;
+//!   script runs under a task guard ([`Guards`]: forked by one small
+//!   process of the worker's, see [`guard_hook`]) that kills it if the
+//!   worker dies, SIGKILL included;
 //!   with `--cgroups` (`auto` by default, where the machine allows) each
 //!   run is in a cgroup of its own ([`Cgroups`]), which holds its memory
 //!   limit and through which every process it started is found and killed.
@@ -84,6 +85,7 @@ pub mod errors;
 mod executor;
 mod guard;
 mod slurm;
+mod zygote;
 /// The worker protocol's bodies (they live in `fairsched-proto`).
 pub use fairsched_proto::wire;
 
@@ -91,8 +93,8 @@ pub use cgroup::{CgroupMode, Cgroups, cgroups_of};
 pub use duration::parse_duration;
 pub use errors::{CgroupError, ParseDurationError, WireError};
 pub use executor::{
-    DEFAULT_PATH, ExecConfig, ExecutorKind, KillHandle, MEMORY_LIMIT_EXIT, Outcome, ReportSink, TASK_ENV,
-    TIME_LIMIT_EXIT, WORKER_ERROR_EXIT, run_assignment, task_env,
+    DEFAULT_PATH, ExecConfig, ExecutorKind, Guards, KillHandle, MEMORY_LIMIT_EXIT, Outcome, ReportSink,
+    TASK_ENV, TIME_LIMIT_EXIT, WORKER_ERROR_EXIT, run_assignment, task_env,
 };
 pub use guard::guard_hook;
 pub use slurm::{job_time_left, parse_slurm_time};

@@ -94,10 +94,13 @@ fn within<T>(what: &str, bound: Duration, mut f: impl FnMut() -> Option<T>) -> T
     }
 }
 
+/// A run without a memory limit of its own gets an empty cgroup of the
+/// pool (`run-N`); killed, everything in it dies, including what left its
+/// process group, and the emptied cgroup serves the next such run.
 #[test]
-fn a_killed_run_s_setsid_daemon_is_found_in_its_cgroup_and_the_cgroup_removed() {
-    let Some(cg) = cgroups("a_killed_run_s_setsid_daemon_is_found_in_its_cgroup_and_the_cgroup_removed")
-    else {
+fn a_killed_run_s_setsid_daemon_is_found_in_its_cgroup_and_the_cgroup_emptied_for_the_next_run() {
+    let test = "a_killed_run_s_setsid_daemon_is_found_in_its_cgroup_and_the_cgroup_emptied_for_the_next_run";
+    let Some(cg) = cgroups(test) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -117,19 +120,46 @@ fn a_killed_run_s_setsid_daemon_is_found_in_its_cgroup_and_the_cgroup_removed() 
     let daemon: u32 = within("the daemon's pid", Duration::from_secs(10), || {
         std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
     });
+    let of_worker = |d: &PathBuf| {
+        d.parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n.to_string_lossy().starts_with("fairsched-worker-"))
+    };
     let run_cgroup: PathBuf = cgroups_of(daemon)
         .unwrap()
         .into_iter()
-        .find(|d| d.ends_with("task-23-1"))
-        .expect("the daemon is in the run's cgroup");
-    assert!(run_cgroup.is_dir());
+        .find(|d| {
+            of_worker(d)
+                && d.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+        })
+        .expect("the daemon is in a run cgroup of the worker");
     kill.kill();
     assert_eq!(run.join().unwrap(), Outcome::Killed);
     assert!(
         !running(daemon),
         "the setsid daemon {daemon} outlived its killed run"
     );
-    assert!(!run_cgroup.exists(), "{} is left", run_cgroup.display());
+    let procs = std::fs::read_to_string(run_cgroup.join("cgroup.procs")).unwrap();
+    assert_eq!(procs, "", "{} is not empty", run_cgroup.display());
+    // The next run without a memory limit is in the same cgroup (the
+    // pool's last one back; the other tests' runs have memory limits, and
+    // cgroups of their own, where cgroups enforce them).
+    let next = RunKey { task: 26, attempt: 1 };
+    let a = assignment(next, "cat /proc/self/cgroup");
+    let (tx, _rx) = mpsc::channel();
+    assert_eq!(
+        run_assignment(&cfg, &a, &tx, &KillHandle::new()),
+        Outcome::Exited(0)
+    );
+    let out = std::fs::read_to_string(cfg.run_dir(next).join("stdout")).unwrap();
+    let name = run_cgroup.file_name().unwrap().to_string_lossy().into_owned();
+    if cfg.cgroups.as_ref().is_some_and(Cgroups::limits_memory) {
+        assert!(
+            out.lines().any(|l| l.ends_with(&format!("/{name}"))),
+            "the next run is not in {name}: {out}"
+        );
+    }
 }
 
 #[test]

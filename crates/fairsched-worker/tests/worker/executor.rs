@@ -303,12 +303,14 @@ fn the_run_directory_and_its_files_are_the_worker_user_s_only() {
     assert_eq!(mode(run_dir.clone()), 0o700);
     assert_eq!(mode(run_dir.join("stdout")), 0o600);
     assert_eq!(mode(run_dir.join("stderr")), 0o600);
-    // The script's file is gone once it ran.
-    let left: Vec<_> = std::fs::read_dir(&run_dir)
+    // The script's file stays with the run (as private as its output).
+    assert_eq!(mode(run_dir.join(".fairsched-exec.sh")), 0o600);
+    let mut left: Vec<_> = std::fs::read_dir(&run_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(left.len(), 2, "{left:?}");
+    left.sort();
+    assert_eq!(left, [".fairsched-exec.sh", "stderr", "stdout"]);
 }
 
 #[test]

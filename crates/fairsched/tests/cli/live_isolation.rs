@@ -18,7 +18,7 @@
 
 use crate::common::{Broker, bin, wait_for};
 use fairsched_worker::wire::{Assignment, RunKey};
-use fairsched_worker::{ExecConfig, ExecutorKind, KillHandle, Outcome, run_assignment};
+use fairsched_worker::{ExecConfig, ExecutorKind, Guards, KillHandle, Outcome, run_assignment};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -88,7 +88,7 @@ fn guarded(dir: &Path) -> ExecConfig {
         executor: ExecutorKind::Process,
         workdir: dir.to_path_buf(),
         grace: Duration::from_millis(500),
-        guard: Some(env!("CARGO_BIN_EXE_fairsched-task-guard").into()),
+        guard: Some(Guards::new(env!("CARGO_BIN_EXE_fairsched-task-guard"))),
         lease_file: None,
         run_as_user: false,
         cgroups: None,
@@ -358,30 +358,33 @@ fn a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup() {
     let api = broker.api();
     let id = api.submit(user, &[format!("{DAEMON}; sleep 1000")])[0];
     let pid = pid_in(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30));
-    // The daemon left the run's process group, not its cgroup (named by
-    // its worker, its pid and start time, and the run).
+    // The daemon left the run's process group, not its cgroup (a run
+    // cgroup of its worker, named by its pid and start time).
+    let worker_dir = format!("fairsched-worker-{}-", worker.pid());
     let run_cgroups: Vec<std::path::PathBuf> = fairsched_worker::cgroups_of(pid as u32)
         .unwrap()
         .into_iter()
-        .filter(|d| d.ends_with(format!("task-{id}-1")))
+        .filter(|d| {
+            d.parent()
+                .and_then(|p| p.file_name())
+                .is_some_and(|n| n.to_string_lossy().starts_with(&worker_dir))
+        })
         .collect();
     assert!(
         !run_cgroups.is_empty(),
-        "the daemon {pid} is in no cgroup of its run"
+        "the daemon {pid} is in no cgroup of its worker's runs"
     );
-    let worker_dir = format!("fairsched-worker-{}-", worker.pid());
-    for d in &run_cgroups {
-        let parent = d.parent().unwrap().file_name().unwrap().to_string_lossy();
-        assert!(parent.starts_with(&worker_dir), "{}", d.display());
-    }
     let t = api.post_ok(&format!("/v1/tasks/{id}/cancel"), user, &json!({}));
     assert_eq!(t["state"], "cancelled", "{t}");
     let took = assert_dies("the daemon of a cancelled task", pid, KILL_BOUND);
     println!("task cancelled → its setsid daemon gone: {took:?}");
-    // Every process of the run gone, its cgroup removed.
+    // Every process of the run gone: its cgroup is empty (kept for the
+    // next run without a memory limit), or removed.
     for d in &run_cgroups {
-        wait_for(&format!("{} removed", d.display()), KILL_BOUND, || {
-            (!d.exists()).then_some(())
+        wait_for(&format!("{} emptied", d.display()), KILL_BOUND, || {
+            std::fs::read_to_string(d.join("cgroup.procs"))
+                .map_or(true, |p| p.is_empty())
+                .then_some(())
         });
     }
 }
