@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use fairsched_proto::wire::{
-    DrainReply, OutputsReply, OutputsRequest, PollReply, PollRequest, RegisterReply, RegisterRequest, ReportReply,
-    ReportRequest, WorkerId,
+    DrainReply, OutputsReply, OutputsRequest, PollReply, PollRequest, RegisterReply, RegisterRequest,
+    ReportReply, ReportRequest, WorkerId,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -77,21 +77,7 @@ pub(crate) struct Found {
 /// process's path in that hierarchy. Lines it cannot read are skipped; a
 /// path with `..` or of a removed cgroup (` (deleted)`) is not used.
 pub(crate) fn find(mounts: &str, cgroup: &str) -> Found {
-    let (mut v2_mount, mut memory_mount) = (None, None);
-    for line in mounts.lines() {
-        let mut f = line.split_whitespace();
-        let (Some(_), Some(point), Some(fstype), Some(options)) = (f.next(), f.next(), f.next(), f.next())
-        else {
-            continue;
-        };
-        match fstype {
-            "cgroup2" if v2_mount.is_none() => v2_mount = Some(unescape(point)),
-            "cgroup" if memory_mount.is_none() && options.split(',').any(|o| o == "memory") => {
-                memory_mount = Some(unescape(point));
-            }
-            _ => {}
-        }
-    }
+    let (v2_mount, memory_mount) = hierarchies(mounts);
     let (mut v2_path, mut memory_path) = (None, None);
     for line in cgroup.lines() {
         // "ID:CONTROLLERS:PATH"; the path may hold ':'.
@@ -109,6 +95,48 @@ pub(crate) fn find(mounts: &str, cgroup: &str) -> Found {
         v2: under(v2_mount, v2_path),
         v1_memory: under(memory_mount, memory_path),
     }
+}
+
+/// The mount points of the first cgroup2 and of the v1 hierarchy with the
+/// `memory` controller, from the text of `/proc/self/mounts`.
+fn hierarchies(mounts: &str) -> (Option<PathBuf>, Option<PathBuf>) {
+    let (mut v2_mount, mut memory_mount) = (None, None);
+    for line in mounts.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(_), Some(point), Some(fstype), Some(options)) = (f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        match fstype {
+            "cgroup2" if v2_mount.is_none() => v2_mount = Some(unescape(point)),
+            "cgroup" if memory_mount.is_none() && options.split(',').any(|o| o == "memory") => {
+                memory_mount = Some(unescape(point));
+            }
+            _ => {}
+        }
+    }
+    (v2_mount, memory_mount)
+}
+
+/// This process's own cgroups (see [`find`]), each with its hierarchy's
+/// mount point and its `cgroup.procs` open for writing: where a guard
+/// goes back to after it started a run's shell in the run's cgroup
+/// (none: those it may not write to).
+pub(crate) fn homes() -> Vec<(PathBuf, fs::File)> {
+    let read = |p: &str| fs::read_to_string(p).unwrap_or_default();
+    let mounts = read("/proc/self/mounts");
+    let found = find(&mounts, &read("/proc/self/cgroup"));
+    let (v2_mount, memory_mount) = hierarchies(&mounts);
+    [(v2_mount, found.v2), (memory_mount, found.v1_memory)]
+        .into_iter()
+        .filter_map(|(mount, dir)| {
+            let procs = fs::OpenOptions::new()
+                .write(true)
+                .open(dir?.join("cgroup.procs"))
+                .ok()?;
+            Some((mount?, procs))
+        })
+        .collect()
 }
 
 /// `mount` joined with the cgroup `path` (absolute in its hierarchy).

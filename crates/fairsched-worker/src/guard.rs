@@ -154,14 +154,16 @@ enum End {
 }
 
 /// The guard itself, in a process the zygote `parent` forked, with the
-/// worker's lease file (`spec.lease_file`, opened) and the `cgroup.procs`
-/// files of the run's cgroups (`spec.cgroup`, opened: `enter`); returns
+/// worker's lease file (`spec.lease_file`, opened), the `cgroup.procs`
+/// files of the run's cgroups (`spec.cgroup`, opened: `enter`) and of the
+/// zygote's own (`homes`, with their hierarchies' mount points); returns
 /// the exit code (or dies by the script's signal).
 pub(crate) fn guard(
     spec: Spec,
     parent: Pid,
     lease: Option<&std::fs::File>,
     enter: Vec<std::os::fd::OwnedFd>,
+    homes: &[(PathBuf, std::fs::File)],
 ) -> i32 {
     let fail = |why: &str| {
         eprintln!("fairsched task guard: {why}");
@@ -229,32 +231,65 @@ pub(crate) fn guard(
     };
     let me = getpid();
     let group = getpgrp();
-    // The run's cgroups are entered by the shell before it execs (as root,
-    // before it drops to the task's account).
     if place.is_some() && enter.is_empty() {
         return fail("the run's cgroup.procs files are missing");
     }
+    // Where this guard goes back to after it started the shell in the
+    // run's cgroup: its own cgroup of the same hierarchy. `None`: the
+    // shell must enter the run's cgroups itself.
+    let home = match &place {
+        None => Some(None),
+        Some(p) if p.v1_memory.is_none() && enter.len() == 1 => homes
+            .iter()
+            .find(|(mount, _)| p.dir.starts_with(mount))
+            .map(|(_, procs)| Some(procs)),
+        Some(_) => None,
+    };
     let mut command = Command::new("/bin/sh");
     command.arg(&file).current_dir(&dir).env_clear().envs(env);
-    if !enter.is_empty() || memory.is_some() || run_as.is_some() {
-        // SAFETY: write, pthread_sigmask, setrlimit, setgroups, setgid and
-        // setuid are async-signal-safe.
-        unsafe {
-            command.pre_exec(move || {
-                cgroup::enter(&enter)?;
-                if let Some(bytes) = memory {
-                    limit_memory(bytes)?;
+    let sh = match home {
+        Some(home) if memory.is_none() && run_as.is_none() => {
+            // Nothing to do between fork and exec: std starts the shell
+            // with posix_spawn (a vfork, no copy of this process), with an
+            // empty signal mask. It is born in the run's cgroup, which
+            // this guard enters for that moment only.
+            if let Err(e) = cgroup::enter(&enter) {
+                return fail(&format!("cannot enter the run's cgroup: {e}"));
+            }
+            let spawned = command.spawn();
+            if let Some(home) = home
+                && let Err(e) = nix::unistd::write(home, b"0")
+            {
+                if let Ok(mut c) = spawned {
+                    let _ = c.kill();
+                    let _ = c.wait();
                 }
-                if let Some((uid, gid)) = run_as {
-                    drop_to(uid, gid)?;
-                }
-                watched.thread_unblock().map_err(std::io::Error::from)
-            });
+                return fail(&format!("cannot leave the run's cgroup: {e}"));
+            }
+            spawned
         }
-    }
-    // Else std starts it with posix_spawn (vfork, no copy of this
-    // process), with an empty signal mask.
-    let sh = match command.spawn() {
+        _ => {
+            // The shell enters the run's cgroups and takes its limits
+            // before it execs (as root, before it drops to the task's
+            // account).
+            // SAFETY: write, pthread_sigmask, setrlimit, setgroups, setgid
+            // and setuid are async-signal-safe.
+            unsafe {
+                command.pre_exec(move || {
+                    cgroup::enter(&enter)?;
+                    if let Some(bytes) = memory {
+                        limit_memory(bytes)?;
+                    }
+                    if let Some((uid, gid)) = run_as {
+                        drop_to(uid, gid)?;
+                    }
+                    watched.thread_unblock().map_err(std::io::Error::from)
+                });
+            }
+            command.spawn()
+        }
+    };
+    let sh = match sh {
         Ok(c) => Pid::from_raw(c.id() as i32),
         Err(e) => return fail(&format!("cannot start sh: {e}")),
     };

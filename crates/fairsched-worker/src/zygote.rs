@@ -587,6 +587,7 @@ pub(crate) fn serve(args: Vec<OsString>) -> i32 {
         Err(e) => return fail(&format!("/dev/null: {e}")),
     };
     let mut lease: Option<(PathBuf, File)> = None;
+    let homes = crate::cgroup::homes();
     // The guards not reaped yet: run id → PID, and back.
     let mut guards: HashMap<u64, Pid> = HashMap::new();
     let mut ids: HashMap<Pid, u64> = HashMap::new();
@@ -701,7 +702,15 @@ pub(crate) fn serve(args: Vec<OsString>) -> i32 {
                                     .is_some()
                                     .then(|| lease.as_ref().map(|(_, f)| f))
                                     .flatten();
-                                std::process::exit(become_guard(spec, &null, [out, err], enter, me, lease));
+                                std::process::exit(become_guard(
+                                    spec,
+                                    &null,
+                                    [out, err],
+                                    enter,
+                                    me,
+                                    lease,
+                                    &homes,
+                                ));
                             }
                             Ok(ForkResult::Parent { child }) => {
                                 guards.insert(id, child);
@@ -730,6 +739,7 @@ fn become_guard(
     enter: Vec<OwnedFd>,
     zygote: Pid,
     lease: Option<&File>,
+    homes: &[(PathBuf, File)],
 ) -> i32 {
     let fail = |why: String| {
         eprintln!("fairsched task guard: {why}");
@@ -746,7 +756,7 @@ fn become_guard(
     if let Err(e) = setpgid(Pid::from_raw(0), Pid::from_raw(0)) {
         return fail(format!("setpgid: {e}"));
     }
-    guard::guard(spec, zygote, lease, enter)
+    guard::guard(spec, zygote, lease, enter, homes)
 }
 
 #[cfg(test)]

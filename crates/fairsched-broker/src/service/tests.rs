@@ -1375,15 +1375,24 @@ fn outputs_come_in_batches_and_each_is_checked() {
     assert_eq!(reply.stored, 2, "{reply:?}");
     assert_eq!(reply.refused.len(), 1, "{reply:?}");
     assert_eq!(reply.refused[0].task, running[0]);
-    assert!(reply.refused[0].why.contains("not a run this worker ended"), "{reply:?}");
+    assert!(
+        reply.refused[0].why.contains("not a run this worker ended"),
+        "{reply:?}"
+    );
     for (t, text) in [(ended[0], "first"), (ended[1], "second")] {
         let o = b.output(&Principal::Admin, t, false, None).unwrap();
-        assert_eq!((o.attempt, o.text.as_str(), o.bytes), (1, text, text.len() as u64));
+        assert_eq!(
+            (o.attempt, o.text.as_str(), o.bytes),
+            (1, text, text.len() as u64)
+        );
     }
     // Sent again: refused, the first one stays.
     let again = b.store_outputs(w1, &[out(ended[0], "forged")]).unwrap();
     assert_eq!((again.stored, again.refused.len()), (0, 1));
-    assert_eq!(b.output(&Principal::Admin, ended[0], false, None).unwrap().text, "first");
+    assert_eq!(
+        b.output(&Principal::Admin, ended[0], false, None).unwrap().text,
+        "first"
+    );
     // Nor may another worker send one for w1's runs.
     let other = b.store_outputs(w2, &[out(ended[1], "forged")]).unwrap();
     assert_eq!((other.stored, other.refused.len()), (0, 1));

@@ -343,6 +343,42 @@ fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
+/// A guarded run in a cgroup: its shell is born in the run's cgroup (the
+/// guard enters it only to start the shell, and goes back), with no
+/// signal blocked (the guard waits for its signals with them blocked).
+#[test]
+fn a_guarded_shell_is_in_its_run_s_cgroup_its_guard_is_not_and_no_signal_is_blocked() {
+    let test = "a_guarded_shell_is_in_its_run_s_cgroup_its_guard_is_not_and_no_signal_is_blocked";
+    let cgroups = match fairsched_worker::Cgroups::setup(fairsched_worker::CgroupMode::Auto) {
+        Ok(Some(cg)) => cg,
+        Ok(None) => return skip(test, "no cgroup usable here"),
+        Err(e) => return skip(test, &e.to_string()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = guarded(dir.path());
+    cfg.cgroups = Some(cgroups);
+    let (kill, run) = start(
+        &cfg,
+        "grep SigBlk /proc/self/status > blocked; echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000",
+    );
+    let sh = pid_in(&cfg.run_dir(KEY).join("pid"), Duration::from_secs(10));
+    let stat = std::fs::read_to_string(format!("/proc/{sh}/stat")).unwrap();
+    let guard: i32 = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let of = |pid: i32| fairsched_worker::cgroups_of(pid as u32).unwrap();
+    let (sh_cgroups, guard_cgroups) = (of(sh), of(guard));
+    let blocked = std::fs::read_to_string(cfg.run_dir(KEY).join("blocked")).unwrap();
+    kill.kill();
+    assert_eq!(run.join().unwrap(), Outcome::Killed);
+    let run_cgroup = |d: &std::path::PathBuf| {
+        d.parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n.to_string_lossy().starts_with("fairsched-worker-"))
+    };
+    assert!(sh_cgroups.iter().any(run_cgroup), "the shell is in {sh_cgroups:?}");
+    assert!(!guard_cgroups.iter().any(run_cgroup), "the guard is in {guard_cgroups:?}");
+    assert_eq!(blocked.split_whitespace().nth(1), Some("0000000000000000"), "{blocked}");
+}
+
 #[test]
 fn a_cancelled_task_s_setsid_daemon_dies_through_its_cgroup() {
     let lab = lab("30s");
