@@ -23,6 +23,7 @@
 #   KEEP_TMP=1 bash bench/broker-throughput.sh       # keep the databases, logs (and perf.data)
 #   WORKER_ARGS="--cgroups off" bash bench/broker-throughput.sh   # more flags for each worker
 #   TMPDIR=/mnt/fs bash bench/broker-throughput.sh   # databases and run directories there
+#   RUN_DIRS=/mnt/fs bash bench/broker-throughput.sh # only the workers' run directories there
 #
 # The file system of the run directories matters: on an ext4 without a
 # journal (this VM's root), each inode freed in the last minute is skipped
@@ -60,6 +61,9 @@ fi
 
 # $tmpdir, and $pids (what this script starts): stopped and removed on exit.
 with_tmpdir
+# The run directories made under RUN_DIRS: removed on exit too.
+run_dirs=()
+trap 'cleanup; [ ${#run_dirs[@]} -eq 0 ] || rm -rf "${run_dirs[@]}"' EXIT
 
 mkdir -p bench/results
 out=bench/results/broker-throughput.txt
@@ -162,10 +166,15 @@ run_case() {
     local user wtoken url i broker_pid
     start_broker "$dir"
     local worker_pids=()
+    local runs_in=$dir
+    if [ -n "${RUN_DIRS:-}" ]; then
+        runs_in=$(mktemp -d "$RUN_DIRS/broker-throughput.XXXXXX")
+        run_dirs+=("$runs_in")
+    fi
     for i in $(seq "$WORKERS"); do
-        mkdir -p "$dir/w$i"
+        mkdir -p "$runs_in/w$i"
         RUST_LOG=warn "$BIN" worker --broker "$url" --token "$wtoken" --slots "$SLOTS" \
-            ${WORKER_ARGS:-} --executor "$executor" --workdir "$dir/w$i" --host "w$i" > "$dir/w$i.log" 2>&1 &
+            ${WORKER_ARGS:-} --executor "$executor" --workdir "$runs_in/w$i" --host "w$i" > "$dir/w$i.log" 2>&1 &
         worker_pids+=($!)
         pids+=($!)
     done

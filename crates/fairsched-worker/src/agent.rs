@@ -145,6 +145,11 @@ impl State {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// Notified only at a stop and at a session's start (its first
+    /// answered call) or end, besides `changed`: the threads that wait for
+    /// those alone (the lease watchdog, the cleaner, the drain timer) are
+    /// not woken by each of the five reports of every run.
+    rare: Condvar,
     exec: ExecConfig,
     slots: usize,
     /// Where this worker tells its task guards when its lease lapses.
@@ -168,6 +173,7 @@ impl Shared {
             st.stop = Some(why);
         }
         self.changed.notify_all();
+        self.rare.notify_all();
     }
 }
 
@@ -187,6 +193,7 @@ fn end_session(shared: &Shared, st: &mut State) {
     st.outbox.clear();
     st.held.clear();
     shared.changed.notify_all();
+    shared.rare.notify_all();
 }
 
 /// Records a call of session `generation` sent at `sent` and answered by
@@ -195,7 +202,10 @@ fn note_contact(shared: &Shared, st: &mut State, generation: u64, sent: Instant)
     if st.generation != generation || st.session.is_none() || st.contact.is_some_and(|c| c >= sent) {
         return;
     }
-    st.contact = Some(sent);
+    if st.contact.replace(sent).is_none() {
+        // The lease now lapses at a time the watchdog must know.
+        shared.rare.notify_all();
+    }
     if let (Some(file), Some(session)) = (&shared.lease_file, st.session.as_ref()) {
         // The guards SIGTERM at the lapse, and SIGKILL before the lease
         // ends: at most the grace period later, at most margin/2 later.
@@ -400,6 +410,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
     let shared = Arc::new(Shared {
         state: Mutex::new(State::default()),
         changed: Condvar::new(),
+        rare: Condvar::new(),
         exec: ExecConfig {
             executor: opts.executor,
             workdir,
@@ -453,7 +464,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             .spawn(move || {
                 let st = shared.lock();
                 let (mut st, _) = shared
-                    .changed
+                    .rare
                     .wait_timeout_while(st, at.saturating_duration_since(Instant::now()), |st| {
                         st.stop.is_none() && Instant::now() < at
                     })
@@ -488,7 +499,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
                     }
                     let st = shared.lock();
                     let (st, _) = shared
-                        .changed
+                        .rare
                         .wait_timeout_while(st, every, |st| st.stop.is_none())
                         .unwrap_or_else(PoisonError::into_inner);
                     if st.stop.is_some() {
@@ -519,17 +530,19 @@ fn watchdog(shared: &Shared) {
         if st.stop.is_some() {
             return;
         }
+        // The lapse only moves later meanwhile: woken at the one known,
+        // the watchdog looks again.
         st = match st.lapse_at() {
             Some(at) if !lapsed(shared, &mut st) => {
                 let timeout = at.saturating_duration_since(Instant::now());
                 shared
-                    .changed
+                    .rare
                     .wait_timeout(st, timeout)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0
             }
             Some(_) => st,
-            None => shared.changed.wait(st).unwrap_or_else(PoisonError::into_inner),
+            None => shared.rare.wait(st).unwrap_or_else(PoisonError::into_inner),
         };
     }
 }
@@ -749,6 +762,7 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 // runs here any more, and no new registration is wanted.
                 st.stop = Some(Stop::Drained);
                 shared.changed.notify_all();
+                shared.rare.notify_all();
                 continue;
             }
             (st.session.clone(), st.drain)
@@ -841,12 +855,14 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             // A report held meanwhile may be due before `wake`: woken by
             // it, the loop waits again until the earlier of the two.
             let held = st.held.len();
+            let uploads = st.uploads.len();
             let (mut st, _) = shared
                 .changed
                 .wait_timeout_while(st, timeout, |st| {
                     st.stop.is_none()
                         && st.outbox.is_empty()
                         && st.held.len() == held
+                        && st.uploads.len() == uploads
                         && st.generation == session.generation
                         && st.drain == drain
                         && !st.drained()
@@ -861,7 +877,13 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             }
             st.release_held(Instant::now());
             if st.outbox.is_empty() && Instant::now() < heartbeat_at {
-                continue; // woken for held reports not due yet
+                // Woken for held reports not due yet, or for the output of
+                // a run whose end the broker has already: sent now, not at
+                // the next report.
+                let ready = ready_outputs(&mut st);
+                drop(st);
+                send_outputs(client, &session, ready);
+                continue;
             }
             let n = st.outbox.len().min(MAX_BATCH);
             let reports: Vec<Report> = st.outbox.drain(..n).collect();
@@ -894,33 +916,9 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 }
                 shared.changed.notify_all();
                 // Outputs of runs whose end the broker now has.
-                let pending: HashSet<RunKey> = st
-                    .outbox
-                    .iter()
-                    .map(Report::key)
-                    .chain(st.held.iter().map(|(_, r)| r.key()))
-                    .collect();
-                let (ready, wait): (Vec<OutputRequest>, Vec<OutputRequest>) =
-                    st.uploads.drain(..).partition(|o| !pending.contains(&o.key()));
-                st.uploads.extend(wait);
+                let ready = ready_outputs(&mut st);
                 drop(st);
-                for batch in output_batches(ready) {
-                    let n = batch.outputs.len();
-                    // Best effort: the runs' files stay on this worker.
-                    match client.outputs(session.worker, &session.credential, &batch) {
-                        Ok(reply) => {
-                            for r in reply.refused {
-                                tracing::warn!(
-                                    task = r.task,
-                                    attempt = r.attempt,
-                                    "output refused: {}",
-                                    r.why
-                                );
-                            }
-                        }
-                        Err(e) => tracing::warn!("{n} outputs not sent: {e}"),
-                    }
-                }
+                send_outputs(client, &session, ready);
             }
             Err(CallError::Gone) => {
                 let mut st = shared.lock();
@@ -948,6 +946,41 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 drop(st);
                 shared.pause(delay);
             }
+        }
+    }
+}
+
+/// Takes the outputs of the runs whose end the broker has: those whose
+/// end report is neither queued nor held (the reporter, which calls this,
+/// sends no report meanwhile).
+fn ready_outputs(st: &mut State) -> Vec<OutputRequest> {
+    if st.uploads.is_empty() {
+        return Vec::new();
+    }
+    let pending: HashSet<RunKey> = st
+        .outbox
+        .iter()
+        .map(Report::key)
+        .chain(st.held.iter().map(|(_, r)| r.key()))
+        .collect();
+    let (ready, wait): (Vec<OutputRequest>, Vec<OutputRequest>) =
+        st.uploads.drain(..).partition(|o| !pending.contains(&o.key()));
+    st.uploads.extend(wait);
+    ready
+}
+
+/// Sends `outputs`, in batches; best effort (the runs' files stay on this
+/// worker).
+fn send_outputs(client: &Client, session: &Session, outputs: Vec<OutputRequest>) {
+    for batch in output_batches(outputs) {
+        let n = batch.outputs.len();
+        match client.outputs(session.worker, &session.credential, &batch) {
+            Ok(reply) => {
+                for r in reply.refused {
+                    tracing::warn!(task = r.task, attempt = r.attempt, "output refused: {}", r.why);
+                }
+            }
+            Err(e) => tracing::warn!("{n} outputs not sent: {e}"),
         }
     }
 }
@@ -1004,6 +1037,7 @@ fn shut_down(shared: &Arc<Shared>, client: &Client, ended: Result<(), String>) -
         let mut st = shared.lock();
         if st.stop.is_none() {
             st.stop = Some(Stop::Fatal("stopped".into()));
+            shared.rare.notify_all();
         }
         for kill in st.runs.values() {
             kill.kill();

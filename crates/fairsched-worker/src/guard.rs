@@ -245,30 +245,33 @@ pub(crate) fn guard(
             .map(|(_, procs)| Some(procs)),
         Some(_) => None,
     };
-    let mut command = Command::new("/bin/sh");
-    command.arg(&file).current_dir(&dir).env_clear().envs(env);
-    let sh = match home {
+    let sh: Result<Pid, String> = match home {
         Some(home) if memory.is_none() && run_as.is_none() => {
-            // Nothing to do between fork and exec: std starts the shell
-            // with posix_spawn (a vfork, no copy of this process), with an
-            // empty signal mask. It is born in the run's cgroup, which
+            // Nothing to do between fork and exec: the shell is started
+            // with posix_spawn (a vfork, no copy of this process), with
+            // no signal blocked. It is born in the run's cgroup, which
             // this guard enters for that moment only.
+            if let Err(e) = nix::unistd::chdir(&dir) {
+                return fail(&format!("cannot enter {}: {e}", dir.display()));
+            }
             if let Err(e) = cgroup::enter(&enter) {
                 return fail(&format!("cannot enter the run's cgroup: {e}"));
             }
-            let spawned = command.spawn();
+            let spawned = spawn_sh(&file, &env, &watched);
             if let Some(home) = home
                 && let Err(e) = nix::unistd::write(home, b"0")
             {
-                if let Ok(mut c) = spawned {
-                    let _ = c.kill();
-                    let _ = c.wait();
+                if let Ok(pid) = spawned {
+                    let _ = kill(pid, Signal::SIGKILL);
+                    let _ = waitpid(pid, None);
                 }
                 return fail(&format!("cannot leave the run's cgroup: {e}"));
             }
             spawned
         }
         _ => {
+            let mut command = Command::new("/bin/sh");
+            command.arg(&file).current_dir(&dir).env_clear().envs(env);
             // The shell enters the run's cgroups and takes its limits
             // before it execs (as root, before it drops to the task's
             // account).
@@ -286,12 +289,15 @@ pub(crate) fn guard(
                     watched.thread_unblock().map_err(std::io::Error::from)
                 });
             }
-            command.spawn()
+            command
+                .spawn()
+                .map(|c| Pid::from_raw(c.id() as i32))
+                .map_err(|e| format!("cannot start sh: {e}"))
         }
     };
     let sh = match sh {
-        Ok(c) => Pid::from_raw(c.id() as i32),
-        Err(e) => return fail(&format!("cannot start sh: {e}")),
+        Ok(pid) => pid,
+        Err(why) => return fail(&why),
     };
 
     let mut end: Option<End> = None;
@@ -368,6 +374,30 @@ pub(crate) fn guard(
             }
         }
     }
+}
+
+/// `/bin/sh FILE` (in this process's directory) in environment `env`, by
+/// posix_spawn: no signal blocked (`watched` are, in the guard), each of
+/// `watched` back to its default action.
+fn spawn_sh(file: &OsStr, env: &[(OsString, OsString)], watched: &SigSet) -> Result<Pid, String> {
+    use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c =
+        |b: &[u8]| CString::new(b).map_err(|_| "a NUL byte in the script's name or environment".to_string());
+    let args = [c(b"/bin/sh")?, c(file.as_bytes())?];
+    let envp = env
+        .iter()
+        .map(|(k, v)| c(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let why = |e: nix::Error| format!("cannot start sh: {e}");
+    let mut attr = PosixSpawnAttr::init().map_err(why)?;
+    attr.set_sigmask(&SigSet::empty()).map_err(why)?;
+    attr.set_sigdefault(watched).map_err(why)?;
+    attr.set_flags(PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF)
+        .map_err(why)?;
+    let actions = PosixSpawnFileActions::init().map_err(why)?;
+    posix_spawn(c"/bin/sh", &actions, &attr, &args, &envp).map_err(why)
 }
 
 /// How often a guard reads its worker's lease file.

@@ -357,16 +357,20 @@ fn a_guarded_shell_is_in_its_run_s_cgroup_its_guard_is_not_and_no_signal_is_bloc
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = guarded(dir.path());
     cfg.cgroups = Some(cgroups);
-    let (kill, run) = start(
-        &cfg,
-        "grep SigBlk /proc/self/status > blocked; echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000",
-    );
+    let (kill, run) = start(&cfg, "echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000");
     let sh = pid_in(&cfg.run_dir(KEY).join("pid"), Duration::from_secs(10));
     let stat = std::fs::read_to_string(format!("/proc/{sh}/stat")).unwrap();
-    let guard: i32 = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let guard: i32 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let of = |pid: i32| fairsched_worker::cgroups_of(pid as u32).unwrap();
     let (sh_cgroups, guard_cgroups) = (of(sh), of(guard));
-    let blocked = std::fs::read_to_string(cfg.run_dir(KEY).join("blocked")).unwrap();
     kill.kill();
     assert_eq!(run.join().unwrap(), Outcome::Killed);
     let run_cgroup = |d: &std::path::PathBuf| {
@@ -374,9 +378,27 @@ fn a_guarded_shell_is_in_its_run_s_cgroup_its_guard_is_not_and_no_signal_is_bloc
             .and_then(|p| p.file_name())
             .is_some_and(|n| n.to_string_lossy().starts_with("fairsched-worker-"))
     };
-    assert!(sh_cgroups.iter().any(run_cgroup), "the shell is in {sh_cgroups:?}");
-    assert!(!guard_cgroups.iter().any(run_cgroup), "the guard is in {guard_cgroups:?}");
-    assert_eq!(blocked.split_whitespace().nth(1), Some("0000000000000000"), "{blocked}");
+    assert!(
+        sh_cgroups.iter().any(run_cgroup),
+        "the shell is in {sh_cgroups:?}"
+    );
+    assert!(
+        !guard_cgroups.iter().any(run_cgroup),
+        "the guard is in {guard_cgroups:?}"
+    );
+    // A shell that starts with SIGTERM blocked (as the guard has it)
+    // survives its own `kill`.
+    for cgroups in [None, cfg.cgroups.clone()] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ExecConfig {
+            cgroups,
+            ..guarded(dir.path())
+        };
+        let (_, run) = start(&cfg, "kill -TERM $$; echo survived");
+        assert_eq!(run.join().unwrap(), Outcome::Signaled(15));
+        let out = std::fs::read_to_string(cfg.run_dir(KEY).join("stdout")).unwrap();
+        assert_eq!(out, "", "cgroups: {}", cfg.cgroups.is_some());
+    }
 }
 
 #[test]
