@@ -113,6 +113,10 @@ struct State {
     contact: Option<Instant>,
     /// Outputs of ended runs, sent once their ends are acknowledged.
     uploads: VecDeque<OutputRequest>,
+    /// Runs given a slot, for the runner threads.
+    ready: VecDeque<Job>,
+    /// Runner threads waiting for a run.
+    idle_runners: usize,
 }
 
 impl State {
@@ -150,6 +154,8 @@ struct Shared {
     /// those alone (the lease watchdog, the cleaner, the drain timer) are
     /// not woken by each of the five reports of every run.
     rare: Condvar,
+    /// Notified when a run is ready for a runner thread.
+    work: Condvar,
     exec: ExecConfig,
     slots: usize,
     /// Where this worker tells its task guards when its lease lapses.
@@ -253,7 +259,8 @@ fn accept(shared: &Arc<Shared>, st: &mut State, a: Assignment) {
     start_pending(shared, st);
 }
 
-/// Starts waiting runs while slots are free.
+/// Starts waiting runs while slots are free: each goes to a runner
+/// thread, an idle one or a new one (at most one per slot).
 fn start_pending(shared: &Arc<Shared>, st: &mut State) {
     while st.active < shared.slots {
         let Some(a) = st.pending.pop_front() else { return };
@@ -262,38 +269,91 @@ fn start_pending(shared: &Arc<Shared>, st: &mut State) {
             continue;
         };
         st.active += 1;
-        let generation = st.generation;
+        st.ready.push_back(Job {
+            a,
+            kill,
+            generation: st.generation,
+        });
+        if st.idle_runners > 0 {
+            shared.work.notify_one();
+            continue;
+        }
         let sh = Arc::clone(shared);
         let spawned = std::thread::Builder::new()
-            .name(format!("task-{}-{}", key.task, key.attempt))
-            .spawn(move || {
-                let _slot = SlotGuard(Arc::clone(&sh));
-                let sink = RunSink {
-                    shared: sh,
-                    generation,
-                    key,
-                };
-                let outcome = run_assignment(&sink.shared.exec, &a, &sink, &kill);
-                if matches!(outcome, Outcome::Exited(_) | Outcome::Signaled(_))
-                    && sink.shared.exec.executor == ExecutorKind::Process
-                {
-                    let out = crate::executor::output_of(&sink.shared.exec, key);
-                    let mut st = sink.shared.lock();
-                    if st.generation == generation {
-                        st.uploads.push_back(out);
-                        sink.shared.changed.notify_all();
-                    }
-                }
-            });
+            .name("runner".into())
+            .spawn(move || runner(&sh));
         if let Err(e) = spawned {
             tracing::error!(
                 task = key.task,
                 attempt = key.attempt,
                 "cannot start a thread: {e}"
             );
+            st.ready.pop_back();
             st.active -= 1;
             st.runs.remove(&key);
             st.outbox.push(Report::exit(key, WORKER_ERROR_EXIT));
+            shared.changed.notify_all();
+        }
+    }
+}
+
+/// A run handed to a runner thread.
+struct Job {
+    a: Assignment,
+    kill: KillHandle,
+    /// The session it came with.
+    generation: u64,
+}
+
+/// How long a runner thread waits for a run before it ends.
+const RUNNER_IDLE: Duration = Duration::from_secs(10);
+
+/// A runner thread: runs the jobs of `State::ready` one after the other
+/// (a thread started for each run cost more than a short run), and ends
+/// once idle for [`RUNNER_IDLE`].
+fn runner(shared: &Arc<Shared>) {
+    loop {
+        let job = {
+            let mut st = shared.lock();
+            loop {
+                if let Some(job) = st.ready.pop_front() {
+                    break job;
+                }
+                st.idle_runners += 1;
+                let (next, timeout) = shared
+                    .work
+                    .wait_timeout(st, RUNNER_IDLE)
+                    .unwrap_or_else(PoisonError::into_inner);
+                st = next;
+                st.idle_runners -= 1;
+                if timeout.timed_out() && st.ready.is_empty() {
+                    return;
+                }
+            }
+        };
+        run_job(shared, job);
+    }
+}
+
+/// Runs one job to its end, then sends its output's end (with the
+/// process executor) and frees its slot.
+fn run_job(shared: &Arc<Shared>, job: Job) {
+    let Job { a, kill, generation } = job;
+    let key = a.key();
+    let _slot = SlotGuard(Arc::clone(shared));
+    let sink = RunSink {
+        shared: Arc::clone(shared),
+        generation,
+        key,
+    };
+    let outcome = run_assignment(&shared.exec, &a, &sink, &kill);
+    if matches!(outcome, Outcome::Exited(_) | Outcome::Signaled(_))
+        && shared.exec.executor == ExecutorKind::Process
+    {
+        let out = crate::executor::output_of(&shared.exec, key);
+        let mut st = shared.lock();
+        if st.generation == generation {
+            st.uploads.push_back(out);
             shared.changed.notify_all();
         }
     }
@@ -411,6 +471,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         state: Mutex::new(State::default()),
         changed: Condvar::new(),
         rare: Condvar::new(),
+        work: Condvar::new(),
         exec: ExecConfig {
             executor: opts.executor,
             workdir,

@@ -16,7 +16,8 @@
 //! - the **reporter** sends `/report` as soon as reports are queued, with
 //!   everything queued, and at least every `heartbeat_ms`; it kills the runs
 //!   the reply names;
-//! - each **run** has its own thread, which calls [`run_assignment`]; each
+//! - each **run** goes to a runner thread (one per busy slot, kept
+//!   while runs keep coming), which calls [`run_assignment`]; each
 //!   script runs under a task guard ([`Guards`]: forked by one small
 //!   process of the worker's, see [`guard_hook`]) that kills it if the
 //!   worker dies, SIGKILL included;
