@@ -127,6 +127,48 @@ fn a_setsid_daemon_dies_when_its_run_is_killed() {
     assert_dies("the daemon of a killed run", pid, Duration::from_millis(200));
 }
 
+/// The parent of process `pid` (0 if gone).
+fn parent_of(pid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The guards' zygote killed (by a task of the worker's own user, say):
+/// the runs it had end as the worker's failure (125, the reason in their
+/// stderr), their processes die with their guards, and the next run gets
+/// a zygote started again.
+#[test]
+fn a_killed_zygote_fails_its_runs_and_the_next_run_has_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = guarded(dir.path());
+    let (_kill, run) = start(&cfg, "echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000");
+    let sh = pid_in(&cfg.run_dir(KEY).join("pid"), Duration::from_secs(10));
+    let guard = parent_of(sh);
+    let zygote = parent_of(guard);
+    assert_ne!(
+        zygote,
+        std::process::id() as i32,
+        "the guard is the zygote's child"
+    );
+    kill(Pid::from_raw(zygote), Signal::SIGKILL).unwrap();
+    assert_eq!(run.join().unwrap(), Outcome::Exited(125));
+    assert_dies("the shell of a run whose zygote died", sh, KILL_BOUND);
+    let stderr = std::fs::read_to_string(cfg.run_dir(KEY).join("stderr")).unwrap();
+    assert!(stderr.contains("zygote ended"), "{stderr}");
+    // The next run: a new zygote.
+    let dir2 = tempfile::tempdir().unwrap();
+    let cfg2 = ExecConfig {
+        workdir: dir2.path().to_path_buf(),
+        ..cfg.clone()
+    };
+    let (_kill, run) = start(&cfg2, "echo ok");
+    assert_eq!(run.join().unwrap(), Outcome::Exited(0));
+    let out = std::fs::read_to_string(cfg2.run_dir(KEY).join("stdout")).unwrap();
+    assert_eq!(out, "ok\n");
+}
+
 #[test]
 fn the_guard_s_command_line_shows_no_command() {
     let dir = tempfile::tempdir().unwrap();
