@@ -18,7 +18,7 @@ use crate::frames::{Frame, Published};
 use crate::identity::{Principal, hash};
 use crate::limit::Limiter;
 pub use crate::server::HttpLimits;
-use crate::service::{Broker, LATENCY_BUCKETS_MS, ServiceError, Settings, SubmitKey, Write, Written};
+use crate::service::{Broker, Gone, LATENCY_BUCKETS_MS, ServiceError, Settings, SubmitKey, Write, Written};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
@@ -610,7 +610,14 @@ async fn remove_org(State(app): State<App>, h: HeaderMap, body: Result<Bytes, By
     for worker in workers {
         let org = app.read(move |b| b.worker_org_of(worker)).await?;
         if let Ok(org) = org
-            && app.write(Write::Leave { worker, org }).await.is_ok()
+            && app
+                .write(Write::Leave {
+                    worker,
+                    org,
+                    why: Gone::Evicted,
+                })
+                .await
+                .is_ok()
         {
             evicted.push(worker);
         }
@@ -743,7 +750,12 @@ async fn admin_evict(State(app): State<App>, h: HeaderMap, Path(id): Path<String
     admin(&who)?;
     let worker = worker_id(&id)?;
     let org = app.read(move |b| b.worker_org_of(worker)).await??;
-    app.write(Write::Leave { worker, org }).await?;
+    app.write(Write::Leave {
+        worker,
+        org,
+        why: Gone::Evicted,
+    })
+    .await?;
     app.audit(&who, "worker evict", serde_json::json!({"worker": worker}));
     json(StatusCode::OK, &serde_json::json!({ "worker": worker }))
 }
@@ -1058,7 +1070,12 @@ async fn output_out(
 
 async fn leave(State(app): State<App>, h: HeaderMap, Path(id): Path<String>) -> R {
     let (worker, org) = worker_session(&app.who(&h).await?, &id)?;
-    app.write(Write::Leave { worker, org }).await?;
+    app.write(Write::Leave {
+        worker,
+        org,
+        why: Gone::Left,
+    })
+    .await?;
     json(StatusCode::OK, &serde_json::json!({}))
 }
 
@@ -1491,6 +1508,10 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
             "--db {}: a directory, not a database file",
             opts.db.display()
         ));
+    }
+    // Said of the database, not of the lock file beside it.
+    if !opts.db.exists() {
+        return Err(crate::store::StoreError::NotInitialized(opts.db.clone()).to_string());
     }
     // One broker per database: a second one would interleave its steps
     // with ours. The lock goes with the process (even on SIGKILL). It is

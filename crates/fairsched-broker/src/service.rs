@@ -60,8 +60,8 @@ mod schema;
 mod submit;
 mod workflows;
 
+pub use commands::{Gone, Write, Written};
 use commands::{Plan, PlanKind};
-pub use commands::{Write, Written};
 pub use error::ServiceError;
 pub use history::{History, HistoryTask, history};
 use hold::{HoldBy, Room};
@@ -172,6 +172,8 @@ struct Worker {
     slots: Vec<SlotId>,
     last_seen: Instant,
     lost: bool,
+    /// Why it is gone, once `lost`.
+    gone: Gone,
     /// Takes no new task ([`Write::Drain`]).
     draining: bool,
     /// Held by the admin ([`Write::HoldWorker`]): takes no new task, and

@@ -24,13 +24,26 @@ pub struct TlsFiles {
     pub cert: PathBuf,
     /// Its private key: PKCS#8, PKCS#1 (RSA) or SEC1 (EC).
     pub key: PathBuf,
+    /// Where each path was given, as errors name it: `--tls-cert` and
+    /// `--tls-key` ([`TlsFiles::new`]), or a configuration file's keys.
+    pub given_as: (String, String),
 }
 
 impl TlsFiles {
-    /// Reads both files; an error names the file (and the flag) at fault.
+    /// The files given as `--tls-cert CERT --tls-key KEY`.
+    pub fn new(cert: PathBuf, key: PathBuf) -> TlsFiles {
+        TlsFiles {
+            cert,
+            key,
+            given_as: ("--tls-cert".into(), "--tls-key".into()),
+        }
+    }
+
+    /// Reads both files; an error names the file (and where it was given)
+    /// at fault.
     pub fn acceptor(&self) -> Result<TlsAcceptor, String> {
-        let certs = certs(&self.cert)?;
-        let key = key(&self.key)?;
+        let certs = certs(&self.given_as.0, &self.cert)?;
+        let key = key(&self.given_as.1, &self.key)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -39,8 +52,10 @@ impl TlsFiles {
             .with_single_cert(certs, key)
             .map_err(|e| {
                 format!(
-                    "--tls-cert {} with --tls-key {}: {e}",
+                    "{} {} with {} {}: {e}",
+                    self.given_as.0,
                     self.cert.display(),
+                    self.given_as.1,
                     self.key.display()
                 )
             })?;
@@ -54,9 +69,8 @@ fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
 }
 
-/// Every certificate of the PEM file `path`, in its order.
-fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let flag = "--tls-cert";
+/// Every certificate of the PEM file `path` (given as `flag`), in its order.
+fn certs(flag: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let text = read(flag, path)?;
     let certs = CertificateDer::pem_slice_iter(&text)
         .collect::<Result<Vec<_>, _>>()
@@ -70,9 +84,8 @@ fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(certs)
 }
 
-/// The first private key of the PEM file `path`.
-fn key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    let flag = "--tls-key";
+/// The first private key of the PEM file `path` (given as `flag`).
+fn key(flag: &str, path: &Path) -> Result<PrivateKeyDer<'static>, String> {
     let text = read(flag, path)?;
     PrivateKeyDer::from_pem_slice(&text).map_err(|e| match e {
         pem::Error::NoItemsFound => format!(
@@ -88,10 +101,7 @@ mod tests {
     use super::*;
 
     fn files(dir: &Path, cert: &str, key: &str) -> TlsFiles {
-        let f = TlsFiles {
-            cert: dir.join("cert.pem"),
-            key: dir.join("key.pem"),
-        };
+        let f = TlsFiles::new(dir.join("cert.pem"), dir.join("key.pem"));
         std::fs::write(&f.cert, cert).unwrap();
         std::fs::write(&f.key, key).unwrap();
         f
@@ -107,12 +117,22 @@ mod tests {
     #[test]
     fn bad_files_are_named() {
         let dir = tempfile::tempdir().unwrap();
-        let missing = TlsFiles {
-            cert: dir.path().join("nope.pem"),
-            key: dir.path().join("key.pem"),
-        };
+        let missing = TlsFiles::new(dir.path().join("nope.pem"), dir.path().join("key.pem"));
         let e = refused(&missing);
         assert!(e.starts_with("--tls-cert ") && e.contains("nope.pem"), "{e}");
+        // Given in a configuration file: named so.
+        let from_file = TlsFiles {
+            given_as: (
+                "`tls_cert` in serve.toml".into(),
+                "`tls_key` in serve.toml".into(),
+            ),
+            ..missing
+        };
+        let e = refused(&from_file);
+        assert!(
+            e.starts_with("`tls_cert` in serve.toml ") && e.contains("nope.pem"),
+            "{e}"
+        );
 
         let key_only = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
         let e = refused(&files(dir.path(), key_only, key_only));

@@ -54,9 +54,11 @@ impl ClientError {
 /// not give a usable reply: each kind is one way for the worker to go on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
-    /// 410 (or 404 on a worker's own endpoint): the lease is lost.
-    #[error("the broker no longer knows this worker (lease lost)")]
-    Gone,
+    /// 410 (or 404 on a worker's own endpoint): the broker no longer
+    /// knows this worker; the broker's reason (it left, it lost its lease,
+    /// the admin evicted it).
+    #[error("{0}")]
+    Gone(String),
     /// 401 or 403: the token is wrong; retrying cannot help.
     #[error("{0}")]
     Refused(String),

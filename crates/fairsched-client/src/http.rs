@@ -41,9 +41,15 @@ pub(crate) fn agent_config(ca_cert: Option<&Path>) -> Result<ConfigBuilder<Agent
         .tls_config(tls.build()))
 }
 
-/// The certificates of the PEM file `path` (`--ca-cert`).
+/// The certificates of the PEM file `path` (`--ca-cert`, or
+/// `FAIRSCHED_CA_CERT`: an error names both).
 fn ca_roots(path: &Path) -> Result<ureq::tls::RootCerts, ClientError> {
-    let named = |why: String| ClientError::File(format!("--ca-cert {}: {why}", path.display()));
+    let named = |why: String| {
+        ClientError::File(format!(
+            "the CA certificate {} (--ca-cert or FAIRSCHED_CA_CERT): {why}",
+            path.display()
+        ))
+    };
     let pem = std::fs::read(path).map_err(|e| named(e.to_string()))?;
     let mut certs = Vec::new();
     for item in ureq::tls::parse_pem(&pem) {

@@ -13,9 +13,42 @@ fn fit(s: &str, width: usize) -> String {
     out
 }
 
+/// `s` in lines of at most `width` characters, broken at spaces where it
+/// can be (a word longer than a line is cut).
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = line.chars().count();
+            let gap = usize::from(used > 0);
+            if used + gap + word.len() <= width {
+                if gap == 1 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // Alone on its line and still too long: cut it.
+            let rest = word.split_off(width);
+            lines.push(word.into_iter().collect());
+            word = rest;
+        }
+    }
+    lines.push(line);
+    lines
+}
+
 /// The `status --tasks` table: a header, then a line per task. A `user`
-/// column when the list names users (the admin's), a `reason` column,
-/// cut to fit `width`, when some task has a reason.
+/// column when the list names users (the admin's), a `reason` column
+/// when some task has a reason, wrapped to fit `width` (its further lines
+/// under the column).
 pub fn task_table(t: &TasksReply, width: usize) -> Vec<String> {
     let users = !t.users.is_empty();
     let reasons = t.tasks.iter().any(|t| t.reason.is_some());
@@ -42,21 +75,26 @@ pub fn task_table(t: &TasksReply, width: usize) -> Vec<String> {
         }
         if reasons {
             l.push_str(&format!("{:<name_w$}  ", fit(name, name_w)));
-            let room = width.saturating_sub(l.chars().count()).max(20);
-            l.push_str(&fit(reason, room));
+            let indent = l.chars().count();
+            let room = width.saturating_sub(indent).max(20);
+            let mut lines = wrap(reason, room).into_iter();
+            l.push_str(&lines.next().unwrap_or_default());
+            let mut out = vec![l.trim_end().to_string()];
+            out.extend(lines.map(|more| format!("{:indent$}{more}", "")));
+            out
         } else {
             l.push_str(name);
+            vec![l.trim_end().to_string()]
         }
-        l.trim_end().to_string()
     };
-    let mut out = vec![row("id", "state", "attempts", "exit", "user", "name", "reason")];
+    let mut out = row("id", "state", "attempts", "exit", "user", "name", "reason");
     for x in &t.tasks {
         let exit = match (x.exit_code, x.signal) {
             (Some(c), _) => c.to_string(),
             (None, Some(s)) => format!("sig{s}"),
             _ => "-".into(),
         };
-        out.push(row(
+        out.extend(row(
             &x.id.to_string(),
             &x.state,
             &x.attempts.to_string(),
@@ -193,4 +231,25 @@ pub fn explain_text(id: u64, v: &serde_json::Value) -> Vec<String> {
         line("workflow", num(w));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn reasons_wrap_at_spaces_and_long_words_are_cut() {
+        assert_eq!(
+            wrap("the exec phase failed (exit 3)", 10),
+            ["the exec", "phase", "failed", "(exit 3)"]
+        );
+        assert_eq!(wrap("short", 10), ["short"]);
+        assert_eq!(wrap("", 10), [""]);
+        assert_eq!(wrap("abcdefghijkl mn", 5), ["abcde", "fghij", "kl mn"]);
+        // Every character kept, none past the width.
+        let text = "parent task 12 failed: the exec phase failed (exit 3) on worker w1";
+        let lines = wrap(text, 16);
+        assert!(lines.iter().all(|l| l.chars().count() <= 16), "{lines:?}");
+        assert_eq!(lines.join(" "), text);
+    }
 }

@@ -147,8 +147,8 @@ impl WorkerClient {
 fn classify(status: u16, path: &str, message: String) -> CallError {
     let worker_endpoint = path.starts_with("/v1/workers/");
     match status {
-        410 => CallError::Gone,
-        404 if worker_endpoint => CallError::Gone,
+        410 => CallError::Gone(message),
+        404 if worker_endpoint => CallError::Gone(message),
         401 | 403 => CallError::Refused(message),
         408 | 429 => CallError::Transient(message),
         400..500 => CallError::Rejected(message),
@@ -165,9 +165,9 @@ mod tests {
         let poll = "/v1/workers/3/poll";
         let m = || "why".to_string();
         let cases = [
-            (410, "/v1/workers", CallError::Gone),
-            (410, poll, CallError::Gone),
-            (404, poll, CallError::Gone),
+            (410, "/v1/workers", CallError::Gone(m())),
+            (410, poll, CallError::Gone(m())),
+            (404, poll, CallError::Gone(m())),
             // Registration has no worker yet: a 404 there is a wrong URL.
             (404, "/v1/workers", CallError::Rejected(m())),
             (401, poll, CallError::Refused(m())),

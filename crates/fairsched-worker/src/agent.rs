@@ -778,12 +778,12 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
                 }
                 shared.changed.notify_all();
             }
-            Err(CallError::Gone) => {
+            Err(CallError::Gone(why)) => {
                 let mut st = shared.lock();
                 if st.generation == session.generation {
                     tracing::warn!(
                         worker = session.worker,
-                        "lease lost: killing every run, registering again"
+                        "gone ({why}): killing every run, registering again"
                     );
                     end_session(shared, &mut st);
                 }
@@ -848,9 +848,10 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                         st.drain = Drain::Sent;
                     }
                 }
-                Err(CallError::Gone) => {
+                Err(CallError::Gone(why)) => {
                     let mut st = shared.lock();
                     if st.generation == session.generation {
+                        tracing::warn!(worker = session.worker, "gone ({why}): registering again");
                         end_session(shared, &mut st);
                     }
                 }
@@ -981,12 +982,12 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 drop(st);
                 send_outputs(client, &session, ready);
             }
-            Err(CallError::Gone) => {
+            Err(CallError::Gone(why)) => {
                 let mut st = shared.lock();
                 if st.generation == session.generation {
                     tracing::warn!(
                         worker = session.worker,
-                        "lease lost: killing every run, registering again"
+                        "gone ({why}): killing every run, registering again"
                     );
                     end_session(shared, &mut st);
                 }

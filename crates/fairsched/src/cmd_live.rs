@@ -215,10 +215,27 @@ impl ServeArgs {
                 p.push(".audit.jsonl");
                 PathBuf::from(p)
             });
-        let tls_cert = self.tls_cert.clone().or_else(|| file.tls_cert.as_ref().map(path));
-        let tls_key = self.tls_key.clone().or_else(|| file.tls_key.as_ref().map(path));
+        // Each with where it was given, as errors about it say.
+        let in_file = |key: &str| {
+            let config = self.config.as_deref().unwrap_or(std::path::Path::new(""));
+            format!("`{key}` in --config {}:", config.display())
+        };
+        let tls_cert = match (&self.tls_cert, &file.tls_cert) {
+            (Some(p), _) => Some((p.clone(), "--tls-cert".to_string())),
+            (None, Some(p)) => Some((path(p), in_file("tls_cert"))),
+            (None, None) => None,
+        };
+        let tls_key = match (&self.tls_key, &file.tls_key) {
+            (Some(p), _) => Some((p.clone(), "--tls-key".to_string())),
+            (None, Some(p)) => Some((path(p), in_file("tls_key"))),
+            (None, None) => None,
+        };
         let tls = match (tls_cert, tls_key) {
-            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (Some((cert, cert_as)), Some((key, key_as))) => Some(TlsFiles {
+                cert,
+                key,
+                given_as: (cert_as, key_as),
+            }),
             (None, None) => None,
             (Some(_), None) => return Err(usage("--tls-cert needs --tls-key (or `tls_key` in --config)")),
             (None, Some(_)) => return Err(usage("--tls-key needs --tls-cert (or `tls_cert` in --config)")),

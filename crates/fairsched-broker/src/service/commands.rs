@@ -17,6 +17,31 @@ use rusqlite::params;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// Why a worker is gone, as its next call is told (410).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// It left (`/leave`, or its own stop).
+    Left,
+    /// No call of its for longer than its lease.
+    Lapsed,
+    /// The admin evicted it (`admin worker evict`, or its organization removed).
+    Evicted,
+    /// Gone before the broker last started (why is not kept).
+    BeforeRestart,
+}
+
+impl Gone {
+    /// What the worker is told.
+    pub fn says(self) -> &'static str {
+        match self {
+            Gone::Left => "left",
+            Gone::Lapsed => "lost its lease (no call answered for longer than it)",
+            Gone::Evicted => "was evicted by the admin",
+            Gone::BeforeRestart => "was gone before the broker restarted",
+        }
+    }
+}
+
 /// A write: it becomes one step of the core.
 pub enum Write {
     Submit {
@@ -60,6 +85,7 @@ pub enum Write {
     Leave {
         worker: u64,
         org: u32,
+        why: Gone,
     },
     /// The worker takes no new task: its free slots leave now, the others
     /// as their runs end (a pilot job near the end of its wall time).
@@ -302,6 +328,7 @@ pub(super) enum PlanKind {
     Leave {
         worker: u64,
         failed: Vec<(u64, String)>,
+        why: Gone,
     },
     /// A worker that drains.
     Drain {
@@ -364,7 +391,7 @@ pub(super) fn persist(tx: &rusqlite::Transaction, plan: &Plan, now_ms: i64) -> r
                 up.execute(params![*task as i64, code, signal, why])?;
             }
         }
-        PlanKind::Leave { worker, failed } => {
+        PlanKind::Leave { worker, failed, .. } => {
             tx.execute(
                 "UPDATE workers SET state = 'gone', left_ms = ?2 WHERE id = ?1",
                 params![*worker as i64, now_ms],
@@ -724,7 +751,7 @@ impl Broker {
             }
             Write::Register { org, slots, host } => self.plan_register(org, slots, host),
             Write::Report { worker, org, body } => self.plan_report(worker, org, body),
-            Write::Leave { worker, org } => self.plan_leave(worker, org),
+            Write::Leave { worker, org, why } => self.plan_leave(worker, org, why),
             Write::Drain { worker, org } => self.plan_drain(worker, org),
             Write::HoldWorker { worker } => self.plan_hold_worker(worker),
             Write::ReleaseWorker { worker } => self.plan_release_worker(worker),
@@ -837,6 +864,7 @@ impl Broker {
                         slots,
                         last_seen: Instant::now(),
                         lost: false,
+                        gone: Gone::Left,
                         draining: false,
                         held: false,
                         capacity,
@@ -872,7 +900,7 @@ impl Broker {
                 }
                 Written::Reported(ReportReply { kill })
             }
-            PlanKind::Leave { worker, .. } => {
+            PlanKind::Leave { worker, why, .. } => {
                 // Its long poll returns now (it is gone): the worker kills its runs
                 // at once, not at its next heartbeat.
                 self.generation += 1;
@@ -880,6 +908,7 @@ impl Broker {
                     self.recent
                         .note(now.millis(), What::WorkerLeft { worker, org: w.org });
                     w.lost = true;
+                    w.gone = why;
                     for s in &w.slots {
                         self.slot_worker.remove(s);
                     }

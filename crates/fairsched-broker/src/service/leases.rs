@@ -4,7 +4,7 @@
 //! ran out.
 
 use super::submit::KEYS_KEPT;
-use super::{Broker, Plan, PlanKind, Reply, ServiceError, Worker, Write};
+use super::{Broker, Gone, Plan, PlanKind, Reply, ServiceError, Worker, Write};
 use fairsched_core::{Event, MachineId, OrgId, Phase, SlotId, TaskId};
 use fairsched_proto::wire::{
     Assignment, MEMORY_LIMIT_EXIT, Phase as WirePhase, PollReply, ReportEvent, ReportRequest, RunKey,
@@ -65,7 +65,8 @@ impl Broker {
                 "worker {worker} belongs to another organization"
             ))),
             Some(w) if w.lost => Err(ServiceError::Gone(format!(
-                "worker {worker} lost its lease: kill its tasks and register again"
+                "worker {worker} {}: kill its tasks and register again",
+                w.gone.says()
             ))),
             Some(w) => {
                 w.last_seen = Instant::now();
@@ -158,6 +159,7 @@ impl Broker {
             .map(|(&id, w)| Write::Leave {
                 worker: id,
                 org: w.org,
+                why: Gone::Lapsed,
             })
             .collect();
         out.sort_by_key(|w| match w {
@@ -375,7 +377,7 @@ impl Broker {
 
     /// A worker leaving (or lost): its runs requeued, or failed on their
     /// last allowed attempt, and its slots gone.
-    pub(super) fn plan_leave(&mut self, worker: u64, org: u32) -> Reply<Plan> {
+    pub(super) fn plan_leave(&mut self, worker: u64, org: u32, why: Gone) -> Reply<Plan> {
         match self.workers.get(&worker) {
             Some(w) if w.org == org && !w.lost => {}
             Some(w) if w.org != org => {
@@ -406,7 +408,7 @@ impl Broker {
         }
         Ok(Plan {
             events,
-            kind: PlanKind::Leave { worker, failed },
+            kind: PlanKind::Leave { worker, failed, why },
         })
     }
 

@@ -8,7 +8,7 @@ use super::satisfaction::{Satisfaction, Share};
 use super::schema::upgrade;
 use super::submit::{KEYS_KEPT, Keyed};
 use super::workflows::parent_reason;
-use super::{Broker, Counters, Counts, Held, LATENCY_BUCKETS_MS, Limits, Live_, Settings, St, Worker};
+use super::{Broker, Counters, Counts, Gone, Held, LATENCY_BUCKETS_MS, Limits, Live_, Settings, St, Worker};
 use crate::dashboard::Recent;
 use crate::live::{Live, LiveError};
 use fairsched_core::{SlotId, TaskId, WorkflowId, WorkflowRef};
@@ -169,6 +169,7 @@ impl Broker {
                         slots,
                         last_seen: now,
                         lost,
+                        gone: Gone::BeforeRestart,
                         draining,
                         held,
                         capacity: n as u32,

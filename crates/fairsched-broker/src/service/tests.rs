@@ -897,9 +897,21 @@ fn a_failed_task_says_why() {
         Some("the output phase failed (signal 9)")
     );
     // The third one loses its worker: back to the queue (run 1 of 2).
-    one(&mut b, Write::Leave { worker, org: f.org });
+    one(
+        &mut b,
+        Write::Leave {
+            worker,
+            org: f.org,
+            why: Gone::Lapsed,
+        },
+    );
     let t = state(&b, ids[2]);
     assert_eq!((t.state.as_str(), t.reason.as_deref()), ("waiting", None));
+    // Its next call is told why it is gone.
+    match b.poll(worker, f.org) {
+        Err(ServiceError::Gone(why)) => assert!(why.contains("lost its lease"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     // Run 2 of 2 loses its worker too: failed, saying why.
     let w2 = register(&mut b, &f, 1);
     assert_eq!(polled(&mut b, &f, w2).get(&ids[2]), Some(&2));
@@ -908,8 +920,13 @@ fn a_failed_task_says_why() {
         Write::Leave {
             worker: w2,
             org: f.org,
+            why: Gone::Evicted,
         },
     );
+    match b.poll(w2, f.org) {
+        Err(ServiceError::Gone(why)) => assert!(why.contains("evicted by the admin"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     let t = state(&b, ids[2]);
     assert_eq!(t.state, "failed");
     assert_eq!(

@@ -301,6 +301,7 @@ fn counts_queue_runs_and_events_follow_the_tasks() {
         Write::Leave {
             worker: w,
             org: s.alice.2,
+            why: fairsched_broker::service::Gone::Left,
         },
     );
     let v = json(&b);

@@ -148,7 +148,10 @@ fn plain_http_untrusted_clients_and_stalled_handshakes_are_refused() {
             path(&pki.key),
         ],
     );
-    refused(&o, &["--ca-cert", "key.pem: no certificate in it"]);
+    refused(
+        &o,
+        &["key.pem (--ca-cert or FAIRSCHED_CA_CERT): no certificate in it"],
+    );
 
     // A worker without the CA keeps trying, and says why in its log.
     let ca = b.ca.take();

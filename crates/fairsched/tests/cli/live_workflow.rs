@@ -365,7 +365,7 @@ command = "true"
     let json = cli(&b, &b.admin, &["status", "--tasks", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["users"][tasks["next"].user.to_string()], "alice", "{v}");
-    // A reason too long for the width is cut.
+    // A reason too long for the width goes on under its column.
     let o = crate::common::bin()
         .current_dir(&b.dir)
         .env("COLUMNS", "60")
@@ -373,7 +373,21 @@ command = "true"
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(line_of(&out, bad).ends_with('…'), "{out}");
+    let first = line_of(&out, bad);
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines.iter().position(|l| *l == first).unwrap();
+    let column = first.find("the ").unwrap_or_else(|| panic!("{out}"));
+    let more: Vec<&str> = lines[at + 1..]
+        .iter()
+        .take_while(|l| l.len() > column && l[..column].trim().is_empty())
+        .map(|l| l.trim())
+        .collect();
+    assert!(!more.is_empty(), "not wrapped:\n{out}");
+    let whole = std::iter::once(&first[column..])
+        .chain(more)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(whole, "the exec phase failed (exit 3)", "{out}");
 
     // A held task cancelled by its user: its descendants go, its parent runs on.
     let file = write(
