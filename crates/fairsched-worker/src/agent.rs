@@ -274,7 +274,10 @@ fn start_pending(shared: &Arc<Shared>, st: &mut State) {
             kill,
             generation: st.generation,
         });
-        if st.idle_runners > 0 {
+        // Every run waiting needs a runner of its own: an idle one woken
+        // (it counts as idle until it has taken the lock again), else a
+        // new one.
+        if st.ready.len() <= st.idle_runners {
             shared.work.notify_one();
             continue;
         }

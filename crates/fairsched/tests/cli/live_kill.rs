@@ -291,3 +291,33 @@ fn group_members(pgid: i32) -> Vec<i32> {
     }
     out
 }
+
+/// A worker's slots run at once even when its runner threads are idle:
+/// two tasks handed together to a worker whose one runner waits for work
+/// run side by side (each waits to see the other started), not one after
+/// the other.
+#[test]
+fn tasks_handed_together_run_side_by_side_on_idle_runners() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), "fifo", "30s");
+    broker.add_org("lab");
+    let user = broker.add_user("ann", "lab");
+    let wtoken = broker.worker_token("lab");
+    let wd = dir.path().join("wd");
+    let _worker = broker.worker("w", &wtoken, 2, &wd, "process");
+    broker.wait_slots(2);
+    // One task first: its runner thread is then idle.
+    broker.api().submit(&user, &["true".into()]);
+    broker.wait_idle(Duration::from_secs(30));
+    let meet = dir.path().join("meet");
+    std::fs::create_dir(&meet).unwrap();
+    let side = |me: &str, other: &str| {
+        format!(
+            "touch {m}/{me}; i=0; while [ ! -e {m}/{other} ]; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.05; done",
+            m = meet.display()
+        )
+    };
+    let ids = broker.api().submit(&user, &[side("a", "b"), side("b", "a")]);
+    let st = broker.wait_idle(Duration::from_secs(30));
+    assert_eq!((st.completed, st.failed), (3, 0), "{ids:?} did not meet: {st:?}");
+}
