@@ -38,6 +38,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -235,8 +236,6 @@ struct Layout {
 #[derive(Debug, Default)]
 struct Pool {
     free: Vec<Pooled>,
-    /// How many were made: the next is `run-N`.
-    made: u64,
 }
 
 /// A pooled cgroup: its directory, and its `cgroup.procs` open for
@@ -402,11 +401,10 @@ impl Cgroups {
             let pooled = match taken {
                 Some(p) => p,
                 None => {
-                    let n = {
-                        let mut pool = l.pool.lock().unwrap_or_else(PoisonError::into_inner);
-                        pool.made += 1;
-                        pool.made
-                    };
+                    // Numbered for the whole process: two `Cgroups` of one
+                    // process (tests) share the worker's directory.
+                    static MADE: AtomicU64 = AtomicU64::new(0);
+                    let n = MADE.fetch_add(1, Ordering::Relaxed) + 1;
                     let dir = parent.join(format!("run-{n}"));
                     make_dir(&dir).map_err(|e| {
                         io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
@@ -431,6 +429,7 @@ impl Cgroups {
                 made: Vec::new(),
                 enter: vec![pooled.procs],
                 pool: Some(self.clone()),
+                reuse: AtomicBool::new(true),
             });
         }
         let name = format!("task-{}-{}", key.task, key.attempt);
@@ -446,6 +445,7 @@ impl Cgroups {
             made: Vec::new(),
             enter: Vec::new(),
             pool: None,
+            reuse: AtomicBool::new(false),
         };
         for d in run.place.dirs() {
             make_dir(d)
@@ -756,8 +756,10 @@ pub(crate) struct RunCgroup {
     /// Its `cgroup.procs` files, open for writing: a run's shell enters
     /// the cgroups through them ([`enter`]).
     pub enter: Vec<OwnedFd>,
-    /// A cgroup of this pool: back in it after the run, once empty.
+    /// A cgroup of this pool: back in it after the run, once empty…
     pool: Option<Cgroups>,
+    /// …unless this was cleared ([`RunCgroup::not_reused`]).
+    reuse: AtomicBool,
 }
 
 impl RunCgroup {
@@ -794,6 +796,12 @@ impl RunCgroup {
             }
             MemoryBy::Rlimit => Ok(None),
         }
+    }
+
+    /// Not back in the pool after this run: removed instead (a process
+    /// that still has its `cgroup.procs` open then cannot enter it).
+    pub fn not_reused(&self) {
+        self.reuse.store(false, Ordering::Relaxed);
     }
 
     /// The memory limit the cgroup enforces (none: rlimits do, if any).
@@ -845,8 +853,14 @@ impl Drop for RunCgroup {
             return;
         }
         if let Some(cgroups) = self.pool.take()
+            && self.reuse.load(Ordering::Relaxed)
             && let Some(procs) = self.enter.pop()
         {
+            // What a task of the worker's own user may have set there.
+            let _ = write_file(&self.place.dir.join("cgroup.freeze"), "0");
+            if cgroups.0.memory == MemoryBy::V2 {
+                let _ = write_file(&self.place.dir.join("memory.max"), "max");
+            }
             cgroups
                 .0
                 .pool
@@ -858,6 +872,10 @@ impl Drop for RunCgroup {
                     procs,
                 });
             return;
+        }
+        // Made for this run, or of the pool but not to be used again.
+        if self.made.is_empty() {
+            self.made.push(self.place.dir.clone());
         }
         for dir in self.made.iter().rev() {
             if let Err(e) = remove_dir(dir) {

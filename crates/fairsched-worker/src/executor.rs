@@ -549,7 +549,15 @@ fn run_script_file(
     // (short scripts end fast) and up to 50 ms (a guard's end wakes it).
     let mut pause = Duration::from_millis(1);
     loop {
-        if let Some(outcome) = running.try_wait()? {
+        let ended = running.try_wait().inspect_err(|_| {
+            // The guard's end is unknown (its zygote is gone): whatever it
+            // still starts must not land in a cgroup another run gets.
+            if let Some(cg) = cgroup {
+                cg.not_reused();
+                cg.stop(Duration::ZERO);
+            }
+        })?;
+        if let Some(outcome) = ended {
             // Without a guard, what the script left goes with it (a guard
             // does this itself, for every process it left): all that is in
             // its cgroup, else what is in its group. With a guard, the

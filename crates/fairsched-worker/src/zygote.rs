@@ -257,7 +257,12 @@ impl Guards {
         enter: &[OwnedFd],
         bell: &KillHandle,
     ) -> io::Result<GuardedRun> {
-        self.zygote()?.start(spec, stdio, enter, bell)
+        let z = self.zygote()?;
+        match Arc::clone(&z).start(spec, stdio, enter, bell) {
+            // It died before it started this run: once more, on a new one.
+            Err(_) if z.lock().dead => self.zygote()?.start(spec, stdio, enter, bell),
+            r => r,
+        }
     }
 
     /// The zygote, started if there is none or it died.
@@ -341,6 +346,11 @@ impl Zygote {
             let _ = tx.send(Ok(Arc::clone(&z)));
             tracing::debug!(pid = child.id(), "task guards' zygote started");
             z.read_replies();
+            // Gone, or its socket unreadable: then it is made to end (its
+            // guards stop their runs) rather than left alive with runs
+            // this worker has given up.
+            let _ = nix::sys::socket::shutdown(z.sock.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+            let _ = child.kill();
             let status = child.wait();
             tracing::warn!(
                 ?status,
@@ -372,7 +382,10 @@ impl Zygote {
                 continue;
             };
             match f.kind {
-                b'P' => run.pid = f.number().map(Pid::from_raw),
+                b'P' => match f.number::<i32>().filter(|&p| p > 0) {
+                    Some(pid) => run.pid = Some(Pid::from_raw(pid)),
+                    None => run.failed = Some("the task guards' zygote sent no PID".into()),
+                },
                 b'F' => {
                     run.failed = Some(
                         f.next()
@@ -561,10 +574,35 @@ pub(crate) fn serve(args: Vec<OsString>) -> i32 {
     let Some(worker) = worker.to_str().and_then(|p| p.parse().ok()).map(Pid::from_raw) else {
         return fail("WORKER_PID: not a number");
     };
+    // Nothing of the worker's but the socket and stdio: a descriptor it
+    // inherited without close-on-exec would reach every task.
+    // SAFETY: closes descriptors this process does not use.
+    unsafe {
+        nix::libc::close_range(3, u32::MAX, 0);
+    }
+    // Every signal back to its default action (Rust's runtime ignores
+    // SIGPIPE; `nohup` would have SIGHUP ignored, and an ignored signal is
+    // never waited for): the guards and the shells start from that.
+    for sig in Signal::iterator() {
+        if !matches!(sig, Signal::SIGKILL | Signal::SIGSTOP) {
+            // SAFETY: no handler is installed, only the default action.
+            let _ = unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl) };
+        }
+    }
+    // SIGCHLD is read from a signalfd. The zygote ends only when the
+    // worker's end of its socket closes, or with the worker's thread
+    // (PR_SET_PDEATHSIG): a SIGTERM to all of a worker's processes (a
+    // systemd stop, Slurm's scancel) must not end it before the worker
+    // has stopped its runs (they would fail instead of going back to the
+    // queue).
     let mut sigchld = SigSet::empty();
     sigchld.add(Signal::SIGCHLD);
-    if let Err(e) = sigchld.thread_block() {
-        return fail(&format!("cannot block SIGCHLD: {e}"));
+    let mut blocked = sigchld;
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGQUIT] {
+        blocked.add(s);
+    }
+    if let Err(e) = blocked.thread_block() {
+        return fail(&format!("cannot block signals: {e}"));
     }
     #[cfg(target_os = "linux")]
     if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
@@ -711,6 +749,10 @@ pub(crate) fn serve(args: Vec<OsString>) -> i32 {
                                 unsafe { nix::libc::_exit(code) }
                             }
                             Ok(ForkResult::Parent { child }) => {
+                                // Here too (as shells do): a kill sent
+                                // right after `P` finds the guard's group
+                                // whichever of the two runs first.
+                                let _ = setpgid(child, child);
                                 guards.insert(id, child);
                                 ids.insert(child, id);
                                 Message::new(b'P', id).text(child.as_raw())
@@ -743,6 +785,10 @@ fn become_guard(
         eprintln!("fairsched task guard: {why}");
         WORKER_ERROR_EXIT
     };
+    // The zygote's blocked signals are not the guard's (it blocks its own).
+    if let Err(e) = SigSet::empty().thread_set_mask() {
+        return fail(format!("cannot unblock signals: {e}"));
+    }
     // Standard input was the socket: this closes it here.
     let stdio = nix::unistd::dup2_stdin(null)
         .and_then(|()| nix::unistd::dup2_stdout(&out))

@@ -44,8 +44,10 @@ impl Broker {
             let refused = if req.stdout.len() > 4 * OUTPUT_TAIL || req.stderr.len() > 4 * OUTPUT_TAIL {
                 Some(format!("at most the last {OUTPUT_TAIL} bytes of each stream"))
             } else if self.ended_on.get(&key) != Some(&worker) {
-                Some("not a run this worker ended (lately)".to_string())
+                Some("not a run this worker ended (lately), or sent already".to_string())
             } else {
+                // Taken now: the same run twice in one batch is stored once.
+                self.ended_on.remove(&key);
                 None
             };
             match refused {
@@ -60,6 +62,20 @@ impl Broker {
         if keep.is_empty() {
             return Ok(reply);
         }
+        let stored = self.insert_outputs(&keep);
+        if stored.is_err() {
+            // Not stored: each may be sent again.
+            for req in &keep {
+                self.ended_here(req.key(), worker);
+            }
+        }
+        stored?;
+        reply.stored = keep.len();
+        Ok(reply)
+    }
+
+    /// One transaction of `outputs`.
+    fn insert_outputs(&self, outputs: &[&OutputRequest]) -> Reply<()> {
         let conn = self.live.store().conn();
         let tx = conn.unchecked_transaction().map_err(ServiceError::unavailable)?;
         {
@@ -68,7 +84,7 @@ impl Broker {
                     "INSERT OR REPLACE INTO outputs (task, attempt, stdout, stderr, stdout_bytes, stderr_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )
                 .map_err(ServiceError::unavailable)?;
-            for req in &keep {
+            for req in outputs {
                 insert
                     .execute(params![
                         req.task as i64,
@@ -81,12 +97,7 @@ impl Broker {
                     .map_err(ServiceError::unavailable)?;
             }
         }
-        tx.commit().map_err(ServiceError::unavailable)?;
-        for req in keep {
-            self.ended_on.remove(&req.key());
-        }
-        reply.stored = outputs.len() - reply.refused.len();
-        Ok(reply)
+        tx.commit().map_err(ServiceError::unavailable)
     }
 
     /// A stream of task `id`'s output (`stderr` or not), of `attempt` or

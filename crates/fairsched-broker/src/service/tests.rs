@@ -1387,11 +1387,13 @@ fn outputs_come_in_batches_and_each_is_checked() {
         out(ended[0], "first"),
         out(running[0], "not ended"),
         out(ended[1], "second"),
+        out(ended[0], "twice in one batch"),
     ];
     let reply = b.store_outputs(w1, &batch).unwrap();
     assert_eq!(reply.stored, 2, "{reply:?}");
-    assert_eq!(reply.refused.len(), 1, "{reply:?}");
+    assert_eq!(reply.refused.len(), 2, "{reply:?}");
     assert_eq!(reply.refused[0].task, running[0]);
+    assert_eq!(reply.refused[1].task, ended[0]);
     assert!(
         reply.refused[0].why.contains("not a run this worker ended"),
         "{reply:?}"

@@ -152,6 +152,16 @@ fn a_killed_zygote_fails_its_runs_and_the_next_run_has_a_new_one() {
         std::process::id() as i32,
         "the guard is the zygote's child"
     );
+    // What a stop sends to every process of a worker (systemd, Slurm's
+    // scancel) does not end it: the worker stops its runs itself.
+    for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGQUIT] {
+        kill(Pid::from_raw(zygote), sig).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        running(zygote) && running(guard) && running(sh),
+        "a signal ended the zygote or the run"
+    );
     kill(Pid::from_raw(zygote), Signal::SIGKILL).unwrap();
     assert_eq!(run.join().unwrap(), Outcome::Exited(125));
     assert_dies("the shell of a run whose zygote died", sh, KILL_BOUND);
@@ -391,34 +401,51 @@ fn skip(test: &str, why: &str) {
 #[test]
 fn a_guarded_shell_is_in_its_run_s_cgroup_its_guard_is_not_and_no_signal_is_blocked() {
     let test = "a_guarded_shell_is_in_its_run_s_cgroup_its_guard_is_not_and_no_signal_is_blocked";
+    // Every signal at its default action in the shell, none blocked (the
+    // guard blocks some; Rust ignores SIGPIPE): a shell that sends itself
+    // one dies of it, whether it was spawned or forked (a memory rlimit
+    // takes the fork).
+    let signals = |cfg: &ExecConfig| {
+        for (sig, n) in [("TERM", 15), ("PIPE", 13), ("HUP", 1), ("INT", 2)] {
+            for memory in [None, Some(1u64 << 40)] {
+                let mut a = assignment(&format!("kill -{sig} $$; echo survived"));
+                a.memory_bytes = memory;
+                let (tx, _rx) = mpsc::channel();
+                let outcome = run_assignment(cfg, &a, &tx, &KillHandle::new());
+                let out = std::fs::read_to_string(cfg.run_dir(KEY).join("stdout")).unwrap();
+                assert_eq!(
+                    (outcome, out.as_str()),
+                    (Outcome::Signaled(n), ""),
+                    "SIG{sig}, memory limit {memory:?}, cgroups {}",
+                    cfg.cgroups.is_some()
+                );
+                std::fs::remove_dir_all(cfg.run_dir(KEY)).unwrap();
+            }
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    signals(&guarded(dir.path()));
     let cgroups = match fairsched_worker::Cgroups::setup(fairsched_worker::CgroupMode::Auto) {
         Ok(Some(cg)) => cg,
         Ok(None) => return skip(test, "no cgroup usable here"),
         Err(e) => return skip(test, &e.to_string()),
     };
-    let dir = tempfile::tempdir().unwrap();
     let mut cfg = guarded(dir.path());
     cfg.cgroups = Some(cgroups);
+    signals(&cfg);
     let (kill, run) = start(&cfg, "echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000");
     let sh = pid_in(&cfg.run_dir(KEY).join("pid"), Duration::from_secs(10));
-    let stat = std::fs::read_to_string(format!("/proc/{sh}/stat")).unwrap();
-    let guard: i32 = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let guard = parent_of(sh);
     let of = |pid: i32| fairsched_worker::cgroups_of(pid as u32).unwrap();
     let (sh_cgroups, guard_cgroups) = (of(sh), of(guard));
     kill.kill();
     assert_eq!(run.join().unwrap(), Outcome::Killed);
+    // A run's cgroup: `run-N` of the pool, or `task-ID-ATTEMPT`.
     let run_cgroup = |d: &std::path::PathBuf| {
-        d.parent()
-            .and_then(|p| p.file_name())
-            .is_some_and(|n| n.to_string_lossy().starts_with("fairsched-worker-"))
+        d.file_name().is_some_and(|n| {
+            let n = n.to_string_lossy();
+            n.starts_with("run-") || n.starts_with("task-")
+        })
     };
     assert!(
         sh_cgroups.iter().any(run_cgroup),
@@ -428,19 +455,6 @@ fn a_guarded_shell_is_in_its_run_s_cgroup_its_guard_is_not_and_no_signal_is_bloc
         !guard_cgroups.iter().any(run_cgroup),
         "the guard is in {guard_cgroups:?}"
     );
-    // A shell that starts with SIGTERM blocked (as the guard has it)
-    // survives its own `kill`.
-    for cgroups in [None, cfg.cgroups.clone()] {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = ExecConfig {
-            cgroups,
-            ..guarded(dir.path())
-        };
-        let (_, run) = start(&cfg, "kill -TERM $$; echo survived");
-        assert_eq!(run.join().unwrap(), Outcome::Signaled(15));
-        let out = std::fs::read_to_string(cfg.run_dir(KEY).join("stdout")).unwrap();
-        assert_eq!(out, "", "cgroups: {}", cfg.cgroups.is_some());
-    }
 }
 
 #[test]
