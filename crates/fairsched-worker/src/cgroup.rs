@@ -244,6 +244,9 @@ struct Pool {
 struct Pooled {
     dir: PathBuf,
     procs: OwnedFd,
+    /// Its files to set back before the next run (opened once), with the
+    /// value each is set to.
+    reset: Vec<(fs::File, &'static str)>,
 }
 
 impl Cgroups {
@@ -417,7 +420,19 @@ impl Cgroups {
                         .open()?
                         .pop()
                         .ok_or_else(|| io::Error::other("no cgroup.procs"))?;
-                    Pooled { dir, procs }
+                    // What a task of the worker's own user may set there.
+                    let mut settings = vec![("cgroup.freeze", "0")];
+                    if l.memory == MemoryBy::V2 {
+                        settings.push(("memory.max", "max"));
+                    }
+                    let reset = settings
+                        .into_iter()
+                        .filter_map(|(file, value)| {
+                            let f = fs::OpenOptions::new().write(true).open(dir.join(file)).ok()?;
+                            Some((f, value))
+                        })
+                        .collect();
+                    Pooled { dir, procs, reset }
                 }
             };
             return Ok(RunCgroup {
@@ -428,6 +443,7 @@ impl Cgroups {
                 memory: None,
                 made: Vec::new(),
                 enter: vec![pooled.procs],
+                reset: pooled.reset,
                 pool: Some(self.clone()),
                 reuse: AtomicBool::new(true),
             });
@@ -444,6 +460,7 @@ impl Cgroups {
             memory: None,
             made: Vec::new(),
             enter: Vec::new(),
+            reset: Vec::new(),
             pool: None,
             reuse: AtomicBool::new(false),
         };
@@ -756,6 +773,8 @@ pub(crate) struct RunCgroup {
     /// Its `cgroup.procs` files, open for writing: a run's shell enters
     /// the cgroups through them ([`enter`]).
     pub enter: Vec<OwnedFd>,
+    /// A pooled cgroup's files to set back before its next run.
+    reset: Vec<(fs::File, &'static str)>,
     /// A cgroup of this pool: back in it after the run, once empty…
     pool: Option<Cgroups>,
     /// …unless this was cleared ([`RunCgroup::not_reused`]).
@@ -857,9 +876,9 @@ impl Drop for RunCgroup {
             && let Some(procs) = self.enter.pop()
         {
             // What a task of the worker's own user may have set there.
-            let _ = write_file(&self.place.dir.join("cgroup.freeze"), "0");
-            if cgroups.0.memory == MemoryBy::V2 {
-                let _ = write_file(&self.place.dir.join("memory.max"), "max");
+            for (f, value) in &self.reset {
+                use std::os::unix::fs::FileExt;
+                let _ = f.write_at(value.as_bytes(), 0);
             }
             cgroups
                 .0
@@ -870,6 +889,7 @@ impl Drop for RunCgroup {
                 .push(Pooled {
                     dir: std::mem::take(&mut self.place.dir),
                     procs,
+                    reset: std::mem::take(&mut self.reset),
                 });
             return;
         }
