@@ -264,6 +264,15 @@ impl Store {
         if !path.exists() {
             return Err(StoreError::NotInitialized(path.to_path_buf()));
         }
+        // Not an SQLite file at all: said before its mode is touched.
+        let mut head = [0u8; 16];
+        let read = std::fs::File::open(path).and_then(|mut f| {
+            use std::io::Read;
+            f.read(&mut head)
+        });
+        if read.is_ok_and(|n| n < head.len() || &head != b"SQLite format 3\0") {
+            return Err(StoreError::NotInitialized(path.to_path_buf()));
+        }
         private(path, false)?;
         let conn = Store::connect(path)?;
         let mut s = Store {

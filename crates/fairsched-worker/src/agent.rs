@@ -783,7 +783,8 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
             }
             Err(CallError::Gone(why)) => {
                 let mut st = shared.lock();
-                if st.generation == session.generation {
+                // Stopping, this worker left itself: nothing to say.
+                if st.generation == session.generation && st.stop.is_none() {
                     tracing::warn!(
                         worker = session.worker,
                         "gone ({why}): killing every run, registering again"
@@ -987,7 +988,8 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
             }
             Err(CallError::Gone(why)) => {
                 let mut st = shared.lock();
-                if st.generation == session.generation {
+                // Stopping, this worker left itself: nothing to say.
+                if st.generation == session.generation && st.stop.is_none() {
                     tracing::warn!(
                         worker = session.worker,
                         "gone ({why}): killing every run, registering again"

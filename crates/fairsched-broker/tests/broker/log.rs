@@ -213,11 +213,19 @@ fn bad_files_are_named() {
         "not a database, just some text that is long enough ".repeat(20),
     )
     .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o644)).unwrap();
     let e = Live::open(&text, &fairsched_core::Registry::builtin())
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("notes.txt"), "{e}");
+    assert!(
+        e.contains("notes.txt") && e.contains("no fairsched database"),
+        "{e}"
+    );
+    // Not a database: its mode is not touched.
+    let mode = std::fs::metadata(&text).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
 
     let db = dir.path().join("x.db");
     drop(Live::create(&db, &Config::default(), &fairsched_core::Registry::builtin()).unwrap());
