@@ -94,6 +94,8 @@ pub enum StoreError {
     NotInitialized(PathBuf),
     #[error("{0}: already initialized")]
     AlreadyInitialized(PathBuf),
+    #[error("{0}: not a database (not an SQLite file), left as it is")]
+    NotSqlite(PathBuf),
     #[error("{path}: schema version {found}, this fairsched reads version {SCHEMA_VERSION}")]
     Schema { path: PathBuf, found: i64 },
     #[error("{path}: step {seq}: {reason}")]
@@ -271,7 +273,7 @@ impl Store {
             f.read(&mut head)
         });
         if read.is_ok_and(|n| n < head.len() || &head != b"SQLite format 3\0") {
-            return Err(StoreError::NotInitialized(path.to_path_buf()));
+            return Err(StoreError::NotSqlite(path.to_path_buf()));
         }
         private(path, false)?;
         let conn = Store::connect(path)?;

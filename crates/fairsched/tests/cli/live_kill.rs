@@ -54,19 +54,26 @@ fn submit(broker: &Broker, token: &str, command: &str, optional: bool) -> u64 {
     v["ids"][0].as_u64().unwrap()
 }
 
+/// A broker (policy `order`, a 30 s lease), its user `ann` of `lab`, and
+/// a worker of `slots` slots running processes in `dir/wd`, registered.
+fn lab(dir: &Path, order: &str, slots: u32) -> (Broker, String, std::path::PathBuf, crate::common::Proc) {
+    let broker = Broker::start(dir, order, "30s");
+    broker.add_org("lab");
+    let user = broker.add_user("ann", "lab");
+    let wtoken = broker.worker_token("lab");
+    let wd = dir.join("wd");
+    let worker = broker.worker("w", &wtoken, slots, &wd, "process");
+    broker.wait_slots(u64::from(slots));
+    (broker, user, wd, worker)
+}
+
 /// Writes `$$` (the shell, which becomes `sleep`) to `pid`, then sleeps.
 const SLEEPER: &str = "echo $$ > pid.tmp && mv pid.tmp pid && exec sleep";
 
 #[test]
 fn a_cancelled_task_dies_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
-    broker.wait_slots(1);
+    let (broker, user, wd, mut worker) = lab(dir.path(), "fifo", 1);
 
     let id = submit(&broker, &user, &format!("{SLEEPER} 60"), false);
     let pid = pids(&wd.join(format!("task-{id}-1/pid")), Duration::from_secs(30))[0];
@@ -93,13 +100,7 @@ fn a_cancelled_task_dies_at_once() {
 #[test]
 fn a_preempted_optional_task_dies_at_once_and_runs_again_later() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "diet-ethic", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 1, &wd, "process");
-    broker.wait_slots(1);
+    let (broker, user, wd, mut worker) = lab(dir.path(), "diet-ethic", 1);
 
     let opt = submit(&broker, &user, &format!("{SLEEPER} 30"), true);
     let pid = pids(&wd.join(format!("task-{opt}-1/pid")), Duration::from_secs(30))[0];
@@ -161,13 +162,7 @@ fn a_preempted_optional_task_dies_at_once_and_runs_again_later() {
 #[test]
 fn every_process_of_a_task_dies_with_its_sigkilled_worker() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 2, &wd, "process");
-    broker.wait_slots(2);
+    let (broker, user, wd, mut worker) = lab(dir.path(), "fifo", 2);
 
     // A shell, two background jobs (one a pipeline), a foreground sleep.
     let script = "sleep 60 & a=$!; sleep 60 | sleep 60 & b=$!; \
@@ -226,13 +221,7 @@ fn every_process_of_a_task_dies_with_its_sigkilled_worker() {
 #[test]
 fn a_task_ends_as_its_shell_did_through_the_guard() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let mut worker = broker.worker("w", &wtoken, 2, &wd, "process");
-    broker.wait_slots(2);
+    let (broker, user, wd, mut worker) = lab(dir.path(), "fifo", 2);
     let ids = broker.api().submit(
         &user,
         &[
@@ -299,13 +288,7 @@ fn group_members(pgid: i32) -> Vec<i32> {
 #[test]
 fn tasks_handed_together_run_side_by_side_on_idle_runners() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::start(dir.path(), "fifo", "30s");
-    broker.add_org("lab");
-    let user = broker.add_user("ann", "lab");
-    let wtoken = broker.worker_token("lab");
-    let wd = dir.path().join("wd");
-    let _worker = broker.worker("w", &wtoken, 2, &wd, "process");
-    broker.wait_slots(2);
+    let (broker, user, _wd, _worker) = lab(dir.path(), "fifo", 2);
     // One task first: its runner thread is then idle.
     broker.api().submit(&user, &["true".into()]);
     broker.wait_idle(Duration::from_secs(30));

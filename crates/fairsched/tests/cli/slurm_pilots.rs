@@ -138,7 +138,7 @@ fn marked(n: usize, secs: u32, started: &Path, done: &Path) -> Vec<String> {
     (0..n)
         .map(|i| {
             format!(
-                "echo \"{i} $SLURM_JOB_ID\" >> {s}; sleep {secs}; echo \"{i} $SLURM_JOB_ID\" >> {d}",
+                "echo \"{i} $SLURM_JOB_ID\" >> {s}; sleep {secs}; echo \"{i} $SLURM_JOB_ID $(date +%s.%N)\" >> {d}",
                 s = started.display(),
                 d = done.display()
             )
@@ -146,13 +146,15 @@ fn marked(n: usize, secs: u32, started: &Path, done: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Lines `TASK JOB` a task command appended to `file`.
+/// Lines `TASK JOB` a task command appended to `file` (a `done` line
+/// also has the time it was written: [`done_at`]).
 fn marks(file: &Path) -> Vec<(usize, u64)> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
         .lines()
         .map(|l| {
-            let (t, j) = l.split_once(' ').unwrap_or_else(|| panic!("bad line {l:?}"));
+            let mut f = l.split(' ');
+            let (t, j) = f.next().zip(f.next()).unwrap_or_else(|| panic!("bad line {l:?}"));
             (
                 t.parse().unwrap(),
                 j.trim()
@@ -270,6 +272,18 @@ fn five_hundred_tasks_of_two_users_run_once_on_pilots_with_fair_share() {
     }
 }
 
+/// When task `t` wrote its `done` line (seconds since the epoch).
+fn done_at(file: &Path, t: usize) -> f64 {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.first()?.parse::<usize>().ok()? == t).then(|| f.get(2)?.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no time in the done line of task {t}"))
+}
+
 #[test]
 fn a_pilot_cancelled_with_scancel_mid_task_loses_nothing() {
     if !slurm_up() {
@@ -314,6 +328,10 @@ fn a_pilot_cancelled_with_scancel_mid_task_loses_nothing() {
         || (api.status(&broker.admin).slots == 2).then_some(()),
     );
     let left_after = cancelled_at.elapsed();
+    let left_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
     let status = broker.wait_idle(Duration::from_secs(120));
     assert_eq!(status.waiting + status.running, 0);
     let tasks = broker.tasks();
@@ -336,9 +354,17 @@ fn a_pilot_cancelled_with_scancel_mid_task_loses_nothing() {
         "each task finished exactly once: {finished:?}"
     );
     assert_eq!(finished_set, (0..TASKS).collect());
+    // Those it ran when cancelled either ended before its worker left
+    // (on a busy machine the cancel takes its time: a task may end
+    // meanwhile) or ran again elsewhere; none ended there after.
     for &(t, j) in &finished {
-        if cut.contains(&t) {
-            assert_ne!(j, victim, "task {t} finished on the cancelled pilot");
+        if cut.contains(&t) && j == victim {
+            let at = done_at(&done, t);
+            assert!(
+                at < left_at,
+                "task {t} finished on the cancelled pilot {:.2} s after its worker left",
+                at - left_at
+            );
         }
     }
     let attempts: BTreeMap<u64, u32> = tasks.iter().map(|t| (t.id, t.attempts)).collect();
