@@ -393,9 +393,9 @@ fn spawn_sh(file: &OsStr, env: &[(OsString, OsString)], watched: &SigSet) -> Res
     let why = |e: nix::Error| format!("cannot start sh: {e}");
     let mut attr = PosixSpawnAttr::init().map_err(why)?;
     attr.set_sigmask(&SigSet::empty()).map_err(why)?;
-    // The zygote set every signal to its default action; the guard only
-    // blocks `watched` (and posix_spawn resets one signal per call, a
-    // system call each).
+    // The zygote set every signal to its default action and the guard
+    // changes none: `watched` alone is reset (the child makes one system
+    // call per signal reset).
     attr.set_sigdefault(watched).map_err(why)?;
     attr.set_flags(PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF)
         .map_err(why)?;
