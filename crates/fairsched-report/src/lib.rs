@@ -21,4 +21,4 @@ pub mod timeline;
 pub use batsim::{BATSIM_COLUMNS, BatsimJobs};
 pub use files::{FileError, OutDir, OutError, PartialCleaner, RunDir, write_atomic};
 pub use table::{Align, Table, fixed};
-pub use tasks_csv::{TASK_COLUMNS, TasksCsv};
+pub use tasks_csv::{TASK_COLUMNS, TaskColumns, TasksCsv};

@@ -231,6 +231,68 @@ impl<W: Write + Send + 'static> TasksCsv<W> {
     }
 }
 
+/// `tasks.csv`'s rows as typed columns in memory, in the file's row order
+/// (what the Python package hands to Arrow, with no text in between).
+/// Times are seconds; `None` where the file has an empty cell; `bsld` is
+/// the unrounded value the file prints with four decimals.
+#[derive(Debug, Default)]
+pub struct TaskColumns {
+    pub task: Vec<u64>,
+    pub job: Vec<u64>,
+    pub user: Vec<i64>,
+    pub org: Vec<u32>,
+    pub machine: Vec<Option<u32>>,
+    pub slot: Vec<Option<u32>>,
+    pub slots: Vec<u32>,
+    pub submit: Vec<f64>,
+    pub start: Vec<Option<f64>>,
+    pub end: Vec<f64>,
+    pub wait: Vec<Option<f64>>,
+    pub response: Vec<f64>,
+    pub bsld: Vec<Option<f64>>,
+    pub outcome: Vec<&'static str>,
+    pub attempts: Vec<u32>,
+    pub log_status: Vec<Option<i8>>,
+}
+
+impl TaskColumns {
+    /// Rows collected.
+    pub fn len(&self) -> usize {
+        self.task.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.task.is_empty()
+    }
+    fn push(&mut self, r: &Row) {
+        let s = |t: Time| t.millis() as f64 / 1000.0;
+        self.task.push(r.task);
+        self.job.push(r.job);
+        self.user.push(r.user);
+        self.org.push(r.org);
+        self.machine.push(r.machine);
+        self.slot.push(r.slot);
+        self.slots.push(r.slots);
+        self.submit.push(s(r.submit));
+        self.start.push(r.start.map(s));
+        self.end.push(s(r.end));
+        self.wait.push(r.start.map(|t| s(t - r.submit)));
+        self.response.push(s(r.end - r.submit));
+        self.bsld.push(r.bsld);
+        self.outcome.push(r.outcome.name());
+        self.attempts.push(r.starts);
+        self.log_status.push(r.log_status);
+    }
+}
+
+impl Observer for TaskColumns {
+    fn on_task(&mut self, rec: &EndRecord, meta: &TaskMeta) {
+        self.push(&Row::of(rec, meta));
+    }
+    fn wants_steps(&self) -> bool {
+        false
+    }
+}
+
 fn int(s: &mut Vec<u8>, v: impl itoa::Integer) {
     s.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }

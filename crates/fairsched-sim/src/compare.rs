@@ -54,6 +54,32 @@ pub struct Comparison {
     pub batsim_jobs: Option<PathBuf>,
     /// The demo (no policy given): said, with a note on rigid jobs.
     pub demo: bool,
+    /// Sees each run beside its files (a binding's tables in memory).
+    pub tap: Option<std::sync::Arc<dyn Tap>>,
+}
+
+/// What sees each run of a comparison besides its files: the Python
+/// package's tables, built from the same observations as the files.
+pub trait Tap: Send + Sync {
+    /// An observer of run `index` (in policy order) named `name`. A run
+    /// started again (a log found out of order) gets a new one.
+    fn run(&self, index: usize, name: &str) -> Box<dyn TapRun>;
+}
+
+/// One run's part of a [`Tap`].
+pub trait TapRun: Observer + Send {
+    /// The run ended well: its summary, metrics, and its organizations'
+    /// processors, names and utilities (as `orgs.csv` has them).
+    fn finish(self: Box<Self>, run: TapDone<'_>);
+}
+
+/// What a finished run hands its [`TapRun`].
+pub struct TapDone<'a> {
+    pub summary: &'a Summary,
+    pub metrics: &'a fairsched_core::metrics::Metrics,
+    pub per_org: &'a [u32],
+    pub names: &'a [String],
+    pub utility: Option<&'a [OrgUtility]>,
 }
 
 /// Progress bars of the runs of a comparison (a terminal's).
@@ -636,9 +662,16 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         let mut runs_csv = RunsCsv::default();
         let mut bar = bars.bar(&r.name, from, span);
         let mut schedule = schedule_files.recorders(r.config.split_parallel);
+        let mut tap = c.tap.as_ref().map(|t| {
+            let index = sweep.runs.iter().position(|x| std::ptr::eq(x, r)).unwrap_or(0);
+            t.run(index, &r.name)
+        });
         let done = {
             let mut observers: Vec<&mut dyn Observer> = vec![&mut csv, &mut runs_csv, bar.as_mut()];
             schedule.add_to(&mut observers);
+            if let Some(t) = tap.as_mut() {
+                observers.push(t.as_mut());
+            }
             r.config.execute(scan, &mut Fanout(observers))
         };
         bar.finish();
@@ -693,6 +726,15 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
             utility.as_deref(),
             &summary,
         )?;
+        if let Some(t) = tap {
+            t.finish(TapDone {
+                summary: &summary,
+                metrics: &done.metrics,
+                per_org: &summary.platform.per_org,
+                names: &names,
+                utility: utility.as_deref(),
+            });
+        }
         let files = run_dir.commit()?;
         Ok(RunDone {
             summary,

@@ -278,6 +278,7 @@ pub fn run(mut a: Args, registry: &Registry) -> anyhow::Result<()> {
         swf_out: a.swf_out.clone(),
         batsim_jobs: a.batsim_jobs.clone(),
         demo,
+        tap: None,
     };
     let done = fairsched_sim::compare::run(&c, early_out, &host)?;
     sayln!();

@@ -179,6 +179,7 @@ fn an_out_of_tree_policy_runs_in_simulate_beside_fcfs() {
         swf_out: None,
         batsim_jobs: None,
         demo: false,
+        tap: None,
     };
     let done = compare::run(&c, None, &Quiet).unwrap();
     let names: Vec<&str> = done.summaries.iter().map(|s| s.policy.as_str()).collect();
