@@ -166,10 +166,8 @@ fn cast_to(col: &ArrayRef, want: &DataType) -> Result<ArrayRef, ArrowError> {
                 Some(x.value(i).to_string())
             } else if let Some(x) = a.downcast_ref::<Float64Array>() {
                 Some(x.value(i).to_string())
-            } else if let Some(x) = a.downcast_ref::<StringArray>() {
-                Some(x.value(i).to_string())
             } else {
-                None
+                a.downcast_ref::<StringArray>().map(|x| x.value(i).to_string())
             }
         })
         .collect();

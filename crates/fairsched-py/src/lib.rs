@@ -168,9 +168,12 @@ fn unregister(name: &str) -> PyResult<bool> {
     Ok(list.len() != before)
 }
 
+/// A policy: kind, name, what it reads, doc, registered from Python.
+type PolicyRow = (String, String, String, String, bool);
+
 /// Every policy: (kind, name, reads, doc, python).
 #[pyfunction]
-fn policies() -> PyResult<Vec<(String, String, String, String, bool)>> {
+fn policies() -> PyResult<Vec<PolicyRow>> {
     let r = registry()?;
     let py_names: Vec<&'static str> = REGISTERED
         .lock()
@@ -932,6 +935,7 @@ fn sweep_prepare(
         part_command,
         command,
     };
+    #[allow(clippy::too_many_arguments)]
     fn go<E: Experiment>(
         py: Python<'_>,
         paper: &str,
@@ -1014,6 +1018,7 @@ fn experiment(
     let registry = registry()?;
     let host = new_host(false, command);
     let progress_state = host.progress.clone();
+    #[allow(clippy::too_many_arguments)]
     fn go<E: Experiment + 'static>(
         py: Python<'_>,
         v: serde_json::Value,
