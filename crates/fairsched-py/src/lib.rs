@@ -418,6 +418,21 @@ fn new_host(show: bool, command: String) -> Arc<PyHost> {
     })
 }
 
+/// Where a run writes: `out`, or a temporary folder (removed when the
+/// returned guard is dropped) when the caller keeps no files.
+fn out_folder(out: &Option<PathBuf>) -> PyResult<(PathBuf, Option<tempfile::TempDir>)> {
+    match out {
+        Some(p) => Ok((p.clone(), None)),
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("fairsched-py-")
+                .tempdir()
+                .map_err(|e| FairschedError::new_err(format!("a temporary folder: {e}")))?;
+            Ok((t.path().join("out"), Some(t)))
+        }
+    }
+}
+
 // ---------------------------------------------------------------- simulate
 
 /// One run's tables, filled by the tap.
@@ -729,18 +744,7 @@ fn simulate(
         phi,
         registry,
     };
-    let temp = match &out {
-        Some(_) => None,
-        None => Some(
-            tempfile::Builder::new()
-                .prefix("fairsched-py-")
-                .tempdir()
-                .map_err(|e| FairschedError::new_err(format!("a temporary folder: {e}")))?,
-        ),
-    };
-    let out_dir = out
-        .clone()
-        .unwrap_or_else(|| temp.as_ref().map(|t| t.path().join("out")).unwrap_or_default());
+    let (out_dir, temp) = out_folder(&out)?;
     let tables = Arc::new(Tables {
         runs: Mutex::new(Vec::new()),
     });
@@ -1034,18 +1038,7 @@ fn experiment(
         E::Summary: Send + 'static,
     {
         let args = typed_args::<E>(paper, v)?;
-        let temp = match &out {
-            Some(_) => None,
-            None => Some(
-                tempfile::Builder::new()
-                    .prefix("fairsched-py-")
-                    .tempdir()
-                    .map_err(|e| FairschedError::new_err(format!("a temporary folder: {e}")))?,
-            ),
-        };
-        let dir = out
-            .clone()
-            .unwrap_or_else(|| temp.as_ref().map(|t| t.path().join("out")).unwrap_or_default());
+        let (dir, temp) = out_folder(&out)?;
         let h = host.clone();
         let done = run_waiting(py, progress_state, progress, move || {
             run_local::<E>(&args, &dir, force, &registry, &*h)
