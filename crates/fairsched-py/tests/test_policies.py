@@ -166,3 +166,37 @@ def test_the_runs_generator_is_seeded():
         assert draws != first
     finally:
         fairsched.unregister("py-random")
+
+
+def test_allocate_and_control_policies_written_in_python():
+    calls = {"allocate": 0, "react": 0, "timers": 0}
+
+    @fairsched.allocate("py-first-machine")
+    class FirstMachine:
+        def allocate(self, view, task):
+            calls["allocate"] += 1
+            assert task.estimate is None and view.machine_count == 2
+            # The first machine with room for the task at all.
+            return 0 if view.machine(0).capacity >= task.slots else 1
+
+    @fairsched.control("py-small-first")
+    class SmallFirst:
+        def react(self, view, notices, timers):
+            calls["react"] += 1
+            calls["timers"] += len(timers)
+            prios = {n.task: -view.task(n.task).slots for n in notices
+                     if n.kind == "queued" and view.task(n.task) is not None}
+            return prios, [(view.now + 3600, 1)] if calls["react"] == 1 else []
+
+    try:
+        r = fairsched.simulate(policies=["priority"], allocate="py-first-machine", control="py-small-first",
+                               machines=[64, 36], window=(600_000, 2_000_000), progress=False)
+    finally:
+        fairsched.unregister("py-first-machine")
+        fairsched.unregister("py-small-first")
+    t = r.tasks
+    assert calls["allocate"] == len(t) > 100
+    assert calls["react"] > 100 and calls["timers"] == 1
+    # Every task that fits machine 0 went there.
+    assert set(t[t["slots"] <= 64]["machine"]) == {0}
+    assert r.summary["control"] == "py-small-first"
