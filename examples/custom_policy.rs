@@ -231,6 +231,7 @@ fn compare(registry: &Registry, out: &Path) -> Res<()> {
         swf_out: None,
         batsim_jobs: None,
         demo: false,
+        tap: None,
     };
     let done = fairsched_sim::compare::run(&c, None, &Quiet)?;
     println!(
