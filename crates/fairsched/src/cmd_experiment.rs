@@ -222,6 +222,11 @@ pub struct PffpArgs {
     /// mean and median Hurst estimate of Workload A's run times.
     #[arg(long)]
     fitted: bool,
+    /// Comparisons: also print the degradation of each strategy's mean ρ
+    /// and mean t_w over the weeks against the best mean, beside the
+    /// spec's mean of per-week ratios.
+    #[arg(long)]
+    ratio_of_means: bool,
     /// Master seed (the weeks drawn, Rand's choices, Test 5's utilisations).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
@@ -339,6 +344,7 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 fitted: a.fitted,
                 seed: a.seed,
                 with: a.common.with.clone(),
+                ratio_of_means: a.ratio_of_means,
             };
             drive::<pffp::experiment::Pffp>(args, &a.common, registry)
         }

@@ -173,6 +173,35 @@ pub fn degradation(strategies: &[String], values: &[Vec<[f64; 2]>]) -> Degradati
     }
 }
 
+/// The other reading of degradation (issue 28): each strategy's mean ρ
+/// and mean t_w over the instances, against the best strategy's mean, in
+/// percent; then the mean of the two metrics, ranked. The spec's
+/// [`degradation`] averages per-instance ratios instead, so a few
+/// instances with a near-0 best weigh as much as any other; here each
+/// instance weighs by its size. The medians are those of the per-instance
+/// ratios, unchanged; `counted` is the instances averaged.
+pub fn degradation_of_means(strategies: &[String], values: &[Vec<[f64; 2]>]) -> Degradation {
+    let n = strategies.len();
+    let k = values.len().max(1) as f64;
+    let means: Vec<[f64; 2]> = (0..n)
+        .map(|s| {
+            let sum = |m: usize| values.iter().map(|inst| inst[s][m]).sum::<f64>() / k;
+            [sum(0), sum(1)]
+        })
+        .collect();
+    let per_week = degradation(strategies, values);
+    let mut d = degradation(strategies, &[means]);
+    for (r, w) in d.rows.iter_mut().zip(&per_week.rows) {
+        r.rho_median = w.rho_median;
+        r.wait_median = w.wait_median;
+    }
+    // The means are one comparison: every instance counts, unless the
+    // best mean is 0 while another is not (`left_out` is then 1).
+    let all = values.len() as u32;
+    d.counted = [0, 1].map(|m| if d.left_out[m] > 0 { 0 } else { all });
+    d
+}
+
 /// The median (mean of the two middle values; 0 when empty).
 fn median(x: &mut [f64]) -> f64 {
     x.sort_by(f64::total_cmp);
@@ -266,6 +295,31 @@ mod tests {
         assert_eq!((d.counted, d.left_out), ([2, 1], [0, 1]));
         let ranks: Vec<u32> = d.rows.iter().map(|r| r.rank).collect();
         assert_eq!(ranks, vec![1, 1, 3]);
+    }
+
+    /// Two weeks on which the two readings rank A and B in opposite
+    /// orders. Week 1 is short: ρ = (1, 2), t_w = (10, 20); week 2 long:
+    /// ρ = (20, 12), t_w = (200, 120).
+    /// Per-week ratios: A (0 + 66.67)/2 = 33.33, B (100 + 0)/2 = 50 on
+    /// both metrics: A first.
+    /// Means: ρ (10.5, 7), t_w (105, 70): A 50 %, B 0 %: B first.
+    #[test]
+    fn the_ratio_of_means_can_reverse_the_mean_of_ratios() {
+        let names: Vec<String> = ["A", "B"].map(String::from).to_vec();
+        let values = vec![vec![[1.0, 10.0], [2.0, 20.0]], vec![[20.0, 200.0], [12.0, 120.0]]];
+        let ratios = degradation(&names, &values);
+        let means = degradation_of_means(&names, &values);
+        let ranks = |d: &Degradation| d.rows.iter().map(|r| r.rank).collect::<Vec<_>>();
+        assert_eq!(ranks(&ratios), vec![1, 2]);
+        assert_eq!(ranks(&means), vec![2, 1]);
+        assert!((ratios.rows[0].rho - 200.0 / 6.0).abs() < 1e-9);
+        assert_eq!(ratios.rows[1].rho, 50.0);
+        assert!((means.rows[0].rho - 50.0).abs() < 1e-9);
+        assert!((means.rows[0].wait - 50.0).abs() < 1e-9);
+        assert_eq!((means.rows[1].rho, means.rows[1].wait), (0.0, 0.0));
+        assert_eq!(means.counted, [2, 2]);
+        // The medians stay those of the per-week ratios.
+        assert_eq!(means.rows[1].rho_median, ratios.rows[1].rho_median);
     }
 
     #[test]

@@ -38,6 +38,11 @@ pub struct Args {
     pub seed: u64,
     /// Allocate policies added to the comparison (Tests 2, 4, 5).
     pub with: Vec<PolicySpec>,
+    /// Comparisons: also the degradation read as each strategy's mean ρ
+    /// and mean t_w against the best mean (beside the spec's mean of
+    /// per-week ratios). Defaults to false so older sweep files read.
+    #[serde(default)]
+    pub ratio_of_means: bool,
 }
 
 impl Args {
@@ -53,6 +58,7 @@ impl Args {
             fitted: false,
             seed: 0,
             with: Vec::new(),
+            ratio_of_means: false,
         }
     }
 }
@@ -125,6 +131,9 @@ fn test_of(a: &Args, registry: &Registry) -> Result<Test, SimError> {
 #[derive(Serialize)]
 pub struct LogMeta {
     pub name: String,
+    /// The version the paper's Table 2 ran, and its jobs (None for a log
+    /// the paper does not name).
+    pub paper_version: Option<(&'static str, u64)>,
     pub path: String,
     pub clock: String,
     pub clock_note: Option<String>,
@@ -148,6 +157,9 @@ pub struct Summary {
     pub instances: Vec<Instance>,
     /// Comparisons: degradation (%) per strategy, with the paper's.
     pub degradation: Option<Degradation>,
+    /// `ratio_of_means`: the degradation of the mean metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degradation_of_means: Option<Degradation>,
     pub paper_degradation: Option<Vec<PaperRow>>,
     /// Grids: mean ρ and t_w per setting, with the paper's ρ.
     pub grid: Option<Vec<Cell>>,
@@ -368,6 +380,23 @@ impl Experiment for Pffp {
                 a.with.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
             ));
         }
+        let versions: Vec<(String, String, usize)> = logs
+            .iter()
+            .map(|l| {
+                (
+                    l.name.clone(),
+                    log_name(std::path::Path::new(&l.path)),
+                    l.jobs.len(),
+                )
+            })
+            .collect();
+        let versions: Vec<(&str, &str, usize)> = versions
+            .iter()
+            .map(|(n, v, j)| (n.as_str(), v.as_str(), *j))
+            .collect();
+        if let Some(n) = paper::log_versions_note(&versions) {
+            notes.push(n);
+        }
         for l in &logs {
             if let Some(n) = &l.clock_note {
                 notes.push(format!("{}: {n}", l.name));
@@ -390,6 +419,10 @@ impl Experiment for Pffp {
             Kind::Compare(_) => (Some(super::degradations(&rows, &test)), None),
             Kind::Grid { .. } => (None, Some(super::cells(&rows, &test))),
         };
+        let of_means = match &test.kind {
+            Kind::Compare(_) if a.ratio_of_means => Some(super::degradations_of_means(&rows, &test)),
+            _ => None,
+        };
         // The tables printed (and kept in tables.json).
         let printed: Vec<Table> = match (&deg, &cells) {
             (Some(d), _) => {
@@ -397,7 +430,19 @@ impl Experiment for Pffp {
                 for n in &notes {
                     t.note(n.clone());
                 }
-                vec![t]
+                let mut out = vec![t];
+                if let Some(m) = &of_means {
+                    let mut t = degradation_table(m, a.test, &head)
+                        .title(format!("{head}: degradation of the mean ρ and mean t_w over the weeks against the best strategy's (--ratio-of-means)"));
+                    t.notes.clear();
+                    t.note(
+                        "Each strategy's ρ and t_w averaged over the weeks first, then divided by the best \
+                         strategy's average; the table above (the spec's reading) averages per-week ratios."
+                            .to_string(),
+                    );
+                    out.push(t);
+                }
+                out
             }
             (None, Some(c)) => grid_tables(c, a.test, grid_h, &head, &notes),
             (None, None) => Vec::new(),
@@ -432,7 +477,11 @@ impl Experiment for Pffp {
         files.push((TABLES_JSON.into(), Body::Bytes(tables_json(&printed))));
         files.push(("summary.json".into(), Body::Summary));
         let text = match (&deg, &cells) {
-            (Some(_), _) => format!("{}\n", printed[0].to_text()),
+            (Some(_), _) => printed
+                .iter()
+                .map(|t| format!("{}\n", t.to_text()))
+                .collect::<Vec<_>>()
+                .join("\n"),
             (None, Some(_)) => format!("{}\n", grid_text(&printed, &notes)),
             (None, None) => String::new(),
         };
@@ -447,6 +496,10 @@ impl Experiment for Pffp {
             logs: logs
                 .iter()
                 .map(|l| LogMeta {
+                    paper_version: paper::TABLE2_LOGS
+                        .iter()
+                        .find(|p| p.0.eq_ignore_ascii_case(&l.name))
+                        .map(|p| (p.1, p.2)),
                     name: l.name.clone(),
                     path: l.path.clone(),
                     clock: l.clock.clone(),
@@ -470,6 +523,7 @@ impl Experiment for Pffp {
                     .collect()
             }),
             degradation: deg,
+            degradation_of_means: of_means,
             grid: cells,
             missing_estimates: missing,
             fitted: test.fitted.clone(),

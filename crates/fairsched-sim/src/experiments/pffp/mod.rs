@@ -24,7 +24,7 @@ pub mod analysis;
 pub mod experiment;
 pub mod paper;
 
-use self::analysis::{Degradation, MetricsAcc, RunMetrics, degradation};
+use self::analysis::{Degradation, MetricsAcc, RunMetrics, degradation, degradation_of_means};
 use crate::TraceInput;
 use crate::engine::{Arrival, Simulation};
 use crate::errors::SimError;
@@ -745,6 +745,12 @@ pub fn values(rows: &[Row], strategies: usize) -> Vec<Vec<[f64; 2]>> {
 pub fn degradations(rows: &[Row], test: &Test) -> Degradation {
     let labels: Vec<String> = test.strategies().into_iter().map(|s| s.0).collect();
     degradation(&labels, &values(rows, labels.len()))
+}
+
+/// The degradation of a comparison's mean metrics (the ratio of means).
+pub fn degradations_of_means(rows: &[Row], test: &Test) -> Degradation {
+    let labels: Vec<String> = test.strategies().into_iter().map(|s| s.0).collect();
+    degradation_of_means(&labels, &values(rows, labels.len()))
 }
 
 /// Mean ρ and t_w of one PFFP setting over the instances.

@@ -171,9 +171,102 @@ pub const TABLE2: [(&str, u64, u64); 7] = [
     ("SDSC-SP2", 73_496, 712_775),
 ];
 
+/// The paper's Table 2 as it names its files: (log, the version it ran,
+/// its jobs). None of these versions is among the shared logs.
+pub const TABLE2_LOGS: [(&str, &str, u64); 7] = [
+    ("KTH-SP2", "KTH-SP2-1996-2", 28_490),
+    ("CTC-SP2", "CTC-SP2-1996-2.1-cln", 79_302),
+    ("HPC2N", "HPC2N-2002-1.1-cln", 527_371),
+    ("LANL-CM5", "LANL-CM5-1994-3.1-cln", 201_387),
+    ("SDSC-BLUE", "SDSC-BLUE-2000-3.1-cln", 250_440),
+    ("SDSC-DS", "SDSC-DS-2004-1 Batch2", 96_089),
+    ("SDSC-SP2", "SDSC-SP2-1998-3.1-cln", 73_496),
+];
+
+/// The paper's version of each log that ran, beside ours: `ran` holds
+/// (log name, our file's version, our jobs after cleaning). `None` when
+/// no log that ran is one of the paper's.
+pub fn log_versions_note(ran: &[(&str, &str, usize)]) -> Option<String> {
+    let pairs: Vec<String> = ran
+        .iter()
+        .filter_map(|&(name, ours, jobs)| {
+            let (_, theirs, their_jobs) = TABLE2_LOGS.iter().find(|l| l.0.eq_ignore_ascii_case(name))?;
+            let same = theirs.eq_ignore_ascii_case(ours);
+            Some(format!(
+                "{theirs} ({} jobs) against {ours} ({} jobs after cleaning){}",
+                thousands(*their_jobs),
+                thousands(jobs as u64),
+                if same { ", the same version" } else { "" }
+            ))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let none_same = ran.iter().all(|&(name, ours, _)| {
+        TABLE2_LOGS
+            .iter()
+            .find(|l| l.0.eq_ignore_ascii_case(name))
+            .is_none_or(|l| !l.1.eq_ignore_ascii_case(ours))
+    });
+    Some(format!(
+        "Log versions, the paper's Table 2 against this run: {}. {}",
+        pairs.join("; "),
+        if none_same {
+            "None of the paper's versions is available here. Later versions of the archive's logs \
+             drop, split or correct jobs, so the weeks, their job counts and the load they put on the \
+             machines differ from the paper's, and so may the degradations and ranks."
+        } else {
+            "Where the versions differ, the weeks, their job counts and their load differ from the \
+             paper's, and so may the degradations and ranks."
+        }
+    ))
+}
+
+/// `n` with a comma every three digits.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_note_pairs_each_log_that_ran_with_the_papers_version() {
+        let note = log_versions_note(&[
+            ("HPC2N", "HPC2N-2002-2.2-cln", 202_871),
+            ("SDSC-DS", "SDSC-DS-2004-2.1-cln", 1_234),
+        ])
+        .unwrap();
+        assert!(
+            note.contains(
+                "HPC2N-2002-1.1-cln (527,371 jobs) against HPC2N-2002-2.2-cln (202,871 jobs after cleaning)"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains("SDSC-DS-2004-1 Batch2 (96,089 jobs) against SDSC-DS-2004-2.1-cln (1,234 jobs")
+        );
+        assert!(note.contains("None of the paper's versions is available here"));
+        // Only the logs that ran are named.
+        assert!(!note.contains("KTH"));
+        // A log of the paper's version is said to be one.
+        let same = log_versions_note(&[("KTH-SP2", "KTH-SP2-1996-2", 28_490)]).unwrap();
+        assert!(same.contains("the same version") && !same.contains("None of the paper's"));
+        // Logs the paper does not name give no note.
+        assert_eq!(log_versions_note(&[("RICC", "RICC-2010-2", 10)]), None);
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+    }
 
     #[test]
     fn the_grid_steps_by_0_0009_from_0_001_to_0_01() {
