@@ -672,7 +672,7 @@ fn simulate(
     let allocate = allocate.map(|a| spec("allocate", &a)).transpose()?;
     let control = control.map(|c| spec("control", &c)).transpose()?;
     let ownership: Ownership = match ownership {
-        Some(o) => o.parse().map_err(|e| usage(format!("ownership {o:?}: {e}")))?,
+        Some(o) => o.parse().map_err(|e| usage(format!("{e}")))?,
         None => Ownership::DEFAULT,
     };
     let procs_from: ProcsFrom = match procs_from {

@@ -124,6 +124,18 @@ def test_usage_mistakes_are_usage_errors(kth):
         fairsched.simulate(str(kth), ["fcfs"], window=(-1, 10), progress=False)
     with pytest.raises(TypeError):
         fairsched.simulate(str(kth), ["fcfs"], procs="16", progress=False)
+    # Messages name the Python arguments, not the command line's flags.
+    with pytest.raises(fairsched.UsageError) as e:
+        fairsched.simulate(str(kth), ["nope"], progress=False)
+    assert "policies nope" in str(e.value) and "--" not in str(e.value), str(e.value)
+    with pytest.raises(fairsched.UsageError) as e:
+        fairsched.simulate(str(kth), ["fcfs"], machines=[0], progress=False)
+    assert str(e.value).startswith("machines:"), str(e.value)
+    with pytest.raises(fairsched.UsageError) as e:
+        fairsched.experiment("pffp", test=9, progress=False)
+    assert str(e.value).startswith("test 9"), str(e.value)
+    with pytest.raises(TypeError, match="procs"):
+        fairsched.simulate(str(kth), ["fcfs"], procs="16", progress=False)
     with pytest.raises(TypeError, match="split_parallel"):
         fairsched.simulate(str(kth), ["fcfs"], split_parallel=1, progress=False)
     with pytest.raises(fairsched.FairschedError, match="No such file"):

@@ -14,8 +14,10 @@ numbers for the same seed. See docs/python.md.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import sys
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -116,10 +118,57 @@ def _progress_callback(progress: Optional[bool], label: str):
     return update
 
 
+# The command line's flags, as the Python arguments that set them: an error
+# message written in the library's (the CLI's) terms names the argument.
+_FLAGS = {
+    "--policy": "policies", "--with": "with_", "--trace": "trace", "--traces": "traces",
+    "--allocate": "allocate", "--control": "control", "--procs": "procs", "--machines": "machines",
+    "--orgs": "orgs", "--ownership": "ownership", "--platform": "platform", "--window": "window",
+    "--split-parallel": "split_parallel", "--seed": "seed", "--out": "out", "--force": "force",
+    "--lenient": "lenient", "--drop-failed": "drop_failed", "--drop-cancelled": "drop_cancelled",
+    "--procs-from": "procs_from", "--runtime-limit": "runtime_limit", "--phi": "phi",
+    "--table": "table", "--figure": "figure", "--instances": "instances", "--traces-dir": "traces_dir",
+    "--test": "test", "--grid": "grid", "--logs": "logs", "--utilization": "utilization",
+    "--fitted": "fitted", "--scenario": "scenario", "--scenario-file": "scenario_file",
+    "--runs": "runs", "--n-submit": "n_submit", "--exp": "exp", "--workflows": "workflows",
+    "--repetitions": "repetitions", "--tau": "tau", "--every": "every", "--spacing": "spacing",
+    "--ratio-of-means": "ratio_of_means", "--slurm-array": "sweep()",
+}
+_FLAG = re.compile(r"--[a-z][a-z-]*")
+
+
+def _python_terms(fn):
+    """Re-raises fairsched's errors with the Python arguments' names in
+    place of the command line's flags."""
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except FairschedError as e:
+            msg = str(e)
+            new = _FLAG.sub(lambda m: _FLAGS.get(m.group(0), m.group(0)[2:].replace("-", "_")), msg)
+            if new == msg:
+                raise
+            err = type(e)(new)
+            err.__cause__ = e.__cause__
+            raise err.with_traceback(e.__traceback__) from e.__cause__
+
+    return wrapper
+
+
+def _int_args(**values) -> None:
+    for name, v in values.items():
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name}: a whole number, not {v!r}")
+
+
 def _say_notes(notes: Iterable[str]) -> None:
     for n in notes:
         if n.startswith("warning: "):
-            warnings.warn(n[len("warning: "):], RuntimeWarning, stacklevel=3)
+            warnings.warn(n[len("warning: "):], RuntimeWarning, stacklevel=4)  # the caller of simulate/experiment, past _python_terms
 
 
 def _call(args: Dict[str, Any], name: str) -> str:
@@ -202,6 +251,7 @@ class Result:
         return f"<fairsched.Result of {', '.join(self.policies)}>\n{self.text}"
 
 
+@_python_terms
 def simulate(
     trace: Optional[Union[str, os.PathLike]] = None,
     policies: Optional[Sequence[str]] = None,
@@ -241,6 +291,10 @@ def simulate(
     """
     if isinstance(policies, str):
         policies = [policies]
+    _int_args(procs=procs, orgs=orgs, seed=seed)
+    if machines is not None:
+        for m in machines:
+            _int_args(machines=m)
     for name, v in (("split_parallel", split_parallel), ("force", force), ("lenient", lenient),
                     ("drop_failed", drop_failed), ("drop_cancelled", drop_cancelled), ("phi", phi)):
         if not isinstance(v, bool):
@@ -320,6 +374,7 @@ class ExperimentResult:
         return f"<fairsched.ExperimentResult {self.paper}>\n{self.text}"
 
 
+@_python_terms
 def experiment(
     paper: str,
     *,
@@ -439,6 +494,7 @@ def trace_span(trace: Optional[Union[str, os.PathLike]] = None, *, lenient: bool
     return _native.trace_span(None if trace is None else os.fspath(trace), lenient)
 
 
+@_python_terms
 def sweep(
     paper: str,
     out: Union[str, os.PathLike],
