@@ -672,7 +672,7 @@ fn simulate(
     let allocate = allocate.map(|a| spec("allocate", &a)).transpose()?;
     let control = control.map(|c| spec("control", &c)).transpose()?;
     let ownership: Ownership = match ownership {
-        Some(o) => o.parse().map_err(|e| usage(format!("{e}")))?,
+        Some(o) => o.parse::<Ownership>().map_err(|e| usage(e.to_string()))?,
         None => Ownership::DEFAULT,
     };
     let procs_from: ProcsFrom = match procs_from {
