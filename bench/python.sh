@@ -13,7 +13,8 @@
 #   (c) env: fairsched.gym.SchedulingEnv steps per second over the whole
 #       KTH-SP2 log with a first-fit agent, against AccaSim 1.1.3's FIFO
 #       replay of the same log (jobs started, dispatcher calls and time
-#       points per second, wall time).
+#       points per second, wall time); the env once more pinned to one CPU
+#       (taskset -c 0), as its two threads hand every decision over.
 #
 #   bash bench/python.sh
 #   ROUNDS=15 POLICY_ROUNDS=9 ACCASIM_RUNS=1 bash bench/python.sh
@@ -96,15 +97,16 @@ out=bench/results/python.txt
     echo
 } | tee "$out"
 
-# run_part NAME ARGS...: bench/python/bench.py NAME, its JSON kept in $work/NAME.json
+# run_part NAME ARGS...: bench/python/bench.py NAME, its JSON kept in
+# $work/NAME$SUFFIX.json; $PREFIX (e.g. "taskset -c 0") runs before it.
 run_part() {
     local name=$1
     shift
-    "$PY" bench/python/bench.py "$name" "$@" > "$work/$name.out" || {
-        cat "$work/$name.out" >&2
+    ${PREFIX:-} "$PY" bench/python/bench.py "$name" "$@" > "$work/$name${SUFFIX:-}.out" || {
+        cat "$work/$name${SUFFIX:-}.out" >&2
         die "bench/python/bench.py $name failed"
     }
-    tail -1 "$work/$name.out" > "$work/$name.json"
+    tail -1 "$work/$name${SUFFIX:-}.out" > "$work/$name${SUFFIX:-}.json"
 }
 jq_py() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1"; }
 
@@ -141,9 +143,20 @@ fi
 if has_part env; then
     echo "(c) env: SchedulingEnv over the whole bundled KTH-SP2, first-fit agent" >&2
     run_part env --queue 16
+    # The episode's two threads (the simulation's and the agent's) hand
+    # each decision over; pinned to one CPU, no wake-up crosses CPUs.
+    pinned=""
+    if command -v taskset > /dev/null; then
+        echo "(c) env again, pinned to CPU 0 (taskset -c 0)" >&2
+        PREFIX="taskset -c 0" SUFFIX=-pinned run_part env --queue 16
+        pinned=$work/env-pinned.json
+    fi
     f=$work/env.json
     {
         echo "(c) SchedulingEnv(window=<the log's submit span>, queue=16) over the whole bundled KTH-SP2, one episode, agent = first valid action of info[\"action_mask\"]"
+        if [ -n "$pinned" ]; then
+            jq_py "$pinned" '"  env pinned to one CPU (taskset -c 0): %d steps in %.2f s: %.0f steps/s, %.0f started/s" % (d["steps"], d["wall_s"], d["steps_per_s"], d["started_per_s"])'
+        fi
         jq_py "$f" '"  env      %d steps (%d waits) in %.2f s (reset %.3f s): %.0f steps/s, %d tasks started, %.0f started/s; forced starts %d; mean bsld %.2f (Rust first-fit, same window: %.2f); %d of %d tasks start at the same time as under it" % (d["steps"], d["wait_actions"], d["wall_s"], d["reset_s"], d["steps_per_s"], d["tasks_started"], d["started_per_s"], d["forced_starts"], d["mean_bsld"], d["rust_first_fit_mean_bsld"], d["same_start_as_rust_first_fit"], d["rust_first_fit_tasks"])'
     } | tee -a "$out"
 fi
@@ -160,9 +173,9 @@ if has_part accasim; then
         tail -1 "$work/accasim-$i.out" > "$work/accasim-$i.json"
         echo "  run $i: $(jq_py "$work/accasim-$i.json" '"%.2f s" % d["wall_s"]')" >&2
     done
-    python3 - "$work" "$ACCASIM_RUNS" "$ACCASIM_VERSION" "$acc_python" "$(has_part env && echo "$work/env.json")" << 'PY' | tee -a "$out"
+    python3 - "$work" "$ACCASIM_RUNS" "$ACCASIM_VERSION" "$acc_python" "$(has_part env && echo "$work/env.json")" "$(has_part env && echo "${pinned:-}")" << 'PY' | tee -a "$out"
 import json, statistics, sys
-work, runs, version, pyv, env = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+work, runs, version, pyv, env, pinned = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 rs = [json.load(open(f"{work}/accasim-{i}.json")) for i in range(1, runs + 1)]
 walls = [r["wall_s"] for r in rs]
 w = statistics.median(walls)
@@ -176,6 +189,10 @@ if env:
     print(f"  env / accasim: {e['steps_per_s'] / (r['dispatch_calls'] / w):.1f} x the decisions per second "
           f"(env steps vs dispatcher calls), {e['started_per_s'] / (r['jobs_started'] / w):.1f} x the jobs started per second, "
           f"wall {e['wall_s']:.2f} s vs {w:.2f} s")
+if pinned:
+    e = json.load(open(pinned))
+    print(f"  env pinned / accasim: {e['steps_per_s'] / (r['dispatch_calls'] / w):.1f} x the decisions per second, "
+          f"{e['started_per_s'] / (r['jobs_started'] / w):.1f} x the jobs started per second, wall {e['wall_s']:.2f} s vs {w:.2f} s")
 PY
 fi
 echo "after: $(quiet_line)" | tee -a "$out"
