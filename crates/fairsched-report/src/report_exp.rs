@@ -24,7 +24,16 @@ use serde_json::Value;
 const SUMMARY: &str = "summary.json";
 
 /// The experiments this module knows, as `summary.json` names them.
-pub const EXPERIMENTS: [&str; 4] = ["shapley", "pffp", "diet-ethic", "workflow-fairness"];
+pub const EXPERIMENTS: [&str; 8] = [
+    "shapley",
+    "pffp",
+    "diet-ethic",
+    "workflow-fairness",
+    "shapley-study",
+    "pffp-study",
+    "diet-ethic-study",
+    "workflow-fairness-study",
+];
 
 /// An experiment's folder (`summary.json` with `experiment`).
 pub fn experiment(f: &mut RunFolder, name: &str, summary: &Value, opts: &Options) -> Vec<Block> {
@@ -37,6 +46,9 @@ pub fn experiment(f: &mut RunFolder, name: &str, summary: &Value, opts: &Options
         "pffp" => pffp(f, summary, &mut facts, &mut figures),
         "diet-ethic" => diet(f, summary, &mut facts, &mut figures, &mut extra_notes),
         "workflow-fairness" => workflow(f, summary, &mut facts, &mut figures, opts),
+        n if n.ends_with("-study") && EXPERIMENTS.contains(&n) => {
+            study(f, summary, &mut facts, &mut extra_notes)
+        }
         other => {
             let shown = f.name(SUMMARY);
             f.problem(format!(
@@ -62,6 +74,39 @@ pub fn experiment(f: &mut RunFolder, name: &str, summary: &Value, opts: &Options
     // What the experiment adds (the paper's claim) comes first.
     notes.splice(0..0, extra_notes);
     assemble(f, facts, notes, figures, opts)
+}
+
+/// A reproduction study (`experiment PAPER --study`): its size, and per
+/// claim the readings under which it holds, before the study's notes; its
+/// tables (one per case) come from tables.json.
+fn study(f: &mut RunFolder, s: &Value, facts: &mut Vec<(String, String)>, notes: &mut Vec<String>) {
+    if let Some(q) = boolean(f, s, SUMMARY, "quick") {
+        facts.push((
+            "size".into(),
+            if q {
+                "quick (--quick)".into()
+            } else {
+                "full".into()
+            },
+        ));
+    }
+    let n = array(f, s, SUMMARY, "rows").map_or(0, Vec::len);
+    facts.push(("readings run".into(), n.to_string()));
+    let claims = array(f, s, SUMMARY, "claims").map_or(0, Vec::len);
+    for i in 0..claims {
+        let (Some(id), Some(text)) = (
+            f.str(s, SUMMARY, &format!("claims.{i}.id")),
+            f.str(s, SUMMARY, &format!("claims.{i}.text")),
+        ) else {
+            continue;
+        };
+        let under = strings(f, s, SUMMARY, &format!("holds_under.{i}.1"));
+        notes.push(if under.is_empty() {
+            format!("Claim {id} ({text}): holds under no reading run.")
+        } else {
+            format!("Claim {id} ({text}): holds under {}.", under.join(", "))
+        });
+    }
 }
 
 /// `trace stats --out`.
@@ -1327,6 +1372,36 @@ mod tests {
         s["repetitions"][0]["no_fairness"]["workflows"][1]["name"] = json!("GATE");
         let (b, _) = run("workflow-fairness", &s, &["eta-rep1.svg", "eta-rep2.svg"]);
         assert_eq!(tables(&b).last().unwrap().rows[1][1].text, "GATE #2");
+    }
+
+    #[test]
+    fn a_study_shows_its_size_and_where_each_claim_holds() {
+        let s = json!({
+            "tool": tool(), "experiment": "pffp-study", "quick": true,
+            "claims": [{"id": "mst_best", "text": "MST first"}, {"id": "mlp_last", "text": "MLp last"}],
+            "rows": [{"case": "test2", "reading": "default"}],
+            "holds_under": [["mst_best", ["test2/default"]], ["mlp_last", []]],
+            "notes": ["n1"]
+        });
+        let (b, problems) = run("pffp-study", &s, &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let f = facts(&b);
+        assert!(f.contains(&("size".into(), "quick (--quick)".into())), "{f:?}");
+        assert!(f.contains(&("readings run".into(), "1".into())), "{f:?}");
+        let notes: Vec<&String> = b
+            .iter()
+            .flat_map(|x| match x {
+                Block::Notes(n) => n.iter().collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        assert!(
+            notes[0].contains("mst_best") && notes[0].contains("test2/default"),
+            "{notes:?}"
+        );
+        assert!(notes[1].contains("holds under no reading"), "{notes:?}");
+        assert_eq!(notes[2], "n1");
+        assert_eq!(tables(&b).len(), 1);
     }
 
     #[test]

@@ -93,7 +93,11 @@ const SEED: u64 = 0;
 const EVENTS_PER_TASK: u64 = 6;
 
 fn fairness() -> System {
-    System::Fairness { tau: TAU, every: 0.0 }
+    System::Fairness {
+        tau: TAU,
+        every: 0.0,
+        reraise: true,
+    }
 }
 
 fn sources(n: usize) -> Vec<WorkflowSource> {
@@ -122,7 +126,7 @@ struct Replica {
 /// observer.
 fn replica(grid: &Grid, sources: &[WorkflowSource], system: &System) -> Replica {
     let (order, control) = match system {
-        System::Fairness { tau, every } => (
+        System::Fairness { tau, every, .. } => (
             "priority",
             Some(
                 registry::Registry::builtin()

@@ -83,6 +83,7 @@ pub mod platform_file;
 pub mod policies;
 pub mod run;
 pub mod semantics;
+pub mod study;
 pub mod sweep;
 pub mod swf_out;
 pub mod trace_stats;

@@ -23,6 +23,7 @@ use crate::errors::SimError;
 use crate::experiment::{Done, Experiment, Host, open_out, write_outcome};
 use crate::experiments::workflow::experiment::WorkflowFairness;
 use crate::experiments::{diet::experiment::DietEthic, pffp::experiment::Pffp, shapley::experiment::Shapley};
+use crate::study::Study;
 use fairsched_core::Registry;
 use fairsched_report::OutDir;
 use fairsched_slurm as slurm;
@@ -529,6 +530,10 @@ pub fn sweepable() -> Vec<&'static str> {
         (Pffp::NAME, Pffp::SWEEPS),
         (DietEthic::NAME, DietEthic::SWEEPS),
         (WorkflowFairness::NAME, WorkflowFairness::SWEEPS),
+        (Study::<Shapley>::NAME, Study::<Shapley>::SWEEPS),
+        (Study::<Pffp>::NAME, Study::<Pffp>::SWEEPS),
+        (Study::<DietEthic>::NAME, Study::<DietEthic>::SWEEPS),
+        (Study::<WorkflowFairness>::NAME, Study::<WorkflowFairness>::SWEEPS),
     ]
     .into_iter()
     .filter_map(|(n, s)| s.then_some(n))
@@ -543,6 +548,10 @@ macro_rules! by_name {
             n if n == Pffp::NAME => $f::<Pffp>($($a),*),
             n if n == DietEthic::NAME => $f::<DietEthic>($($a),*),
             n if n == WorkflowFairness::NAME => $f::<WorkflowFairness>($($a),*),
+            n if n == Study::<Shapley>::NAME => $f::<Study<Shapley>>($($a),*),
+            n if n == Study::<Pffp>::NAME => $f::<Study<Pffp>>($($a),*),
+            n if n == Study::<DietEthic>::NAME => $f::<Study<DietEthic>>($($a),*),
+            n if n == Study::<WorkflowFairness>::NAME => $f::<Study<WorkflowFairness>>($($a),*),
             other => Err(SimError::Sweep(format!("{SWEEP_JSON}: unknown experiment {other:?}"))),
         }
     };

@@ -7,6 +7,7 @@ use crate::term::{say, sayln, usage};
 use fairsched_core::{PolicySpec, Registry};
 use fairsched_sim::experiment::run_local;
 use fairsched_sim::experiments::{diet, pffp, shapley, workflow};
+use fairsched_sim::study::{Studied, Study, StudyArgs};
 use fairsched_sim::sweep::Submit;
 use fairsched_sim::{Experiment, Ownership};
 use std::ffi::OsString;
@@ -115,6 +116,20 @@ pub struct Common {
     /// [default: the cluster's].
     #[arg(long, value_name = "P", requires = "slurm_array")]
     partition: Option<String>,
+    /// Run the paper's reproduction study instead: its cases under every
+    /// reading of the paper's set-up, one row per reading with the
+    /// claims' figures, whether each claim holds and the paper's values;
+    /// writes study.json and study.csv (docs/reproduction.md). Sizes,
+    /// seed and logs come from this command's flags.
+    #[arg(long)]
+    study: bool,
+    /// With --study: the small size the tests use (a minute or less).
+    #[arg(long, requires = "study")]
+    quick: bool,
+    /// With --study: only this reading (repeatable; the study lists its
+    /// readings).
+    #[arg(long = "reading", value_name = "NAME", requires = "study")]
+    readings: Vec<String>,
 }
 
 // `--force`, shared by every command with `--out` (no doc comment here: a
@@ -227,6 +242,14 @@ pub struct PffpArgs {
     /// spec's mean of per-week ratios.
     #[arg(long)]
     ratio_of_means: bool,
+    /// Tests 1–4: run each q-processor job as q sequential tasks (as
+    /// Test 5's bags of tasks) instead of one sequential job.
+    #[arg(long)]
+    q_tasks: bool,
+    /// How the weeks are drawn: pool (every log's weeks in one shuffled
+    /// pool) or per-log (each log in turn).
+    #[arg(long, default_value = "pool", value_name = "HOW")]
+    weeks: pffp::WeekDraw,
     /// Master seed (the weeks drawn, Rand's choices, Test 5's utilisations).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
@@ -292,6 +315,25 @@ pub struct WorkflowArgs {
     /// run (the paper mirrored them).
     #[arg(long)]
     no_mirror: bool,
+    /// Seconds the grid runs (pilots, background load) before the first
+    /// workflow, so that it meets a busy grid and a background queue.
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    warmup: f64,
+    /// Pilots at start, instead of the grid's (default grid: 100).
+    #[arg(long, value_name = "N")]
+    initial_pilots: Option<u32>,
+    /// Background tasks per hour, instead of the grid's (default grid: 100).
+    #[arg(long, value_name = "R")]
+    background_per_hour: Option<f64>,
+    /// Algorithm 2 skips the tasks the controller raised before (as
+    /// printed, they may be raised again).
+    #[arg(long)]
+    skip_raised: bool,
+    /// Run Fairness and No-Fairness at the same time on one grid,
+    /// competing for its pilots, as the paper did (default: one after the
+    /// other on identical grids).
+    #[arg(long)]
+    concurrent: bool,
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -331,7 +373,7 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 seed: a.seed,
                 with: a.common.with.clone(),
             };
-            drive::<shapley::experiment::Shapley>(args, &a.common, registry)
+            drive_or_study::<shapley::experiment::Shapley>(args, &a.common, registry)
         }
         ExperimentCommand::Pffp(a) => {
             let args = pffp::experiment::Args {
@@ -345,8 +387,10 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 seed: a.seed,
                 with: a.common.with.clone(),
                 ratio_of_means: a.ratio_of_means,
+                q_tasks: a.q_tasks,
+                weeks: a.weeks,
             };
-            drive::<pffp::experiment::Pffp>(args, &a.common, registry)
+            drive_or_study::<pffp::experiment::Pffp>(args, &a.common, registry)
         }
         ExperimentCommand::DietEthic(a) => {
             let args = diet::experiment::Args {
@@ -357,7 +401,7 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 seed: a.seed,
                 with: a.common.with.clone(),
             };
-            drive::<diet::experiment::DietEthic>(args, &a.common, registry)
+            drive_or_study::<diet::experiment::DietEthic>(args, &a.common, registry)
         }
         ExperimentCommand::WorkflowFairness(a) => {
             let args = workflow::experiment::Args {
@@ -371,8 +415,13 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 mirror: !a.no_mirror,
                 seed: a.seed,
                 with: a.common.with.clone(),
+                warmup: a.warmup,
+                initial_pilots: a.initial_pilots,
+                background_per_hour: a.background_per_hour,
+                skip_raised: a.skip_raised,
+                concurrent: a.concurrent,
             };
-            drive::<workflow::experiment::WorkflowFairness>(args, &a.common, registry)
+            drive_or_study::<workflow::experiment::WorkflowFairness>(args, &a.common, registry)
         }
         ExperimentCommand::Collect(a) => {
             let started = Instant::now();
@@ -405,6 +454,19 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
             )?)
         }
     }
+}
+
+/// The experiment, or with `--study` its reproduction study.
+fn drive_or_study<E: Studied>(args: E::Args, c: &Common, registry: &Registry) -> anyhow::Result<()> {
+    if !c.study {
+        return drive::<E>(args, c, registry);
+    }
+    let args = StudyArgs {
+        base: args,
+        quick: c.quick,
+        only: c.readings.clone(),
+    };
+    drive::<Study<E>>(args, c, registry)
 }
 
 /// Runs experiment `E` here, or submits it as a Slurm array, and prints

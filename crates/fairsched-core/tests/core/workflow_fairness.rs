@@ -125,6 +125,26 @@ fn own_changes_are_booked_into_max_priority() {
 }
 
 #[test]
+fn reraise_no_skips_tasks_the_controller_raised_before() {
+    // τ = 0 acts at many instants. As printed (reraise=yes), a task
+    // already raised is at or below maxPriority again once another is
+    // raised above it, and is raised again; with reraise=no, never.
+    let twice = |spec: &str| {
+        let ch = raised(&run(&Harness::pool(2, "priority").control(spec), two_workflows()));
+        let mut tasks: Vec<u64> = ch.iter().map(|&(_, t, _)| t).collect();
+        let n = tasks.len();
+        tasks.sort_unstable();
+        tasks.dedup();
+        (n - tasks.len(), tasks.len())
+    };
+    let (again, once) = twice("workflow-fairness[tau=0]");
+    assert!(again > 0 && once > 0, "as printed: {again} raises again");
+    let (again, once) = twice("workflow-fairness[tau=0,reraise=no]");
+    assert_eq!(again, 0);
+    assert!(once > 0);
+}
+
+#[test]
 fn outside_priorities_count_in_max_priority() {
     // Task 3 of workflow 1 (waiting) is set to 9 from outside at t=2: the
     // raised task of workflow 2 goes to 10.

@@ -33,4 +33,5 @@ mod real_trace;
 mod shapley;
 mod shapley_experiment;
 mod side_channels;
+mod study;
 mod workflow_experiment;

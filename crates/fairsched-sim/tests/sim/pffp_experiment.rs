@@ -84,6 +84,7 @@ fn test_on(machines: Vec<u32>, bags: bool, strategies: &[(&str, &str)]) -> Test 
         ),
         notes: Vec::new(),
         fitted: None,
+        weeks: fairsched_sim::experiments::pffp::WeekDraw::Pool,
     }
 }
 
@@ -149,8 +150,13 @@ fn bags_of_tasks_and_the_utilisation_target() {
     // The second bag arrives 3600 s after the Monday, scaled.
     let last = inst.arrivals.last().unwrap().submit.millis();
     assert_eq!(last, (3600.0 * inst.scale * 1000.0).round() as i64);
-    // Without a target, bags (Test 5) draw one per week in [0.2, 0.9].
+    // Without a target, q tasks of Tests 1–4 (--q-tasks) keep the log's
+    // arrivals; Test 5's bags draw one utilisation per week in [0.2, 0.9].
     t.utilization = None;
+    let inst = exp::instance(&log, log.weeks[0], 0, &t, 3);
+    assert_eq!((inst.scale, inst.tasks), (1.0, 6));
+    assert!((inst.utilization - natural).abs() < 1e-15);
+    t.workload = Workload::C;
     for i in 0..20 {
         let u = exp::instance(&log, log.weeks[0], i, &t, 3).utilization;
         assert!((0.2..=0.9).contains(&u), "{u}");

@@ -89,7 +89,11 @@ fn both_systems_see_the_same_grid_and_runs_are_deterministic() {
         7,
         &src,
         mins(5),
-        &System::Fairness { tau: 0.2, every: 0.0 },
+        &System::Fairness {
+            tau: 0.2,
+            every: 0.0,
+            reraise: true,
+        },
         Vec::new(),
     )
     .unwrap();
@@ -172,7 +176,11 @@ fn every_shared_wfcommons_trace_runs_to_completion() {
         let src = WorkflowSource::load(f, &LoadOptions::default()).unwrap();
         let n = src.task_count();
         let sys = if i % 2 == 0 {
-            System::Fairness { tau: 0.2, every: 0.0 }
+            System::Fairness {
+                tau: 0.2,
+                every: 0.0,
+                reraise: true,
+            }
         } else {
             System::NoFairness
         };

@@ -31,6 +31,11 @@ pub const ENTRY: Entry = Entry {
             default: "0",
             doc: "0: act at every workflow task status change; otherwise act on a timer every `every` (s; or 3m, 1h, 250ms)",
         },
+        ParamDoc {
+            name: "reraise",
+            default: "yes",
+            doc: "yes: Algorithm 2 as printed, every waiting task at or below maxPriority may be raised, tasks raised before too; no: skip tasks this controller raised before",
+        },
     ],
     parallel: true,
     orgs: false,
@@ -49,7 +54,13 @@ fn from_params(p: &Params) -> Result<Box<dyn Control>, SpecError> {
             reason: "must be in [0, 1) (η_u lies in [0, 1]; τ ≥ 1 never acts)".into(),
         });
     }
-    Ok(Box::new(WorkflowFairness::new(tau, p.duration("every")?)))
+    let mut c = WorkflowFairness::new(tau, p.duration("every")?);
+    c.reraise = p.choice("reraise", &["yes", "no"])? == "yes";
+    Ok(Box::new(c))
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The token of this Control's timers.
@@ -62,6 +73,9 @@ struct Meta {
     seq: u64,
     priority: i64,
     waiting: bool,
+    /// This controller raised it before.
+    #[serde(default)]
+    raised: bool,
 }
 
 /// See the module docs of [`super`].
@@ -70,6 +84,10 @@ pub struct WorkflowFairness {
     tau: f64,
     /// `Time::ZERO`: react at every status change; else the timer period.
     every: Time,
+    /// Algorithm 2 as printed: tasks raised before may be raised again
+    /// (`reraise=yes`); else they are skipped.
+    #[serde(default = "yes")]
+    reraise: bool,
     tracker: Tracker,
     #[serde(with = "crate::snapshot::sorted_map")]
     tasks: FxHashMap<TaskId, Meta>,
@@ -95,6 +113,7 @@ impl WorkflowFairness {
         WorkflowFairness {
             tau,
             every,
+            reraise: true,
             tracker: Tracker::new(),
             tasks: FxHashMap::default(),
             waiting: BTreeMap::new(),
@@ -198,7 +217,10 @@ impl WorkflowFairness {
                     out.priorities.extend(
                         queue
                             .iter()
-                            .filter(|(_, t)| tasks[t].priority <= max_priority)
+                            .filter(|(_, t)| {
+                                let m = &tasks[t];
+                                m.priority <= max_priority && (self.reraise || !m.raised)
+                            })
                             .take(d)
                             .map(|&(_, t)| (t, raised)),
                     );
@@ -208,6 +230,9 @@ impl WorkflowFairness {
             for i in first..out.priorities.len() {
                 let (task, p) = out.priorities[i];
                 self.set_priority(task, p);
+                if let Some(m) = self.tasks.get_mut(&task) {
+                    m.raised = true;
+                }
                 self.changes += 1;
             }
         }
@@ -228,7 +253,7 @@ fn phases_at_end(t: &TaskView, now: Time) -> [Time; 4] {
 }
 
 impl Control for WorkflowFairness {
-    snapshot_policy!(NAME, config: tau, every);
+    snapshot_policy!(NAME, config: tau, every, reraise);
     fn gauges(&self, _view: &View, out: &mut Vec<crate::point::Gauge>) {
         let g = |name, help, value| crate::point::Gauge {
             name,
@@ -279,6 +304,7 @@ impl Control for WorkflowFairness {
                         seq: t.seq(),
                         priority: t.priority(),
                         waiting: false,
+                        raised: false,
                     },
                 );
                 self.add_priority(t.priority());
@@ -382,6 +408,7 @@ mod tests {
             "workflow-fairness",
             "workflow-fairness[tau=0.3,every=180]",
             "workflow-fairness[tau=0,every=3m]",
+            "workflow-fairness[reraise=no]",
         ] {
             check(Kind::Control, &s.parse().unwrap()).unwrap_or_else(|e| panic!("{s}: {e}"));
         }
@@ -392,7 +419,8 @@ mod tests {
             ("workflow-fairness[tau=high]", "number"),
             ("workflow-fairness[every=-5]", "duration"),
             ("workflow-fairness[every=soon]", "duration"),
-            ("workflow-fairness[taux=1]", "tau, every"),
+            ("workflow-fairness[reraise=maybe]", "yes"),
+            ("workflow-fairness[taux=1]", "tau, every, reraise"),
         ] {
             let e = build_control(&s.parse().unwrap())
                 .err()

@@ -13,6 +13,7 @@
 pub mod experiment;
 pub mod metrics;
 pub mod scenario_file;
+pub mod study;
 
 use self::metrics::{DietMetrics, Span, UserOutcome, metrics};
 use crate::agent::{Agent, AgentCtx};

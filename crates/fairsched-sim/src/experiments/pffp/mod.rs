@@ -23,6 +23,7 @@
 pub mod analysis;
 pub mod experiment;
 pub mod paper;
+pub mod study;
 
 use self::analysis::{Degradation, MetricsAcc, RunMetrics, degradation, degradation_of_means};
 use crate::TraceInput;
@@ -171,6 +172,41 @@ pub struct Test {
     /// PFFP's workload parameters fitted on the logs instead of the
     /// paper's Table 3 values.
     pub fitted: Option<Fitted>,
+    /// How the weeks are drawn from the logs.
+    pub weeks: WeekDraw,
+}
+
+/// How the workloads' weeks are drawn from the logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WeekDraw {
+    /// Every week of every log in one pool, shuffled: a log contributes
+    /// in proportion to its weeks (the spec's reading).
+    #[default]
+    Pool,
+    /// Each log's weeks shuffled apart, then taken from the logs in turn:
+    /// every log contributes about equally to each workload.
+    PerLog,
+}
+
+impl WeekDraw {
+    pub fn name(self) -> &'static str {
+        match self {
+            WeekDraw::Pool => "pool",
+            WeekDraw::PerLog => "per-log",
+        }
+    }
+}
+
+impl std::str::FromStr for WeekDraw {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WeekDraw, String> {
+        match s {
+            "pool" => Ok(WeekDraw::Pool),
+            "per-log" => Ok(WeekDraw::PerLog),
+            _ => Err(format!("{s:?}: expected pool or per-log")),
+        }
+    }
 }
 
 fn compare(labels: &[(&str, &str)]) -> Kind {
@@ -219,6 +255,7 @@ impl Test {
                         .into(),
                 ],
                 fitted: None,
+                weeks: WeekDraw::Pool,
             },
             2 => Test {
                 number: 2,
@@ -229,6 +266,7 @@ impl Test {
                 kind: versus,
                 notes: Vec::new(),
                 fitted: None,
+                weeks: WeekDraw::Pool,
             },
             3 => Test {
                 number: 3,
@@ -239,6 +277,7 @@ impl Test {
                 kind: full(),
                 notes: Vec::new(),
                 fitted: None,
+                weeks: WeekDraw::Pool,
             },
             4 => Test {
                 number: 4,
@@ -249,6 +288,7 @@ impl Test {
                 kind: versus,
                 notes: Vec::new(),
                 fitted: None,
+                weeks: WeekDraw::Pool,
             },
             5 => Test {
                 number: 5,
@@ -274,6 +314,7 @@ impl Test {
                         .into(),
                 ],
                 fitted: None,
+                weeks: WeekDraw::Pool,
             },
             _ => {
                 return Err(SimError::Config(format!("--test {n}: the paper has Tests 1 to 5")));
@@ -443,6 +484,39 @@ pub struct Instance {
 
 /// The shuffled pool of every week with a job: (log, week) pairs.
 pub fn pool(logs: &[WeekLog], seed: u64) -> Vec<(usize, Week)> {
+    pool_drawn(logs, seed, WeekDraw::Pool)
+}
+
+/// The weeks of `logs` in the order the workloads take them, drawn as
+/// `how` says.
+pub fn pool_drawn(logs: &[WeekLog], seed: u64, how: WeekDraw) -> Vec<(usize, Week)> {
+    if how == WeekDraw::PerLog {
+        let mut each: Vec<std::collections::VecDeque<(usize, Week)>> = logs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut v: Vec<(usize, Week)> = l
+                    .weeks
+                    .iter()
+                    .filter(|w| !l.jobs_in(w).is_empty())
+                    .map(|w| (i, *w))
+                    .collect();
+                let mut rng =
+                    rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(seed, 0x7FFA), i as u64));
+                v.shuffle(&mut rng);
+                v.into()
+            })
+            .collect();
+        let mut out = Vec::new();
+        while each.iter().any(|q| !q.is_empty()) {
+            for q in &mut each {
+                if let Some(w) = q.pop_front() {
+                    out.push(w);
+                }
+            }
+        }
+        return out;
+    }
     let mut all: Vec<(usize, Week)> = logs
         .iter()
         .enumerate()
@@ -525,8 +599,9 @@ pub fn instance(log: &WeekLog, week: Week, index: u32, test: &Test, seed: u64) -
     let work: f64 = jobs.iter().map(|j| (per_job(j) * j.runtime as u64) as f64).sum();
     let span = (week.end - week.start) as f64;
     let natural = work / (procs as f64 * span);
+    // Test 5 draws a utilisation per week; q-task Tests 1–4 keep the log's.
     let target = test.utilization.or_else(|| {
-        test.bags.then(|| {
+        (test.bags && test.workload == Workload::C).then(|| {
             let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(seed, 0x5CA1E ^ index as u64));
             rng.random_range(0.2..=0.9)
         })
@@ -674,7 +749,7 @@ pub fn instances(
     count: Option<u32>,
     seed: u64,
 ) -> Result<Vec<Instance>, SimError> {
-    let pool = pool(logs, seed);
+    let pool = pool_drawn(logs, seed, test.weeks);
     let weeks = workload_weeks(&pool, test.workload, count)?;
     Ok(weeks
         .par_iter()

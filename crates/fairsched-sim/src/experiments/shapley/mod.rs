@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub mod experiment;
+pub mod study;
 
 /// The paper's traces, in its column order.
 pub const PAPER_TRACES: [&str; 4] = ["LPC-EGEE", "PIK-IPLEX", "SHARCNET-Whale", "RICC"];

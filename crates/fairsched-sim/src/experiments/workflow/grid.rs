@@ -16,6 +16,7 @@
 //! [background]
 //! per_hour = 100         # Poisson arrivals of other users' tasks (priority 1)
 //! duration = { dist = "lognormal", median = 1800, sigma = 1.0, max = 86400 }
+//! warmup = 0             # s of grid life (pilots, background) before the first workflow
 //! ```
 //!
 //! Every key is optional (defaults as above). Distributions: `constant`
@@ -52,6 +53,9 @@ pub struct Grid {
     pub background_per_hour: f64,
     #[serde(skip)]
     pub background_duration: Dist,
+    /// Seconds the grid runs (pilots come and go, background tasks
+    /// arrive) before the first workflow is submitted.
+    pub warmup_s: f64,
 }
 
 impl Default for Grid {
@@ -84,6 +88,7 @@ impl Default for Grid {
                 min: None,
                 max: Some(86_400.0),
             },
+            warmup_s: 0.0,
         }
     }
 }
@@ -102,6 +107,7 @@ impl Grid {
             retries: 5,
             background_per_hour: 0.0,
             background_duration: Dist::ZERO,
+            warmup_s: 0.0,
         }
     }
 
@@ -181,6 +187,16 @@ impl Grid {
             if let Some(v) = &b.duration {
                 g.background_duration = dist(v, true)?;
             }
+            if let Some(v) = &b.warmup {
+                let x = v.get_ref().f();
+                if !(x.is_finite() && (0.0..=MAX_SECONDS).contains(&x)) {
+                    return Err(loc.error(
+                        v.span(),
+                        format!("expected seconds from 0 to {MAX_SECONDS}, found {x}"),
+                    ));
+                }
+                g.warmup_s = x;
+            }
         }
         if g.initial_slots == 0 && g.join_per_hour == 0.0 {
             return Err(loc.error_at(
@@ -205,7 +221,11 @@ impl Grid {
             self.retries,
             self.background_per_hour,
             show(&self.background_duration, "s"),
-        )
+        ) + &if self.warmup_s > 0.0 {
+            format!("; {} s of warm-up before the first workflow", self.warmup_s)
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -242,6 +262,7 @@ struct RawSlots {
 struct RawBackground {
     per_hour: Option<Spanned<Num>>,
     duration: Option<Spanned<RawDist>>,
+    warmup: Option<Spanned<Num>>,
 }
 
 #[derive(Deserialize)]

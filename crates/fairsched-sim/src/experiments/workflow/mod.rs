@@ -9,6 +9,7 @@ pub mod experiment;
 pub mod grid;
 pub mod observe;
 pub mod stats;
+pub mod study;
 pub mod tau;
 pub mod world;
 
@@ -37,9 +38,10 @@ pub fn experiment(n: u32) -> Option<&'static [&'static str]> {
 /// Which system runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum System {
-    /// `priority` queue and the `workflow-fairness[tau=…,every=…]` Control
-    /// (`every` in seconds; 0 = at every status change).
-    Fairness { tau: f64, every: f64 },
+    /// `priority` queue and the `workflow-fairness[tau=…,every=…,reraise=…]`
+    /// Control (`every` in seconds; 0 = at every status change; `reraise`:
+    /// Algorithm 2 as printed, tasks raised before raised again).
+    Fairness { tau: f64, every: f64, reraise: bool },
     /// The `workflow-fcfs` queue (earlier workflows first), no Control;
     /// raises mirrored from a Fairness run, if any.
     NoFairness,
@@ -72,6 +74,10 @@ pub struct RunOutcome {
     #[serde(skip)]
     pub raises: Vec<Time>,
     pub tasks_run: u64,
+    /// The other users' tasks: their waits, the queue the first workflow
+    /// met.
+    #[serde(default)]
+    pub background: world::BackgroundStats,
 }
 
 /// Points kept per η_u series in outputs.
@@ -99,7 +105,10 @@ pub fn instances(
 
 /// Builds the core of `system`, runs it once on `grid` with `seed` and
 /// returns the world (workflow outcomes, raises), the η_u series and the
-/// engine's counts; `mirror`: raise instants to replay (No-Fairness only).
+/// engine's counts; `mirror`: raise instants to replay (No-Fairness only);
+/// `concurrent`: `Some(mirror)` runs a No-Fairness copy of the workflows
+/// on the same grid at the same time ([`World::concurrent`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate(
     registry: &Registry,
     grid: &Grid,
@@ -108,6 +117,7 @@ pub(crate) fn simulate(
     spacing: Time,
     system: &System,
     mirror: Vec<Time>,
+    concurrent: Option<bool>,
 ) -> Result<(World, EtaSeries, RunStats), SimError> {
     if let System::Fairness { tau, .. } = system
         && !(0.0..1.0).contains(tau)
@@ -118,13 +128,16 @@ pub(crate) fn simulate(
         )));
     }
     let (order, control): (PolicySpec, _) = match system {
-        System::Fairness { tau, every } => (
+        System::Fairness { tau, every, reraise } => (
             "priority".parse().expect("registered"),
             Some(
                 registry.build_control(
-                    &format!("workflow-fairness[tau={tau},every={every}]")
-                        .parse()
-                        .map_err(|e| SimError::Config(format!("workflow-fairness: {e}")))?,
+                    &format!(
+                        "workflow-fairness[tau={tau},every={every},reraise={}]",
+                        if *reraise { "yes" } else { "no" }
+                    )
+                    .parse()
+                    .map_err(|e| SimError::Config(format!("workflow-fairness: {e}")))?,
                 )?,
             ),
         ),
@@ -141,7 +154,15 @@ pub(crate) fn simulate(
         registry.build_order(&order)?,
         control,
     );
-    let mut world = World::new(grid.clone(), seed, instances(sources, seed, spacing)).mirror(mirror);
+    let mut workflows = instances(sources, seed, spacing);
+    let n = workflows.len();
+    if concurrent.is_some() {
+        workflows.extend(workflows.clone());
+    }
+    let mut world = World::new(grid.clone(), seed, workflows).mirror(mirror);
+    if let Some(m) = concurrent {
+        world = world.concurrent(n, m);
+    }
     let mut eta = EtaSeries::new();
     let stats = {
         let mut sim = Simulation::new(core);
@@ -164,27 +185,93 @@ pub fn run(
     system: &System,
     mirror: Vec<Time>,
 ) -> Result<RunOutcome, SimError> {
-    let (mut world, eta, stats) = simulate(registry, grid, seed, sources, spacing, system, mirror)?;
+    let (mut world, eta, stats) = simulate(registry, grid, seed, sources, spacing, system, mirror, None)?;
     let workflows = world.outcomes();
-    let first = workflows.iter().map(|w| w.submit_s).fold(f64::INFINITY, f64::min);
     let end = world.end();
+    let raises = std::mem::take(&mut world.raises);
+    Ok(outcome(
+        workflows,
+        Some(&eta),
+        end,
+        raises,
+        stats.submitted,
+        world.background(),
+    ))
+}
+
+/// A set's outcome: σ_s, σ_m, and μ from `eta` (η_u of this set) until
+/// `end` (NaN without it).
+fn outcome(
+    workflows: Vec<WorkflowOutcome>,
+    eta: Option<&EtaSeries>,
+    end: Time,
+    raises: Vec<Time>,
+    tasks_run: u64,
+    background: world::BackgroundStats,
+) -> RunOutcome {
+    let first = workflows.iter().map(|w| w.submit_s).fold(f64::INFINITY, f64::min);
     let slow: Vec<f64> = workflows
         .iter()
         .map(|w| w.slowdown)
         .filter(|s| s.is_finite())
         .collect();
     let spans: Vec<f64> = workflows.iter().map(|w| w.makespan_s).collect();
-    Ok(RunOutcome {
+    RunOutcome {
         sigma_s: std_dev(&slow),
         sigma_m: std_dev(&spans),
-        mu: area(&eta.series, end),
-        priority_changes: eta.priority_changes,
+        mu: eta.map_or(f64::NAN, |e| area(&e.series, end)),
+        priority_changes: eta.map_or(0, |e| e.priority_changes),
         set_makespan_s: end.as_secs_f64() - if first.is_finite() { first } else { 0.0 },
-        eta: thin(&eta.series, end, SERIES_POINTS),
-        raises: std::mem::take(&mut world.raises),
-        tasks_run: stats.submitted,
+        eta: eta.map_or_else(Vec::new, |e| thin(&e.series, end, SERIES_POINTS)),
+        raises,
+        tasks_run,
+        background,
         workflows,
-    })
+    }
+}
+
+/// Fairness and No-Fairness at the same time on one grid (the paper's
+/// set-up): one run of the Fairness system whose world carries a
+/// No-Fairness copy of the workflows ([`World::concurrent`]); each set's
+/// σ_s and σ_m from its own workflows. μ is the Fairness set's only: the
+/// No-Fairness set's tasks carry no workflow reference (else the
+/// controller would lift them), so its η_u is not observed (NaN).
+pub fn concurrent_pair(
+    registry: &Registry,
+    grid: &Grid,
+    seed: u64,
+    sources: &[WorkflowSource],
+    p: &Protocol,
+) -> Result<(RunOutcome, RunOutcome), SimError> {
+    let system = System::Fairness {
+        tau: p.tau,
+        every: p.every,
+        reraise: p.reraise,
+    };
+    let (mut world, eta, stats) = simulate(
+        registry,
+        grid,
+        seed,
+        sources,
+        p.spacing,
+        &system,
+        Vec::new(),
+        Some(p.mirror),
+    )?;
+    let mut all = world.outcomes();
+    let nf = all.split_off(sources.len());
+    let end_of = |ws: &[WorkflowOutcome]| {
+        Time::from_millis(
+            (ws.iter().map(|w| w.submit_s + w.makespan_s).fold(0.0, f64::max) * 1000.0).round() as i64,
+        )
+    };
+    let (f_end, nf_end) = (end_of(&all), end_of(&nf));
+    let raises = std::mem::take(&mut world.raises);
+    let bg = world.background();
+    Ok((
+        outcome(all, Some(&eta), f_end, raises, stats.submitted, bg),
+        outcome(nf, None, nf_end, Vec::new(), stats.submitted, bg),
+    ))
 }
 
 /// At most `n` points of `series` up to `until`, evenly picked (the last
@@ -227,6 +314,10 @@ pub struct Protocol {
     pub every: f64,
     /// Mirror the Fairness run's lifts in the No-Fairness run.
     pub mirror: bool,
+    /// Algorithm 2 as printed: tasks raised before may be raised again.
+    pub reraise: bool,
+    /// Both systems at the same time on one grid ([`concurrent_pair`]).
+    pub concurrent: bool,
 }
 
 impl Default for Protocol {
@@ -238,6 +329,8 @@ impl Default for Protocol {
             tau: 0.2,
             every: 0.0,
             mirror: true,
+            reraise: true,
+            concurrent: false,
         }
     }
 }
@@ -254,6 +347,7 @@ pub fn pair(
     let system = System::Fairness {
         tau: p.tau,
         every: p.every,
+        reraise: p.reraise,
     };
     let f = run(registry, grid, seed, sources, p.spacing, &system, Vec::new())?;
     let raises = if p.mirror { f.raises.clone() } else { Vec::new() };
@@ -282,7 +376,11 @@ pub fn repetition(
     r: u32,
 ) -> Result<Pair, SimError> {
     let s = derive_seed(seed, 0x5E7 + r as u64);
-    let (fairness, no_fairness) = pair(registry, grid, s, sources, p)?;
+    let (fairness, no_fairness) = if p.concurrent {
+        concurrent_pair(registry, grid, s, sources, p)?
+    } else {
+        pair(registry, grid, s, sources, p)?
+    };
     let with = with
         .iter()
         .map(|sys| run(registry, grid, s, sources, p.spacing, sys, Vec::new()))
@@ -410,7 +508,11 @@ mod tests {
     fn a_tau_outside_0_1_is_refused() {
         let sources = [WorkflowSource::builtin("simubloch").expect("builtin")];
         for tau in [1.0, 1.5, -0.1, f64::NAN] {
-            let system = System::Fairness { tau, every: 0.0 };
+            let system = System::Fairness {
+                tau,
+                every: 0.0,
+                reraise: true,
+            };
             let e = run(
                 &Registry::builtin(),
                 &Grid::constant(5),
@@ -423,7 +525,11 @@ mod tests {
             .unwrap_err();
             assert!(e.to_string().contains("not in [0, 1)"), "{tau}: {e}");
         }
-        let system = System::Fairness { tau: 0.0, every: 0.0 };
+        let system = System::Fairness {
+            tau: 0.0,
+            every: 0.0,
+            reraise: true,
+        };
         assert!(
             run(
                 &Registry::builtin(),

@@ -48,6 +48,7 @@ pub fn eta_samples(
         spacing,
         &System::NoFairness,
         Vec::new(),
+        None,
     )?;
     let end = world.end();
     let mut series = eta.series;

@@ -141,6 +141,29 @@ pub struct World {
     /// nothing, so the core never steps at an instant only the hidden
     /// runtime of a run that no longer exists explains.
     failing: FxHashMap<TaskId, Time>,
+    /// Background tasks waiting now, and when each was submitted (until
+    /// its first start).
+    bg_queue: usize,
+    bg_submit: FxHashMap<TaskId, Time>,
+    bg_waits: (f64, u64),
+    bg_queued_at_first: Option<usize>,
+    /// Both sets on one grid ([`World::concurrent`]): workflows from this
+    /// index on are the No-Fairness set, and whether the Fairness set's
+    /// lifts are mirrored on it as they happen.
+    shadow_from: Option<usize>,
+    mirror_live: bool,
+}
+
+/// What the other users' tasks went through in one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct BackgroundStats {
+    /// Mean wait (first start − submission) of the background tasks that
+    /// started, s.
+    pub mean_wait_s: f64,
+    /// Background tasks that started.
+    pub started: u64,
+    /// Background tasks waiting when the first workflow was submitted.
+    pub queued_at_first_workflow: u64,
 }
 
 impl World {
@@ -148,9 +171,11 @@ impl World {
     /// workflow k gets `WorkflowId(k)` and user k.
     pub fn new(grid: Grid, seed: u64, workflows: Vec<(Time, Workflow)>) -> World {
         let unfinished = workflows.len();
+        let warmup = secs(grid.warmup_s);
         let wfs = workflows
             .into_iter()
             .map(|(submit, wf)| {
+                let submit = submit + warmup;
                 let n = wf.tasks.len();
                 Wf {
                     submit,
@@ -186,6 +211,41 @@ impl World {
             lifted: Default::default(),
             mirror: Vec::new(),
             failing: FxHashMap::default(),
+            bg_queue: 0,
+            bg_submit: FxHashMap::default(),
+            bg_waits: (0.0, 0),
+            bg_queued_at_first: None,
+            shadow_from: None,
+            mirror_live: false,
+        }
+    }
+
+    /// Fairness and No-Fairness at the same time on this one grid, as the
+    /// paper ran them: the workflows from index `n` on (a copy of the
+    /// first `n`, submitted at the same instants) are the No-Fairness set.
+    /// Their tasks carry no workflow reference, so the controller sees
+    /// them as other users' tasks and never lifts them; with `mirror`,
+    /// each first lift of a Fairness task lifts the oldest waiting
+    /// No-Fairness task to the same priority at that instant. A run's
+    /// failures are drawn per (workflow of its set, task, attempt), so
+    /// both sets meet the same failures.
+    pub fn concurrent(mut self, n: usize, mirror: bool) -> World {
+        self.shadow_from = Some(n);
+        self.mirror_live = mirror;
+        self
+    }
+
+    fn shadow(&self, k: usize) -> bool {
+        self.shadow_from.is_some_and(|n| k >= n)
+    }
+
+    /// The background tasks' waits, and the queue the first workflow met.
+    pub fn background(&self) -> BackgroundStats {
+        let (sum, n) = self.bg_waits;
+        BackgroundStats {
+            mean_wait_s: if n > 0 { sum / n as f64 } else { 0.0 },
+            started: n,
+            queued_at_first_workflow: self.bg_queued_at_first.unwrap_or(0) as u64,
         }
     }
 
@@ -238,11 +298,13 @@ impl World {
     }
 
     fn release(&mut self, k: usize, i: u32, ctx: &mut AgentCtx) {
+        let shadow = self.shadow(k);
+        let concurrent = self.shadow_from.is_some();
         let w = &mut self.wfs[k];
         let t = &w.wf.tasks[i as usize];
         let spec = TaskSpec::new(0, k as i64, 0).priority(1);
         let spec = TaskSpec {
-            workflow: Some(WorkflowRef {
+            workflow: (!shadow).then_some(WorkflowRef {
                 workflow: WorkflowId(k as u32),
                 activity: t.activity,
             }),
@@ -250,9 +312,14 @@ impl World {
         };
         let id = ctx.submit_new(Arrival::with_phases(spec, ctx.now(), t.phases));
         self.live.insert(id, Owner::Workflow { wf: k, task: i });
-        self.released += 1;
-        self.waiting.insert(self.released, id);
-        self.order_of.insert(id, self.released);
+        // Mirrored lifts go to the oldest waiting task of the set that
+        // has no controller: the whole run's (one after the other), the
+        // No-Fairness set's (concurrent).
+        if shadow || !concurrent {
+            self.released += 1;
+            self.waiting.insert(self.released, id);
+            self.order_of.insert(id, self.released);
+        }
     }
 
     fn leave_later(&mut self, slot: u32, now: Time, ctx: &mut AgentCtx) {
@@ -309,6 +376,9 @@ impl Agent for World {
         match token & KIND {
             SUBMIT => {
                 let k = arg as usize;
+                if k == 0 {
+                    self.bg_queued_at_first = Some(self.bg_queue);
+                }
                 let roots: Vec<u32> = (0..self.wfs[k].wf.tasks.len() as u32)
                     .filter(|&i| self.wfs[k].missing[i as usize] == 0)
                     .collect();
@@ -340,6 +410,8 @@ impl Agent for World {
                 let spec = TaskSpec::new(0, BACKGROUND_USER, 0).priority(1);
                 let id = ctx.submit_new(Arrival::new(spec, now, secs(d).max(Time::from_millis(1))));
                 self.live.insert(id, Owner::Background);
+                self.bg_queue += 1;
+                self.bg_submit.insert(id, now);
                 self.next_background(now, ctx);
             }
             FAIL => {
@@ -371,11 +443,19 @@ impl Agent for World {
                     self.waiting.remove(o);
                 }
                 let Some(&Owner::Workflow { wf, task: i }) = self.live.get(task) else {
+                    if matches!(self.live.get(task), Some(Owner::Background)) {
+                        self.bg_queue = self.bg_queue.saturating_sub(1);
+                        if let Some(at) = self.bg_submit.remove(task) {
+                            self.bg_waits.0 += (now - at).as_secs_f64();
+                            self.bg_waits.1 += 1;
+                        }
+                    }
                     return Ok(());
                 };
                 if self.grid.failure > 0.0 {
                     let attempt = self.wfs[wf].attempts[i as usize] as u64;
-                    let keys = [wf as u64, i as u64, attempt];
+                    let set_wf = self.shadow_from.map_or(wf, |n| wf % n.max(1));
+                    let keys = [set_wf as u64, i as u64, attempt];
                     if hash_unit(self.seed, &keys) < self.grid.failure {
                         let speed = slots
                             .first()
@@ -386,7 +466,8 @@ impl Agent for World {
                         } else {
                             nominal
                         };
-                        let at = now + secs(hash_unit(self.seed, &[wf as u64, i as u64, attempt, 1]) * run);
+                        let at =
+                            now + secs(hash_unit(self.seed, &[set_wf as u64, i as u64, attempt, 1]) * run);
                         self.failing.insert(*task, at);
                         ctx.wake_at(at, FAIL | task.0);
                     }
@@ -398,11 +479,30 @@ impl Agent for World {
                 if *requeued && let Some(&o) = self.order_of.get(task) {
                     self.waiting.insert(o, *task);
                 }
+                if *requeued && matches!(self.live.get(task), Some(Owner::Background)) {
+                    self.bg_queue += 1;
+                }
             }
             // A task lifted for the first time: the No-Fairness run lifts
             // one task of its own per such instant (raising the same task
             // again changes nothing the other users see).
-            Action::Priority { task, .. } if self.lifted.insert(*task) => self.raises.push(now),
+            Action::Priority { task, priority } if self.lifted.insert(*task) => {
+                self.raises.push(now);
+                let lifted_fairness_task = match self.live.get(task) {
+                    Some(&Owner::Workflow { wf, .. }) => self.shadow_from.is_some_and(|n| wf < n),
+                    _ => false,
+                };
+                if self.mirror_live
+                    && lifted_fairness_task
+                    && let Some((_, id)) = self.waiting.pop_first()
+                {
+                    self.lifted.insert(id);
+                    ctx.send(Event::SetPriority {
+                        task: id,
+                        priority: *priority,
+                    })?;
+                }
+            }
             Action::Ended(rec) => {
                 let id = rec.spec.id;
                 self.failing.remove(&id);

@@ -1,0 +1,434 @@
+//! Reproduction studies: a paper's protocol run under every reading its
+//! text allows, one row per (case, reading), with the claim's figures,
+//! whether each claim holds, and the paper's values beside them
+//! (`fairsched experiment PAPER --study`, docs/reproduction.md).
+//!
+//! A study is itself an [`Experiment`] ([`Study`]): its instances are the
+//! instances of every reading's own experiment, one after the other, so
+//! it runs in parallel here and as a Slurm array like the experiment, and
+//! each reading's part goes through the experiment's own report. A
+//! reading is a value of the experiment's arguments, so a user runs it
+//! alone with the flags the study prints beside it.
+//!
+//! What a paper's study runs is its [`Studied`] implementation: the cases
+//! (an experiment, a test, a table), the readings, the claims, and how a
+//! reading's summary gives the figures and the verdicts.
+
+use crate::errors::SimError;
+use crate::experiment::{Body, Experiment, Host, Outcome, Quiet};
+use fairsched_core::Registry;
+use fairsched_report::files::json_bytes;
+use fairsched_report::table::{TABLES_JSON, Table, fixed, push_csv_line, tables_json};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One reading of one case: the arguments that run it.
+#[derive(Clone, Debug)]
+pub struct Reading<A> {
+    /// The case it belongs to ("exp1", "test2", "table1-LPC-EGEE").
+    pub case: String,
+    /// Its name within the study ("default", "warm-grid").
+    pub name: String,
+    /// What it changes, in a sentence.
+    pub what: String,
+    /// The command line that runs it alone.
+    pub command: String,
+    /// The experiment's arguments.
+    pub args: A,
+}
+
+/// A claim of the paper, checked on every reading of the cases it is
+/// about.
+#[derive(Clone, Debug, Serialize)]
+pub struct Claim {
+    pub id: &'static str,
+    pub text: &'static str,
+}
+
+/// A figure of one reading: ours, and the paper's where it gives one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    pub name: String,
+    pub ours: Option<f64>,
+    pub paper: Option<f64>,
+    /// Decimals shown.
+    #[serde(skip)]
+    pub decimals: usize,
+}
+
+impl Figure {
+    pub fn new(name: impl Into<String>, ours: Option<f64>, paper: Option<f64>, decimals: usize) -> Figure {
+        Figure {
+            name: name.into(),
+            ours: ours.filter(|x| x.is_finite()),
+            paper,
+            decimals,
+        }
+    }
+}
+
+/// Whether a claim holds on one reading (`None`: the reading does not
+/// measure it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub claim: String,
+    pub holds: Option<bool>,
+}
+
+/// What a reading's summary gives.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    pub figures: Vec<Figure>,
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Measured {
+    pub fn figure(&mut self, name: impl Into<String>, ours: Option<f64>, paper: Option<f64>, d: usize) {
+        self.figures.push(Figure::new(name, ours, paper, d));
+    }
+    pub fn verdict(&mut self, claim: &str, holds: Option<bool>) {
+        self.verdicts.push(Verdict {
+            claim: claim.into(),
+            holds,
+        });
+    }
+}
+
+/// A paper's experiment that has a study.
+pub trait Studied: Experiment {
+    /// The study's name (`summary.json`'s `experiment`, a sweep's record).
+    const STUDY: &'static str;
+    /// The paper's claims the study checks.
+    fn claims() -> Vec<Claim>;
+    /// Every (case, reading) to run, from the arguments given on the
+    /// command line (their seed, logs, `with`); `quick`: the size the
+    /// tests use.
+    fn readings(base: &Self::Args, quick: bool) -> Vec<Reading<Self::Args>>;
+    /// A reading's figures and verdicts, from its summary.
+    fn measure(reading: &Reading<Self::Args>, summary: &Self::Summary) -> Measured;
+    /// Notes printed under the study's tables (sources, what is not
+    /// available here).
+    fn notes() -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A study's arguments: the experiment's, and the size.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "A: Serialize + DeserializeOwned")]
+pub struct StudyArgs<A> {
+    pub base: A,
+    pub quick: bool,
+    /// Only these readings (by name; empty: all).
+    #[serde(default)]
+    pub only: Vec<String>,
+}
+
+/// The planned study: every reading's plan.
+pub struct Study<E: Studied> {
+    args: StudyArgs<E::Args>,
+    rows: Vec<(Reading<E::Args>, E, usize)>,
+    total: usize,
+}
+
+/// One row of `study.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub case: String,
+    pub reading: String,
+    pub what: String,
+    pub command: String,
+    pub figures: Vec<Figure>,
+    pub verdicts: Vec<Verdict>,
+}
+
+/// `summary.json` (and `study.json`) of a study.
+#[derive(Serialize)]
+pub struct StudySummary {
+    pub experiment: &'static str,
+    pub quick: bool,
+    pub claims: Vec<Claim>,
+    pub rows: Vec<Row>,
+    /// Per claim, the readings (`case/reading`) under which it holds.
+    pub holds_under: Vec<(String, Vec<String>)>,
+    pub notes: Vec<String>,
+}
+
+impl<E: Studied> Study<E> {
+    fn readings(args: &StudyArgs<E::Args>) -> Result<Vec<Reading<E::Args>>, SimError> {
+        let all = E::readings(&args.base, args.quick);
+        for o in &args.only {
+            if !all.iter().any(|r| &r.name == o) {
+                let mut names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+                names.dedup();
+                return Err(SimError::usage(format!(
+                    "--reading {o}: {} has no such reading; its readings: {}",
+                    E::STUDY,
+                    names.join(", ")
+                )));
+            }
+        }
+        Ok(all
+            .into_iter()
+            .filter(|r| args.only.is_empty() || args.only.contains(&r.name))
+            .collect())
+    }
+    fn locate(&self, index: usize) -> (usize, usize) {
+        let k = self.rows.partition_point(|(_, _, start)| *start <= index) - 1;
+        (k, index - self.rows[k].2)
+    }
+}
+
+impl<E: Studied> Experiment for Study<E> {
+    const NAME: &'static str = E::STUDY;
+    type Args = StudyArgs<E::Args>;
+    type Part = E::Part;
+    type Summary = StudySummary;
+    const SWEEPS: bool = E::SWEEPS;
+
+    fn default_out(args: &Self::Args) -> PathBuf {
+        PathBuf::from(format!(
+            "results/{}{}",
+            E::STUDY,
+            if args.quick { "-quick" } else { "" }
+        ))
+    }
+
+    fn check(args: &Self::Args, registry: &Registry, _host: &dyn Host) -> Result<(), SimError> {
+        for r in Self::readings(args)? {
+            E::check(&r.args, registry, &Quiet).map_err(|e| in_reading(&r, e))?;
+        }
+        Ok(())
+    }
+
+    fn plan(args: &Self::Args, registry: &Registry, _host: &dyn Host) -> Result<Self, SimError> {
+        let mut rows = Vec::new();
+        let mut total = 0;
+        for r in Self::readings(args)? {
+            let plan = E::plan(&r.args, registry, &Quiet).map_err(|e| in_reading(&r, e))?;
+            let n = plan.instances();
+            rows.push((r, plan, total));
+            total += n;
+        }
+        Ok(Study {
+            args: args.clone(),
+            rows,
+            total,
+        })
+    }
+
+    fn instances(&self) -> usize {
+        self.total
+    }
+
+    fn progress(&self) -> (String, &'static str) {
+        (format!("{} ({} readings)", E::STUDY, self.rows.len()), "runs")
+    }
+
+    fn run(&self, registry: &Registry, index: usize) -> Result<E::Part, SimError> {
+        let (k, i) = self.locate(index);
+        let (r, plan, _) = &self.rows[k];
+        plan.run(registry, i).map_err(|e| in_reading(r, e))
+    }
+
+    fn report(self, parts: Vec<E::Part>, _host: &dyn Host) -> Result<Outcome<StudySummary>, SimError> {
+        let mut parts = parts.into_iter();
+        let mut rows = Vec::new();
+        for (r, plan, _) in self.rows {
+            let mine: Vec<E::Part> = parts.by_ref().take(plan.instances()).collect();
+            let outcome = plan.report(mine, &Quiet).map_err(|e| in_reading(&r, e))?;
+            let m = E::measure(&r, &outcome.summary);
+            rows.push(Row {
+                case: r.case,
+                reading: r.name,
+                what: r.what,
+                command: r.command,
+                figures: m.figures,
+                verdicts: m.verdicts,
+            });
+        }
+        let claims = E::claims();
+        let holds_under = claims
+            .iter()
+            .map(|c| {
+                let under = rows
+                    .iter()
+                    .filter(|r| {
+                        r.verdicts
+                            .iter()
+                            .any(|v| v.claim == c.id && v.holds == Some(true))
+                    })
+                    .map(|r| format!("{}/{}", r.case, r.reading))
+                    .collect();
+                (c.id.to_string(), under)
+            })
+            .collect();
+        let summary = StudySummary {
+            experiment: E::STUDY,
+            quick: self.args.quick,
+            claims,
+            rows,
+            holds_under,
+            notes: E::notes(),
+        };
+        let tables = study_tables(&summary);
+        let mut text: String = tables.iter().map(|t| t.to_text() + "\n").collect();
+        text.push_str(&holds_text(&summary));
+        let files = vec![
+            (
+                "study.csv".to_string(),
+                Body::Bytes(study_csv(&summary).into_bytes()),
+            ),
+            ("study.json".to_string(), Body::Bytes(json_bytes(&summary))),
+            (TABLES_JSON.to_string(), Body::Bytes(tables_json(&tables))),
+            ("summary.json".to_string(), Body::Summary),
+        ];
+        let planned = files.iter().map(|(n, _)| n.clone()).collect();
+        Ok(Outcome {
+            summary,
+            text,
+            tables,
+            files,
+            planned,
+        })
+    }
+}
+
+/// An error of one reading says which.
+fn in_reading<A>(r: &Reading<A>, e: SimError) -> SimError {
+    match e {
+        SimError::Usage(m) => SimError::Usage(format!("reading {}/{}: {m}", r.case, r.name)),
+        SimError::Config(m) => SimError::Config(format!("reading {}/{}: {m}", r.case, r.name)),
+        other => other,
+    }
+}
+
+fn cell(x: Option<f64>, d: usize) -> String {
+    x.map_or_else(|| "—".into(), |x| fixed(x, d))
+}
+
+fn mark(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "—",
+    }
+}
+
+/// One table per case: a row per reading, each figure as "ours (paper)",
+/// then the verdicts.
+pub fn study_tables(s: &StudySummary) -> Vec<Table> {
+    let mut cases: Vec<&str> = Vec::new();
+    for r in &s.rows {
+        if !cases.contains(&r.case.as_str()) {
+            cases.push(&r.case);
+        }
+    }
+    cases
+        .into_iter()
+        .map(|case| {
+            let rows: Vec<&Row> = s.rows.iter().filter(|r| r.case == case).collect();
+            let first = rows[0];
+            let mut cols = vec!["reading".to_string()];
+            cols.extend(first.figures.iter().map(|f| match f.paper {
+                Some(p) => format!("{} (paper {})", f.name, fixed(p, f.decimals)),
+                None => f.name.clone(),
+            }));
+            cols.extend(first.verdicts.iter().map(|v| format!("{} holds", v.claim)));
+            let mut t = Table::new(cols).title(format!("{} — {case}", s.experiment));
+            for r in rows {
+                let mut row = vec![r.reading.clone()];
+                row.extend(r.figures.iter().map(|f| cell(f.ours, f.decimals)));
+                row.extend(r.verdicts.iter().map(|v| mark(v.holds).to_string()));
+                t.row(row);
+            }
+            t
+        })
+        .collect()
+}
+
+/// Per claim: its text and the readings under which it holds.
+fn holds_text(s: &StudySummary) -> String {
+    let mut out = String::from("Claims:\n");
+    for (c, (_, under)) in s.claims.iter().zip(&s.holds_under) {
+        let measured = s.rows.iter().any(|r| r.verdicts.iter().any(|v| v.claim == c.id));
+        let verdict = if !measured {
+            "not measured by these readings".to_string()
+        } else if under.is_empty() {
+            "holds under no reading".to_string()
+        } else {
+            format!("holds under {}", under.join(", "))
+        };
+        out.push_str(&format!("  {} — {}: {verdict}\n", c.id, c.text));
+    }
+    out.push_str("Readings (each runs alone with):\n");
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for r in &s.rows {
+        if !seen.contains(&(r.case.as_str(), r.reading.as_str())) {
+            seen.push((&r.case, &r.reading));
+            out.push_str(&format!(
+                "  {}/{}: {} — {}\n",
+                r.case, r.reading, r.what, r.command
+            ));
+        }
+    }
+    for n in &s.notes {
+        out.push_str(&format!("Note: {n}\n"));
+    }
+    out
+}
+
+/// `study.csv`: one line per (case, reading, figure or claim).
+pub fn study_csv(s: &StudySummary) -> String {
+    let mut out = String::new();
+    push_csv_line(
+        &mut out,
+        [
+            "case", "reading", "kind", "name", "ours", "paper", "holds", "command",
+        ]
+        .into_iter(),
+    );
+    let num = |x: Option<f64>| x.map_or_else(String::new, |x| format!("{x}"));
+    for r in &s.rows {
+        for f in &r.figures {
+            let cells = [
+                r.case.clone(),
+                r.reading.clone(),
+                "figure".into(),
+                f.name.clone(),
+                num(f.ours),
+                num(f.paper),
+                String::new(),
+                r.command.clone(),
+            ];
+            push_csv_line(&mut out, cells.iter().map(String::as_str));
+        }
+        for v in &r.verdicts {
+            let holds = v.holds.map_or_else(String::new, |h| h.to_string());
+            let cells = [
+                r.case.clone(),
+                r.reading.clone(),
+                "claim".into(),
+                v.claim.clone(),
+                String::new(),
+                String::new(),
+                holds,
+                r.command.clone(),
+            ];
+            push_csv_line(&mut out, cells.iter().map(String::as_str));
+        }
+    }
+    out
+}
+
+/// The mean of the finite values of `xs` (`None` if there are none).
+pub fn mean(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = xs.into_iter().filter(|x| x.is_finite()).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The largest finite value of `xs`.
+pub fn max(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
+    xs.into_iter().filter(|x| x.is_finite()).reduce(f64::max)
+}
