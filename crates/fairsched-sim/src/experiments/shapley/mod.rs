@@ -36,10 +36,11 @@
 //! - **warm start** ([`Config::warm_start`]): the jobs submitted during
 //!   one window length before t_start (from the log's first submit if
 //!   that is later) are replayed first, scheduled by the same algorithm,
-//!   so the platform is not empty at t_start; Δψ and p_tot count only the
-//!   jobs submitted in the window (ψ of the spec over those jobs: the
-//!   warm-up's jobs weigh on them by holding processors, but their own
-//!   utility is not measured).
+//!   so the platform is not empty at t_start; Δψ and p_tot measure the
+//!   schedule cut at t_start: ψsp of the spec where a job running at
+//!   t_start counts as started then with what is left of it (every unit
+//!   part processed in [t_start, t_end] is worth t_end minus its end, as
+//!   on a cold start), and p_tot is the work REF did in the window.
 
 use crate::engine::{Arrival, RunStats, Simulation};
 use crate::errors::SimError;
@@ -332,7 +333,7 @@ impl Config {
             && !(f > 0.0 && f <= 1.0)
         {
             return Err(SimError::Config(format!(
-                "--congested {f}: expected the fraction of the window REF's queue must be non-empty, in (0, 1]"
+                "--congested {f}: F is the fraction of a window during which REF's queue must be non-empty; expected 0 < F ≤ 1"
             )));
         }
         if self.orgs() == 0 {
@@ -529,7 +530,8 @@ pub fn run_policy(
 /// What one run of an instance shows (see [`WindowMeter`]).
 #[derive(Clone, Debug)]
 pub struct Measured {
-    /// ψ at the window's end and p_tot, over the window's jobs.
+    /// ψ at the window's end and p_tot, of the schedule cut at the
+    /// window's start.
     pub psi: PsiMeter,
     /// The fraction of the window during which some task was released
     /// and waiting (warm-up tasks included), in [0, 1].
@@ -562,10 +564,11 @@ pub fn measure(
     Ok((meter.finish(), stats))
 }
 
-/// An observer of one run: ψ at the window's end over the tasks
-/// submitted in the window ([`PsiMeter`]), the time some task waited
-/// during the window, and the warm-up's tasks still on the platform at
-/// the window's start.
+/// An observer of one run: ψ at the window's end of the schedule cut at
+/// the window's start ([`PsiMeter`]; a run going on at the start counts
+/// as started then, with what is left of it; runs ended by then do not
+/// count), the time some task waited during the window, and the
+/// warm-up's tasks still on the platform at the window's start.
 #[derive(Clone, Debug)]
 pub struct WindowMeter {
     psi: PsiMeter,
@@ -632,19 +635,18 @@ impl Observer for WindowMeter {
         if let Some(w) = since {
             self.wait(w, rec.end);
         }
-        if rec.submit < self.from {
-            if rec.end > self.from {
-                if rec.runs().any(|a| a.start < self.from && a.stop > self.from) {
-                    self.running_at_start += 1;
-                } else {
-                    self.queued_at_start += 1;
-                }
+        if rec.submit < self.from && rec.end > self.from {
+            if rec.runs().any(|a| a.start < self.from && a.stop > self.from) {
+                self.running_at_start += 1;
+            } else {
+                self.queued_at_start += 1;
             }
-            return;
         }
-        for a in rec.runs() {
+        // The schedule cut at the window's start: a run going on then
+        // counts as started then, with what was left of it.
+        for a in rec.runs().filter(|a| a.stop > self.from) {
             self.psi
-                .record_run(rec.spec.org.index(), a.slots, a.start, a.stop);
+                .record_run(rec.spec.org.index(), a.slots, a.start.max(self.from), a.stop);
         }
     }
     fn wants_steps(&self) -> bool {
@@ -1056,6 +1058,35 @@ mod tests {
     }
 
     #[test]
+    fn on_a_cold_start_the_measure_is_the_plain_psi_meters() {
+        let t = busy_then_idle();
+        let cfg = small(1000, 6);
+        for i in 0..cfg.instances {
+            let inst = instance(&t, &cfg, i).unwrap();
+            assert_eq!((inst.warmup, inst.warmup_tasks), (0, 0));
+            for policy in ["ref", "round-robin"] {
+                let p: PolicySpec = policy.parse().unwrap();
+                let (m, _) = measure(&cfg.registry, &inst, &p, cfg.window).unwrap();
+                let core = Scheduler::new(
+                    &Platform::owned_pool(&inst.procs),
+                    derive_seed(inst.seed, 2),
+                    cfg.registry
+                        .build_allocate(&"single-pool".parse().unwrap())
+                        .unwrap(),
+                    cfg.registry.build_order(&p).unwrap(),
+                    None,
+                );
+                let mut plain = PsiMeter::new(inst.procs.len(), Time::from_secs(cfg.window));
+                Simulation::new(core)
+                    .run(inst.arrivals.iter().cloned().map(Ok), &mut plain)
+                    .unwrap();
+                assert_eq!(m.psi.units(), plain.units());
+                assert_eq!(m.psi.work_s(), plain.work_s());
+            }
+        }
+    }
+
+    #[test]
     fn the_queue_fraction_is_the_time_a_job_waits_in_the_window() {
         // A runs 0–50, B (released at 10) waits until 50: 40 s of 100.
         let inst = hand(0, &[(0, 50), (10, 10)]);
@@ -1068,8 +1099,13 @@ mod tests {
         assert_eq!(m.queue_fraction, 0.5);
     }
 
+    /// ψ at 200 of a job started at `s` for `p` s: Σ_{k<p} (200 − s − k).
+    fn psi_at_200(s: i64, p: i64) -> f64 {
+        (0..p).map(|k| (200 - s - k) as f64).sum()
+    }
+
     #[test]
-    fn a_warm_up_holds_processors_but_only_the_windows_jobs_are_measured() {
+    fn a_warm_start_measures_the_schedule_cut_at_the_windows_start() {
         // Warm-up of 100 s: its job runs 0–150; the window's job (released
         // at 100) waits until 150 and runs 150–160. Window [100, 200).
         let inst = hand(100, &[(0, 150), (100, 10)]);
@@ -1077,9 +1113,18 @@ mod tests {
         let (m, _) = measure(&Registry::builtin(), &inst, &"fcfs".parse().unwrap(), 100).unwrap();
         assert_eq!((m.running_at_start, m.queued_at_start), (1, 0));
         assert_eq!(m.queue_fraction, 0.5);
-        // p_tot and ψ of the window's job alone: ψ = Σ_{k<10} (200 − 150 − k).
+        // The schedule cut at 100: the warm-up job counts as started at
+        // 100 with 50 s left, ψ = Σ_{k<50} (200 − 100 − k) = 3775, the
+        // window's job Σ_{k<10} (200 − 150 − k) = 455; p_tot = 50 + 10.
+        assert_eq!(m.psi.work_s(), 60.0);
+        assert_eq!(m.psi.psi(), vec![psi_at_200(100, 50) + psi_at_200(150, 10)]);
+        assert_eq!(m.psi.psi(), vec![3775.0 + 455.0]);
+        // A warm-up job ended by the window's start counts for nothing.
+        let inst = hand(100, &[(0, 60), (100, 10)]);
+        let (m, _) = measure(&Registry::builtin(), &inst, &"fcfs".parse().unwrap(), 100).unwrap();
+        assert_eq!((m.running_at_start, m.queued_at_start), (0, 0));
         assert_eq!(m.psi.work_s(), 10.0);
-        assert_eq!(m.psi.psi(), vec![455.0]);
+        assert_eq!(m.psi.psi(), vec![psi_at_200(100, 10)]);
         // A warm-up job still waiting at the start counts as queued.
         let inst = hand(100, &[(0, 150), (50, 10), (100, 10)]);
         let (m, _) = measure(&Registry::builtin(), &inst, &"fcfs".parse().unwrap(), 100).unwrap();
