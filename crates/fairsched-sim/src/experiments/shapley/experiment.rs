@@ -277,6 +277,14 @@ fn csv(rows: &[Row]) -> String {
         "ratio_s",
         "psi_s2",
         "psi_ref_s2",
+        "ref_queue_fraction",
+        "attempt",
+        "candidates",
+        "counted",
+        "warmup_s",
+        "warmup_tasks",
+        "ref_running_at_start",
+        "ref_queued_at_start",
     ];
     push_csv_line(&mut out, header.iter().copied());
     let join = |v: &[f64]| v.iter().map(|x| format!("{x}")).collect::<Vec<_>>().join(";");
@@ -295,6 +303,14 @@ fn csv(rows: &[Row]) -> String {
             r.ratio.map(|x| format!("{x}")).unwrap_or_default(),
             join(&r.psi),
             join(&r.psi_ref),
+            format!("{}", r.queue_fraction),
+            r.attempt.to_string(),
+            r.candidates.to_string(),
+            r.counted.to_string(),
+            r.warmup_s.to_string(),
+            r.warmup_tasks.to_string(),
+            r.running_at_start.to_string(),
+            r.queued_at_start.to_string(),
         ];
         push_csv_line(&mut out, cells.iter().map(String::as_str));
     }
