@@ -26,6 +26,7 @@ pub enum ExperimentCommand {
     ///   fairsched experiment shapley --figure 1 --instances 5
     ///   fairsched experiment shapley --trace data/KTH-SP2-1996-2.1-cln.swf.gz:100 --orgs 3 --instances 20
     ///   fairsched experiment shapley --instances 10 --traces LPC-EGEE --with fair-share
+    ///   fairsched experiment shapley --instances 10 --traces LPC-EGEE --congested 0.5 --warm-start
     #[command(verbatim_doc_comment)]
     Shapley(ShapleyArgs),
     /// PFFP (allocation under runtime uncertainty): Tests 1–5 of the
@@ -177,6 +178,18 @@ pub struct ShapleyArgs {
     /// `fairsched simulate --help`) instead of --orgs/--ownership.
     #[arg(long, value_name = "FILE")]
     platform: Option<PathBuf>,
+    /// Count only congested windows: REF's schedule has a job released
+    /// and waiting for at least this fraction F of the window (0 < F ≤ 1).
+    /// Each instance draws candidate windows until one counts, at most 50;
+    /// the rejections are counted in the notes and summary.json
+    /// [default: every window counts].
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    congested: Option<f64>,
+    /// Replay the window length of the log before each window, scheduled
+    /// by the same algorithm, instead of starting on an empty platform;
+    /// Δψ and p_tot count only the jobs submitted in the window.
+    #[arg(long)]
+    warm_start: bool,
     /// Master seed of every random choice.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -372,6 +385,8 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 platform: a.platform,
                 seed: a.seed,
                 with: a.common.with.clone(),
+                congested: a.congested,
+                warm_start: a.warm_start,
             };
             drive_or_study::<shapley::experiment::Shapley>(args, &a.common, registry)
         }

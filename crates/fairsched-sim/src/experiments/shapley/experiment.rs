@@ -4,8 +4,8 @@
 //! policy added beside the paper's algorithms (`with`).
 
 use super::{
-    Config, LoadedTrace, Row, SHARED_LOGS, SharedLog, Stat, UNAVAILABLE, WINDOWS, instance, run_instance,
-    stats,
+    CONGESTED_ATTEMPTS, Config, LoadedTrace, Row, SHARED_LOGS, SharedLog, Stat, UNAVAILABLE, WINDOWS,
+    WindowStat, run_window, stats, window_stats,
 };
 use crate::experiment::{Body, Experiment, Host, Outcome};
 use crate::experiments::with_specs;
@@ -44,6 +44,14 @@ pub struct Args {
     pub seed: u64,
     /// Order policies run beside the paper's algorithms.
     pub with: Vec<PolicySpec>,
+    /// Count only windows where REF's queue is non-empty for at least
+    /// this fraction of the window, 0 < F ≤ 1 (`None`: every window).
+    #[serde(default)]
+    pub congested: Option<f64>,
+    /// Replay one window length of the log before each window, scheduled
+    /// by the same algorithm, instead of an empty platform at its start.
+    #[serde(default)]
+    pub warm_start: bool,
 }
 
 impl Default for Args {
@@ -61,6 +69,8 @@ impl Default for Args {
             platform: None,
             seed: 0,
             with: Vec::new(),
+            congested: None,
+            warm_start: false,
         }
     }
 }
@@ -172,6 +182,8 @@ fn config(a: &Args, registry: &Registry) -> Result<Config, SimError> {
     let mut cfg = Config::paper(window);
     cfg.instances = a.instances;
     cfg.seed = a.seed;
+    cfg.congested = a.congested;
+    cfg.warm_start = a.warm_start;
     if let Some(p) = &a.platform {
         if a.orgs.is_some() || a.ownership.is_some() {
             return Err(SimError::usage(
@@ -232,6 +244,16 @@ pub struct Summary {
     pub reference: String,
     pub traces: Vec<TraceMeta>,
     pub unavailable: &'static [&'static str],
+    /// The readings (docs/shapley.md): only windows whose REF queue is
+    /// non-empty for this fraction of them, with at most
+    /// `congested_attempts` candidates per instance; a warm-up replayed
+    /// before each window.
+    pub congested: Option<f64>,
+    pub congested_attempts: Option<u32>,
+    pub warm_start: bool,
+    /// Per trace: candidates drawn and rejected, REF's queue fraction,
+    /// the platform at the windows' start.
+    pub windows: Vec<WindowStat>,
     /// The policies added to the paper's algorithms (`with`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub with: Vec<String>,
@@ -255,6 +277,14 @@ fn csv(rows: &[Row]) -> String {
         "ratio_s",
         "psi_s2",
         "psi_ref_s2",
+        "ref_queue_fraction",
+        "attempt",
+        "candidates",
+        "counted",
+        "warmup_s",
+        "warmup_tasks",
+        "ref_running_at_start",
+        "ref_queued_at_start",
     ];
     push_csv_line(&mut out, header.iter().copied());
     let join = |v: &[f64]| v.iter().map(|x| format!("{x}")).collect::<Vec<_>>().join(";");
@@ -273,6 +303,14 @@ fn csv(rows: &[Row]) -> String {
             r.ratio.map(|x| format!("{x}")).unwrap_or_default(),
             join(&r.psi),
             join(&r.psi_ref),
+            format!("{}", r.queue_fraction),
+            r.attempt.to_string(),
+            r.candidates.to_string(),
+            r.counted.to_string(),
+            r.warmup_s.to_string(),
+            r.warmup_tasks.to_string(),
+            r.running_at_start.to_string(),
+            r.queued_at_start.to_string(),
         ];
         push_csv_line(&mut out, cells.iter().map(String::as_str));
     }
@@ -385,8 +423,7 @@ impl Experiment for Shapley {
         let cfg = &self.cfgs[index / per_cfg];
         let t = index % per_cfg / n;
         let i = (index % n) as u32;
-        let inst = instance(&self.traces[t], cfg, i)?;
-        run_instance(&inst, cfg, cfg.orgs())
+        run_window(&self.traces[t], cfg, i)
     }
 
     fn report(self, parts: Vec<Vec<Row>>, _host: &dyn Host) -> Result<Outcome<Summary>, SimError> {
@@ -410,9 +447,61 @@ impl Experiment for Shapley {
         let shared_logs = a.trace_files.is_empty() || !a.traces.is_empty();
         if !figure && shared_logs {
             notes.push(format!(
-                "The paper's {} logs are not available here: not run.",
+                "The paper's {} logs are not available here (not among the shared logs, ../shared/data/traces/README.md): not run. \
+                 What that may change: they are half of the paper's evidence. PIK-IPLEX gave its smallest values (RAND 0.014 s, DIRECTCONTR 0.02 s in Table 1) and SHARCNET-Whale its only short-window cell where UTFAIRSHARE differs from FAIRSHARE (38 against 13) and CURRFAIRSHARE ties ROUNDROBIN (145); \
+                 its remark that fairness depends on the workload (RICC against PIK-IPLEX) and its orderings on those two logs cannot be checked here, and our seven other logs are not the paper's.",
                 UNAVAILABLE.join(" and ")
             ));
+        }
+        let wstats = window_stats(&rows);
+        if let Some(f) = a.congested {
+            notes.push(format!(
+                "Congested windows (--congested {f}): a window counts only if REF's schedule had a job released and waiting for at least {:.0}% of it; each instance drew candidate windows (candidate a of instance i from a seed of the seed, the log, i and a) until one counted, at most {CONGESTED_ATTEMPTS}.",
+                f * 100.0
+            ));
+        }
+        for w in &wstats {
+            let orgs = if figure {
+                format!(", {} organizations", w.orgs)
+            } else {
+                String::new()
+            };
+            if a.congested.is_some() {
+                let mut n = format!(
+                    "{}{orgs}: {} candidate windows for {} instances, {} rejected (REF's queue non-empty for less than the fraction asked)",
+                    w.trace, w.candidates, w.instances, w.rejected
+                );
+                if w.uncounted > 0 {
+                    n.push_str(&format!(
+                        "; {} instance(s) found no congested window in {CONGESTED_ATTEMPTS} candidates: their most congested candidate ran, left out of the means (counted = false in shapley.csv)",
+                        w.uncounted
+                    ));
+                }
+                n.push_str(&format!(
+                    "; REF's queue fraction over the counted windows: mean {:.2}, min {:.2}.",
+                    w.queue_fraction_mean, w.queue_fraction_min
+                ));
+                notes.push(n);
+            } else {
+                notes.push(format!(
+                    "{}{orgs}: REF's queue was non-empty for {:.0}% of a window on average; {} of {} windows had no queue at all.",
+                    w.trace,
+                    w.queue_fraction_mean * 100.0,
+                    w.no_queue,
+                    w.instances
+                ));
+            }
+        }
+        if a.warm_start {
+            notes.push(format!(
+                "Warm start (--warm-start): before each window the {window} s of the log before it (from the log's first submit if later) were replayed, scheduled by the same algorithm; Δψ and p_tot count only the jobs submitted in the window."
+            ));
+            for w in &wstats {
+                notes.push(format!(
+                    "{}: at the windows' start REF's schedule had on average {:.1} warm-up tasks running and {:.1} waiting.",
+                    w.trace, w.running_at_start_mean, w.queued_at_start_mean
+                ));
+            }
         }
         if stats.iter().any(|s| s.paper.is_some()) {
             notes.push("Exact numbers differ from the paper's (its seeds, Zipf exponent and log versions are unknown; see docs/shapley.md): compare the orderings (rank columns).".into());
@@ -449,13 +538,23 @@ impl Experiment for Shapley {
                 "{empty} window(s) had no work (p_tot = 0) and are left out of the means."
             ));
         }
+        let readings = {
+            let mut r = String::new();
+            if let Some(f) = a.congested {
+                r.push_str(&format!(", congested ≥ {f}"));
+            }
+            if a.warm_start {
+                r.push_str(", warm start");
+            }
+            r
+        };
 
         // The table printed on standard output (and kept in tables.json).
         let title = if figure {
-            format!("Figure 1 — Δψ/p_tot vs organizations on LPC-EGEE, windows of {window} s")
+            format!("Figure 1 — Δψ/p_tot vs organizations on LPC-EGEE, windows of {window} s{readings}")
         } else {
             format!(
-                "Table {} — Δψ/p_tot (s), windows of {window} s, {} organization{}, ownership {}",
+                "Table {} — Δψ/p_tot (s), windows of {window} s, {} organization{}, ownership {}{readings}",
                 a.table,
                 base.orgs(),
                 if base.orgs() == 1 { "" } else { "s" },
@@ -551,6 +650,10 @@ impl Experiment for Shapley {
                 })
                 .collect(),
             unavailable: &UNAVAILABLE,
+            congested: a.congested,
+            congested_attempts: a.congested.map(|_| CONGESTED_ATTEMPTS),
+            warm_start: a.warm_start,
+            windows: wstats,
             with: a.with.iter().map(ToString::to_string).collect(),
             stats,
             notes,
@@ -654,5 +757,39 @@ mod tests {
         };
         let back: Args = serde_json::from_value(serde_json::to_value(&a).unwrap()).unwrap();
         assert_eq!(format!("{back:?}"), format!("{a:?}"));
+        let a = Args {
+            congested: Some(0.5),
+            warm_start: true,
+            ..Args::default()
+        };
+        let back: Args = serde_json::from_value(serde_json::to_value(&a).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{a:?}"));
+    }
+
+    #[test]
+    fn arguments_written_before_the_readings_still_read() {
+        let mut v = serde_json::to_value(Args::default()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        assert!(o.remove("congested").is_some() && o.remove("warm_start").is_some());
+        let back: Args = serde_json::from_value(v).unwrap();
+        assert_eq!((back.congested, back.warm_start), (None, false));
+    }
+
+    #[test]
+    fn a_congested_fraction_outside_0_1_names_the_flag() {
+        for f in [0.0, -0.5, 1.5, f64::NAN] {
+            let a = Args {
+                congested: Some(f),
+                ..Args::default()
+            };
+            let e = config(&a, &Registry::builtin()).unwrap_err();
+            assert!(matches!(e, SimError::Usage(_)), "{e:?}");
+            assert!(e.to_string().contains("--congested"), "{e}");
+        }
+        let a = Args {
+            congested: Some(1.0),
+            ..Args::default()
+        };
+        assert!(config(&a, &Registry::builtin()).is_ok());
     }
 }
