@@ -126,11 +126,28 @@ fn own_changes_are_booked_into_max_priority() {
 
 #[test]
 fn reraise_no_skips_tasks_the_controller_raised_before() {
-    // τ = 0 acts at many instants. As printed (reraise=yes), a task
-    // already raised is at or below maxPriority again once another is
-    // raised above it, and is raised again; with reraise=no, never.
+    // One slot busy for 11 s; workflows of 4 tasks arrive at t = 0, 1, 2,
+    // 3 and 4, each arrival a reaction while the tasks raised before still
+    // wait. As printed (reraise=yes), a raised task is at maxPriority at
+    // the next reaction, so "priority ≤ maxPriority" takes it again; with
+    // reraise=no, never.
+    let ph = [1, 1, 8, 1].map(Time::from_secs);
+    let arrivals = || {
+        let mut v = Vec::new();
+        for w in 0..5u32 {
+            for k in 0..4u64 {
+                let id = u64::from(w) * 10 + k + 1;
+                v.push(Arrival::with_phases(
+                    wf_task(id, w + 1, 0),
+                    Time::from_secs(i64::from(w)),
+                    ph,
+                ));
+            }
+        }
+        v
+    };
     let twice = |spec: &str| {
-        let ch = raised(&run(&Harness::pool(2, "priority").control(spec), two_workflows()));
+        let ch = raised(&run(&Harness::pool(1, "priority").control(spec), arrivals()));
         let mut tasks: Vec<u64> = ch.iter().map(|&(_, t, _)| t).collect();
         let n = tasks.len();
         tasks.sort_unstable();
@@ -138,7 +155,10 @@ fn reraise_no_skips_tasks_the_controller_raised_before() {
         (n - tasks.len(), tasks.len())
     };
     let (again, once) = twice("workflow-fairness[tau=0]");
-    assert!(again > 0 && once > 0, "as printed: {again} raises again");
+    assert!(
+        again > 0 && once > 0,
+        "as printed: {again} raised again of {once}"
+    );
     let (again, once) = twice("workflow-fairness[tau=0,reraise=no]");
     assert_eq!(again, 0);
     assert!(once > 0);

@@ -33,45 +33,75 @@ fn claims() -> Vec<Claim> {
     ]
 }
 
-/// A reading: (name, what, flags, change).
-type Def = (&'static str, &'static str, &'static str, fn(&mut Args));
+/// A reading: (name, what, flags, change, also on Table 2).
+type Def = (&'static str, &'static str, &'static str, fn(&mut Args), bool);
 
-const READINGS: [Def; 6] = [
+const READINGS: [Def; 9] = [
     (
         "default",
         "today's default: 5 organizations, Zipf(1) ownership, uniform random windows, an empty platform at each window's start",
         "",
         |_| {},
+        true,
+    ),
+    (
+        "congested-0.5",
+        "a window counts only if REF's schedule has a queue for half of it or more (candidates redrawn, at most 50)",
+        "--congested 0.5",
+        |a| a.congested = Some(0.5),
+        false,
+    ),
+    (
+        "warm-start",
+        "the log's jobs from one window length before the window are scheduled first; Δψ on the schedule cut at the window's start",
+        "--warm-start",
+        |a| a.warm_start = true,
+        true,
+    ),
+    (
+        "warm-congested-0.5",
+        "warm start, and only windows congested half the time",
+        "--warm-start --congested 0.5",
+        |a| {
+            a.warm_start = true;
+            a.congested = Some(0.5);
+        },
+        false,
     ),
     (
         "uniform",
         "processors split evenly among organizations",
         "--ownership uniform",
         |a| a.ownership = Some(Ownership::Uniform),
+        true,
     ),
     (
         "zipf-0.5",
         "Zipf ownership with exponent 0.5",
         "--ownership zipf:0.5",
         |a| a.ownership = Some(Ownership::Zipf(0.5)),
+        false,
     ),
     (
         "zipf-2",
         "Zipf ownership with exponent 2",
         "--ownership zipf:2",
         |a| a.ownership = Some(Ownership::Zipf(2.0)),
+        true,
     ),
     (
         "orgs-2",
         "2 organizations (Figure 1's smallest)",
         "--orgs 2",
         |a| a.orgs = Some(2),
+        false,
     ),
     (
         "orgs-8",
         "8 organizations (Figure 1's larger counts)",
         "--orgs 8",
         |a| a.orgs = Some(8),
+        false,
     ),
 ];
 
@@ -90,7 +120,10 @@ impl Studied for Shapley {
         };
         let mut out = Vec::new();
         for &(table, trace) in cases {
-            for (name, what, flags, change) in READINGS {
+            for (name, what, flags, change, table2) in READINGS {
+                if table == 2 && !table2 {
+                    continue;
+                }
                 let mut a = Args {
                     table,
                     traces: vec![trace.into()],
@@ -150,6 +183,14 @@ impl Studied for Shapley {
             }
         });
         m.figure("windows with Δψ = 0 (%)", zero, None, 0);
+        let w = s.windows.first();
+        m.figure("REF queue fraction", w.map(|w| w.queue_fraction_mean), None, 2);
+        m.figure(
+            "windows counted",
+            w.map(|w| f64::from(w.instances - w.uncounted)),
+            None,
+            0,
+        );
         let all: Option<Vec<(&str, f64)>> = means.iter().map(|(l, v, _)| v.map(|v| (*l, v))).collect();
         match all {
             Some(all) if !all.is_empty() => {
