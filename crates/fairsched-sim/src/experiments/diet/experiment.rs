@@ -379,3 +379,118 @@ impl Experiment for DietEthic {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Quiet, run_local};
+    use std::path::Path;
+
+    /// The configurations whose result files were stored before the
+    /// readings (timing model, absolute day-time deadlines, key 4) were
+    /// added: `tests/data/diet-before-readings/NAME/`.
+    fn fixture_configs() -> Vec<(&'static str, Args)> {
+        let small = |name: &str, runs: u32, n_submit: &[u32], with: &[&str]| {
+            let mut a = Args::scenario(name);
+            a.runs = runs;
+            a.n_submit = n_submit.to_vec();
+            a.with = with.iter().map(|w| w.parse().unwrap()).collect();
+            a
+        };
+        vec![
+            ("day-regular", small("day-regular", 2, &[10, 190], &[])),
+            (
+                "night-consecutive",
+                small("night-consecutive", 2, &[100, 1000], &["fcfs"]),
+            ),
+            (
+                "day-irregular-random",
+                small("day-irregular-random", 2, &[50], &[]),
+            ),
+            ("scalability", small("scalability", 1, &[100], &[])),
+        ]
+    }
+
+    /// A result file as stored: summary.json with what changes from run
+    /// to run (the `tool` block, the wall time) replaced by a constant,
+    /// the SVG (tens of kB) by its FNV-1a 64-bit hash.
+    fn stable(name: &str, bytes: Vec<u8>) -> (String, Vec<u8>) {
+        match name {
+            "summary.json" => {
+                let text = String::from_utf8(bytes).unwrap();
+                let mut out = String::new();
+                let mut in_tool = false;
+                for line in text.lines() {
+                    if line.starts_with("  \"tool\": {") {
+                        in_tool = true;
+                        out.push_str("  \"tool\": \"(removed)\",\n");
+                        continue;
+                    }
+                    if in_tool {
+                        in_tool = !line.starts_with("  }");
+                        continue;
+                    }
+                    if line.starts_with("  \"wall_time_s\":") {
+                        let comma = if line.ends_with(',') { "," } else { "" };
+                        out.push_str(&format!("  \"wall_time_s\": 0{comma}\n"));
+                        continue;
+                    }
+                    out.push_str(line);
+                    out.push('\n');
+                }
+                (name.into(), out.into_bytes())
+            }
+            "diet.svg" => {
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                for &b in &bytes {
+                    h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+                }
+                (format!("{name}.fnv1a64"), format!("{h:016x}\n").into_bytes())
+            }
+            _ => (name.into(), bytes),
+        }
+    }
+
+    const FILES: [&str; 4] = ["summary.json", "diet.csv", "diet.svg", TABLES_JSON];
+
+    fn outputs(a: &Args) -> Vec<(String, Vec<u8>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        run_local::<DietEthic>(a, &out, false, &Registry::builtin(), &Quiet).unwrap();
+        FILES
+            .iter()
+            .map(|f| stable(f, std::fs::read(out.join(f)).unwrap()))
+            .collect()
+    }
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/diet-before-readings")
+    }
+
+    /// With every reading at its default (timing zero, the relative
+    /// day-time deadlines of the existing scenario names, key 4 counting
+    /// finished runs), the result files are those written before the
+    /// readings existed, byte for byte. `FAIRSCHED_BLESS=1` rewrites them.
+    #[test]
+    fn defaults_give_the_files_written_before_the_readings() {
+        let bless = std::env::var_os("FAIRSCHED_BLESS").is_some();
+        for (name, args) in fixture_configs() {
+            let dir = fixtures().join(name);
+            for (file, bytes) in outputs(&args) {
+                let path = dir.join(&file);
+                if bless {
+                    std::fs::create_dir_all(&dir).unwrap();
+                    std::fs::write(&path, &bytes).unwrap();
+                    continue;
+                }
+                let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert!(
+                    want == bytes,
+                    "{name}/{file} differs from {}:\n{}",
+                    path.display(),
+                    String::from_utf8_lossy(&bytes)
+                );
+            }
+        }
+    }
+}
