@@ -51,7 +51,7 @@ pub enum ExperimentCommand {
     ///   fairsched experiment diet-ethic --scenario scalability --n-submit 100,1000
     ///   fairsched experiment diet-ethic --scenario-file examples/diet.toml --runs 5
     ///   fairsched experiment diet-ethic --scenario day-regular --runs 3 --with fcfs
-    ///   fairsched experiment diet-ethic --scenario day-regular --submit-latency 20ms --complete-latency 20ms --overhead 5ms --jitter 10ms
+    ///   fairsched experiment diet-ethic --scenario day-regular --submit-latency 20ms --jitter 10ms
     ///   fairsched experiment diet-ethic --scenario day-regular-absolute
     #[command(verbatim_doc_comment)]
     DietEthic(DietArgs),
