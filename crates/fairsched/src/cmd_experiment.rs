@@ -4,7 +4,7 @@
 
 use crate::host::Cli;
 use crate::term::{say, sayln, usage};
-use fairsched_core::{PolicySpec, Registry};
+use fairsched_core::{PolicySpec, Registry, Time};
 use fairsched_sim::experiment::run_local;
 use fairsched_sim::experiments::{diet, pffp, shapley, workflow};
 use fairsched_sim::study::{Studied, Study, StudyArgs};
@@ -53,6 +53,8 @@ pub enum ExperimentCommand {
     ///   fairsched experiment diet-ethic --scenario scalability --n-submit 100,1000
     ///   fairsched experiment diet-ethic --scenario-file examples/diet.toml --runs 5
     ///   fairsched experiment diet-ethic --scenario day-regular --runs 3 --with fcfs
+    ///   fairsched experiment diet-ethic --scenario day-regular --submit-latency 20ms --jitter 10ms
+    ///   fairsched experiment diet-ethic --scenario day-regular-absolute
     #[command(verbatim_doc_comment)]
     DietEthic(DietArgs),
     /// Workflow fairness (the η_u controller): the paper's Experiments 1–3
@@ -274,6 +276,9 @@ pub struct PffpArgs {
 pub struct DietArgs {
     /// The paper's scenario: night-simultaneous, night-consecutive,
     /// day-regular, day-irregular, day-irregular-random or scalability.
+    /// Day-time users have 100 s from their own arrival; the spec's
+    /// reading, one absolute deadline at 100 s, is day-regular-absolute,
+    /// day-irregular-absolute, day-irregular-random-absolute.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(diet::SCENARIOS),
           required_unless_present = "scenario_file", conflicts_with = "scenario_file")]
     scenario: Option<String>,
@@ -290,8 +295,50 @@ pub struct DietArgs {
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Timing model: a client's submission or cancellation reaches its
+    /// server this long after it is sent (50ms, 0.05s, or seconds)
+    /// [default: 0].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    submit_latency: Option<Time>,
+    /// Timing model: a client learns that a request ended this long after
+    /// it ended [default: 0].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    complete_latency: Option<Time>,
+    /// Timing model: each request keeps its server busy this much longer
+    /// than its work [default: 0].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    overhead: Option<Time>,
+    /// Timing model: each message (submission, cancellation, completion
+    /// notice) is late by a further draw, uniform in [0, D], from the
+    /// run's seed [default: 0].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    jitter: Option<Time>,
+    /// Key 4 of Diet-ethic's server queue, "least allocated on this
+    /// server": its finished runs, or those plus its runs in progress
+    /// (the same decisions on the paper's single-slot servers).
+    #[arg(long, value_name = "READING", default_value = "finished",
+          value_parser = clap::builder::PossibleValuesParser::new(diet::Key4::NAMES))]
+    key4: String,
     #[command(flatten)]
     common: Common,
+}
+
+/// A duration of the timing model: `50ms`, `0.05s`, `2m`, or seconds.
+fn duration(s: &str) -> Result<Time, String> {
+    let t = fairsched_core::registry::parse_duration(s.trim()).ok_or_else(|| {
+        format!(
+            "`{}` is not a duration ≥ 0 (50ms, 0.05s, 2m, or a number of seconds)",
+            s.trim()
+        )
+    })?;
+    if t > diet::MAX_TIMING {
+        return Err(format!(
+            "`{}` is more than {} s",
+            s.trim(),
+            diet::MAX_TIMING.whole_secs()
+        ));
+    }
+    Ok(t)
 }
 
 #[derive(clap::Args)]
@@ -415,6 +462,13 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 n_submit: a.n_submit,
                 seed: a.seed,
                 with: a.common.with.clone(),
+                timing: diet::Timing {
+                    submit_latency: a.submit_latency.unwrap_or_default(),
+                    complete_latency: a.complete_latency.unwrap_or_default(),
+                    overhead: a.overhead.unwrap_or_default(),
+                    jitter: a.jitter.unwrap_or_default(),
+                },
+                key4: a.key4.parse().map_err(|e: String| usage(format!("--key4 {e}")))?,
             };
             drive_or_study::<diet::experiment::DietEthic>(args, &a.common, registry)
         }

@@ -35,6 +35,17 @@
 //! `Requeued` / `Left`, as spec/diet-ethic.md's `r_allocated` (killed and
 //! cancelled runs included).
 //!
+//! **Key 4's readings** (parameter `key4`, [`Key4`]). The paper says "the
+//! fewest allocated resources so far". `finished` (the default, above)
+//! counts finished runs only. `running` also counts the elapsed part of
+//! the user's runs in progress on the server, as of each pick. On
+//! single-slot servers the two give the same decisions, for the reason
+//! above. They differ on a server with several slots, e.g. the live
+//! broker's pooled machine: a user whose long request has run for a while
+//! on one slot is served after a user with a shorter finished run.
+//! `running` re-keys, at each pick, the waiting requests of the users
+//! running there: O(c + r·k log q) more per pick, `r` such users.
+//!
 //! **Random key (key 5).** `notify` gets no RNG, so a request's draw is
 //! taken from the [`SimRng`] given to `pick`, the first time its server is
 //! picked for after the request was queued (requests queued since the last
@@ -63,7 +74,7 @@ use crate::ids::{MachineId, TaskId, UserId};
 use crate::point::{Order, Pick, SimRng};
 use crate::policy::queue::PerMachine;
 use crate::prelude::*;
-use crate::registry::{Ctor, Entry, Params, Picks, SpecError};
+use crate::registry::{Ctor, Entry, ParamDoc, Params, Picks, SpecError};
 use crate::snapshot::snapshot_policy;
 use crate::state::View;
 use crate::time::Time;
@@ -77,7 +88,13 @@ pub const ENTRY: Entry = Entry {
     name: NAME,
     doc: "Diet-ethic server queue: mandatory first, running first, mandatory FCFS, \
           least time allocated to the user on this server, seeded random; kills optional runs",
-    params: &[],
+    params: &[ParamDoc {
+        name: "key4",
+        default: "finished",
+        doc: "reading of key 4 (the user's time allocated on this server): finished = its finished runs \
+              (completed, killed, cancelled); running = those plus the elapsed part of its runs in \
+              progress there (the same decisions on single-slot servers)",
+    }],
     parallel: false,
     orgs: false,
     picks: Picks::Weighs(
@@ -86,8 +103,59 @@ pub const ENTRY: Entry = Entry {
     build: Ctor::order(from_params),
 };
 
-fn from_params(_: &Params) -> Result<Box<dyn Order>, SpecError> {
-    Ok(Box::new(DietEthic::default()))
+fn from_params(p: &Params) -> Result<Box<dyn Order>, SpecError> {
+    let key4 = match p.choice("key4", &Key4::NAMES)? {
+        "running" => Key4::Running,
+        _ => Key4::Finished,
+    };
+    Ok(Box::new(DietEthic::new(key4)))
+}
+
+/// Key 4's reading of "the least resources allocated so far on this
+/// server" (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Key4 {
+    /// The user's finished runs on the server: completed, killed,
+    /// cancelled (the default).
+    #[default]
+    Finished,
+    /// Those plus the elapsed part of the user's runs in progress on the
+    /// server.
+    Running,
+}
+
+impl Key4 {
+    /// The readings' names, as the parameter and the experiment's option
+    /// take them.
+    pub const NAMES: [&'static str; 2] = ["finished", "running"];
+    pub fn name(self) -> &'static str {
+        match self {
+            Key4::Finished => "finished",
+            Key4::Running => "running",
+        }
+    }
+    /// Whether it is the default reading.
+    pub fn is_default(&self) -> bool {
+        *self == Key4::default()
+    }
+}
+
+impl core::fmt::Display for Key4 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl core::str::FromStr for Key4 {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Key4, String> {
+        match s {
+            "finished" => Ok(Key4::Finished),
+            "running" => Ok(Key4::Running),
+            _ => Err(format!("{s:?}: expected {}", Key4::NAMES.join(" or "))),
+        }
+    }
 }
 
 /// A request's place in its server's queue: smaller runs first.
@@ -183,15 +251,64 @@ impl Server {
     }
 }
 
+/// Re-keys `user`'s waiting requests on server `s` with `allocated`.
+fn rekey(s: &mut Server, requests: &mut FxHashMap<TaskId, Request>, user: UserId, allocated: Time) {
+    for &t in s.by_user.get(&user).into_iter().flatten() {
+        let w = requests.get_mut(&t).expect("indexed requests are live");
+        let old = w.queued.expect("indexed requests are queued");
+        let new = w.key(allocated, true);
+        if new != old {
+            s.queue.remove(&old);
+            s.queue.insert(new, t);
+            w.queued = Some(new);
+        }
+    }
+}
+
 /// See the module docs.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DietEthic {
     #[serde(with = "crate::snapshot::sorted_map")]
     requests: FxHashMap<TaskId, Request>,
     servers: PerMachine<Server>,
+    /// Key 4's reading (a snapshot written before it existed reads as
+    /// the default).
+    #[serde(default)]
+    key4: Key4,
 }
 
 impl DietEthic {
+    /// The queue under key 4's reading `key4`.
+    pub fn new(key4: Key4) -> DietEthic {
+        DietEthic {
+            key4,
+            ..DietEthic::default()
+        }
+    }
+
+    /// Key 4 `running`: the waiting requests of every user running on
+    /// `machine` are keyed with its finished runs there plus the elapsed
+    /// part of its runs in progress, as of `now`.
+    fn count_running(&mut self, machine: MachineId, now: Time) {
+        let s = self.servers.get(machine);
+        if s.running.is_empty() {
+            return;
+        }
+        let mut elapsed: Vec<(UserId, Time)> = Vec::with_capacity(s.running.len());
+        for (_, t) in &s.running {
+            let r = &self.requests[t];
+            let e = now - r.start.expect("running requests have started");
+            match elapsed.iter_mut().find(|(u, _)| *u == r.user) {
+                Some((_, sum)) => *sum += e,
+                None => elapsed.push((r.user, e)),
+            }
+        }
+        for (user, e) in elapsed {
+            let allocated = s.allocated(user) + e;
+            rekey(s, &mut self.requests, user, allocated);
+        }
+    }
+
     /// A run of `task` stopped at `now` (killed, or left while running):
     /// its time is allocated to its user on this server, whose waiting
     /// requests there are re-keyed.
@@ -205,16 +322,7 @@ impl DietEthic {
         s.running.retain(|&(_, t)| t != task);
         *s.allocated.entry(user).or_insert(Time::ZERO) += now - start;
         let allocated = s.allocated(user);
-        for &t in s.by_user.get(&user).into_iter().flatten() {
-            let w = self.requests.get_mut(&t).expect("indexed requests are live");
-            let old = w.queued.expect("indexed requests are queued");
-            let new = w.key(allocated, true);
-            if new != old {
-                s.queue.remove(&old);
-                s.queue.insert(new, t);
-                w.queued = Some(new);
-            }
-        }
+        rekey(s, &mut self.requests, user, allocated);
     }
 
     /// Puts a waiting request back in its server's queue: ordered if it
@@ -298,6 +406,10 @@ impl Order for DietEthic {
             }
             s.enqueue(task, r);
         }
+        if self.key4 == Key4::Running {
+            self.count_running(machine, view.now());
+        }
+        let s = self.servers.get(machine);
         // A request wider than the server's present capacity (slots left)
         // cannot run until slots join: the next in key order is the front.
         let cap = view.machine(machine).capacity();
@@ -340,6 +452,9 @@ mod tests {
     /// assertions compare plain values.
     struct Servers {
         n: usize,
+        /// Slots per server (1: Diet-ethic's servers).
+        slots: u32,
+        order: String,
         seed: u64,
         arrivals: Vec<Arrival>,
         cancels: Vec<(i64, u64)>,
@@ -350,6 +465,8 @@ mod tests {
         fn new(n: usize) -> Servers {
             Servers {
                 n,
+                slots: 1,
+                order: NAME.into(),
                 seed: 7,
                 arrivals: Vec::new(),
                 cancels: Vec::new(),
@@ -358,6 +475,12 @@ mod tests {
         }
         fn seed(mut self, seed: u64) -> Servers {
             self.seed = seed;
+            self
+        }
+        /// Servers of `slots` slots running the order policy `order`.
+        fn with(mut self, slots: u32, order: &str) -> Servers {
+            self.slots = slots;
+            self.order = order.into();
             self
         }
         /// Request `id` of `user`, sent to `server` at `submit` seconds; it
@@ -397,7 +520,7 @@ mod tests {
             self
         }
         fn run(self) -> Run {
-            let h = Harness::machines(&vec![1; self.n], "least-loaded", NAME).seed(self.seed);
+            let h = Harness::machines(&vec![self.slots; self.n], "least-loaded", &self.order).seed(self.seed);
             let mut sim = Simulation::new(h.scheduler());
             for &(at, task) in &self.cancels {
                 let like = &self.like;
@@ -547,6 +670,81 @@ mod tests {
             assert_eq!(r.starts(), vec![(1, 0), (2, 3), (4, 8), (1, 10)], "seed {seed}");
             assert_eq!(r.end(1).end.whole_secs(), 20);
         }
+    }
+
+    /// Key 4's readings on a 2-slot server. User 1's optional 1 runs from
+    /// 0 (10 s); user 2's optional 2 runs 1..3 (2 s finished). At 3 a slot
+    /// frees, and optional 3 (user 1) and 4 (user 2), queued at 2, wait.
+    /// `finished`: user 1 has 0 finished there, user 2 has 2 s, so 3 goes
+    /// first. `running`: user 1 has run 3 s (in progress), more than user
+    /// 2's 2 s, so 4 goes first.
+    #[test]
+    fn key4_readings_order_differently_on_a_multi_slot_server() {
+        let run = |order: &str, seed| {
+            Servers::new(1)
+                .with(2, order)
+                .seed(seed)
+                .opt(0, 10, 1, 1, 0)
+                .opt(1, 2, 2, 2, 0)
+                .opt(2, 5, 3, 1, 0)
+                .opt(2, 5, 4, 2, 0)
+                .run()
+        };
+        for seed in SEEDS {
+            for order in [NAME, "diet-ethic[key4=finished]"] {
+                let r = run(order, seed);
+                assert_eq!(
+                    r.starts(),
+                    vec![(1, 0), (2, 1), (3, 3), (4, 8)],
+                    "{order}, seed {seed}"
+                );
+            }
+            let r = run("diet-ethic[key4=running]", seed);
+            assert_eq!(r.starts(), vec![(1, 0), (2, 1), (4, 3), (3, 8)], "seed {seed}");
+            assert!(kills(&r).is_empty());
+        }
+    }
+
+    /// On single-slot servers the readings decide alike (a start is decided
+    /// only on an idle server): the busy run of
+    /// `same_seed_same_order_different_seeds_can_differ`, step by step.
+    #[test]
+    fn key4_readings_agree_on_single_slot_servers() {
+        let run = |order: &str, seed| {
+            let mut s = Servers::new(3).with(1, order).seed(seed);
+            for id in 0..40u64 {
+                let (user, server) = ((id % 4) as i64, (id % 3) as u32);
+                s = s.request(
+                    id as i64 / 5,
+                    1 + (id as i64 * 7) % 5,
+                    id,
+                    user,
+                    server,
+                    id % 3 != 0,
+                );
+            }
+            format!("{:?}", s.run().actions)
+        };
+        for seed in 0..4 {
+            assert_eq!(
+                run(NAME, seed),
+                run("diet-ethic[key4=running]", seed),
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn key4_parameter_names_its_readings() {
+        use super::Key4;
+        assert_eq!("running".parse::<Key4>(), Ok(Key4::Running));
+        assert_eq!(Key4::default().to_string(), "finished");
+        let e = crate::Registry::builtin()
+            .build_order(&"diet-ethic[key4=started]".parse().unwrap())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("key4") && e.contains("finished, running"), "{e}");
     }
 
     /// Mandatory 1 (user 0) runs 0..10; optional 2..=7 of users 1..=6 wait

@@ -132,6 +132,18 @@ fn configs() -> Vec<Config> {
             )
         });
     }
+    // Key 4 counting runs in progress, on servers of several slots where
+    // that reading matters.
+    v.push(Config {
+        parallel: false,
+        targets: true,
+        ..cfg(
+            "least-loaded",
+            "diet-ethic[key4=running]",
+            None,
+            Platform::machines(&[2, 1, 3]),
+        )
+    });
     for allocate in [
         "single-pool",
         "least-loaded",

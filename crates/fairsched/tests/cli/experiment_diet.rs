@@ -119,3 +119,95 @@ fn bad_input_is_named() {
     assert!(stderr.contains("n_min"), "{stderr}");
     assert!(!dir.path().join("r").join("summary.json").exists());
 }
+
+/// The readings of issue 28, each alone from the command line: the timing
+/// model, the spec's absolute day-time deadlines, key 4 with runs in
+/// progress; summary.json records the first and the last.
+#[test]
+fn each_reading_runs_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str]); 3] = [
+        (
+            "day-regular",
+            &[
+                "--submit-latency",
+                "20ms",
+                "--complete-latency",
+                "0.02s",
+                "--overhead",
+                "5ms",
+                "--jitter",
+                "10ms",
+            ],
+        ),
+        ("day-regular-absolute", &[]),
+        ("night-consecutive", &["--key4", "running"]),
+    ];
+    for (i, (sc, flags)) in cases.iter().enumerate() {
+        let out = dir.path().join(format!("r{i}"));
+        let mut args = vec![
+            "experiment",
+            "diet-ethic",
+            "--scenario",
+            sc,
+            "--runs",
+            "1",
+            "--n-submit",
+            "190",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        let o = run(&args);
+        assert!(o.status.success(), "{sc}: {}", text(&o).1);
+        let s: Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(s["scenario"], *sc);
+        let notes = s["notes"].to_string();
+        match i {
+            0 => {
+                let t = &s["timing"];
+                assert_eq!(
+                    [
+                        &t["submit_latency"],
+                        &t["complete_latency"],
+                        &t["overhead"],
+                        &t["jitter"]
+                    ],
+                    [20, 20, 5, 10]
+                );
+                assert!(s["points"][0]["kills"].as_f64().unwrap() > 0.0, "{s}");
+                assert!(notes.contains("Timing model"), "{notes}");
+            }
+            1 => {
+                assert!(s.get("timing").is_none() && s.get("key4").is_none(), "{s}");
+                assert!(notes.contains("absolute deadline d = 100 s"), "{notes}");
+                // 10 servers until 100 s: at most 1000 requests by then.
+                assert!(s["points"][0]["completed"].as_f64().unwrap() <= 1000.0, "{s}");
+            }
+            _ => assert_eq!(s["key4"], "running"),
+        }
+    }
+}
+
+#[test]
+fn bad_readings_are_named() {
+    for (flag, value) in [
+        ("--submit-latency", "-5ms"),
+        ("--complete-latency", "soon"),
+        ("--overhead", "1000000000s"),
+        ("--jitter", "10 ms"),
+        ("--key4", "started"),
+    ] {
+        let o = run(&[
+            "experiment",
+            "diet-ethic",
+            "--scenario",
+            "day-regular",
+            flag,
+            value,
+        ]);
+        let (_, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+    }
+}

@@ -4,7 +4,10 @@
 //! the servers beside them, under Diet-ethic's clients (`with`). An
 //! instance is one run of one system.
 
-use super::{N_SUBMIT, Point, RunResult, SCENARIOS, Setup, System, points, run_one, scenario, systems};
+use super::{
+    ABSOLUTE, Key4, N_SUBMIT, Point, Readings, RunResult, SCENARIOS, Setup, System, Timing, points, run_one,
+    scenario, systems,
+};
 use crate::SimError;
 use crate::experiment::{Body, Experiment, Host, Outcome};
 use crate::experiments::with_specs;
@@ -31,6 +34,12 @@ pub struct Args {
     pub seed: u64,
     /// Order policies run on the servers with Diet-ethic's clients.
     pub with: Vec<PolicySpec>,
+    /// The timing model (every value zero: ideal timing).
+    #[serde(default)]
+    pub timing: Timing,
+    /// Key 4's reading on the Diet-ethic system's servers.
+    #[serde(default)]
+    pub key4: Key4,
 }
 
 impl Args {
@@ -44,10 +53,19 @@ impl Args {
             n_submit: N_SUBMIT.to_vec(),
             seed: 0,
             with: Vec::new(),
+            timing: Timing::default(),
+            key4: Key4::default(),
         }
     }
     fn name(&self) -> String {
         self.scenario.clone().unwrap_or_else(|| "custom".into())
+    }
+    /// The readings a run takes.
+    pub fn readings(&self) -> Readings {
+        Readings {
+            timing: self.timing,
+            key4: self.key4,
+        }
     }
 }
 
@@ -60,9 +78,10 @@ pub struct DietEthic {
     started: Instant,
 }
 
-/// What the paper reports per scenario (spec/diet-ethic.md).
+/// What the paper reports per scenario (spec/diet-ethic.md); a
+/// `-absolute` scenario is the paper's day-time one.
 fn paper_says(scenario: &str) -> &'static str {
-    match scenario {
+    match scenario.strip_suffix(ABSOLUTE).unwrap_or(scenario) {
         "night-consecutive" => {
             "Paper: Diet-ethic has 0 unhappy users and near-ideal unfairness without guessing n_submit; the legacy system needs exactly n_submit = 100 here; unfairness up to 150× lower."
         }
@@ -79,8 +98,18 @@ fn paper_says(scenario: &str) -> &'static str {
     }
 }
 
-/// Why our numbers differ from the paper's (docs/diet-ethic.md).
-fn differs(scenario: &str) -> Option<&'static str> {
+/// Why our numbers differ from the paper's (docs/diet-ethic.md), with
+/// ideal timing (`ideal`) or not.
+fn differs(scenario: &str, ideal: bool) -> Option<&'static str> {
+    if !ideal && ["night-simultaneous", "night-consecutive", "scalability"].contains(&scenario) {
+        // What is said there is about ideal timing.
+        return None;
+    }
+    if scenario.ends_with(ABSOLUTE) {
+        return Some(
+            "Why ours differs: under the spec's reading every day-time user's deadline is 100 s, absolute, so the 10 servers hold at most 1000 requests up to the deadlines and a user arriving late has little time (one arriving at 100 s has none and is left out of the unfairness); the paper's legacy run completing 1890 requests at n_submit = 190 cannot happen under this reading. See docs/diet-ethic.md.",
+        );
+    }
     Some(match scenario {
         "night-simultaneous" => {
             "Why ours differs: identical users arriving together get the servers in equal shares to the request and no request is killed, so unfairness is 0; the paper's real platform had timing noise. See docs/diet-ethic.md."
@@ -114,6 +143,12 @@ pub struct Summary {
     /// The policies run on the servers beside Diet-ethic (`with`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub with: Vec<String>,
+    /// The timing model, in ms (absent: ideal timing, every value zero).
+    #[serde(skip_serializing_if = "Timing::is_zero")]
+    pub timing: Timing,
+    /// Key 4's reading on Diet-ethic's servers (absent: `finished`).
+    #[serde(skip_serializing_if = "Key4::is_default")]
+    pub key4: Key4,
     pub notes: Vec<String>,
     pub wall_time_s: f64,
 }
@@ -151,6 +186,7 @@ fn checked(a: &Args, registry: &Registry) -> Result<(Args, Option<Setup>), SimEr
             ));
         }
     };
+    a.timing.check()?;
     let mut a = a.clone();
     a.n_submit.sort_unstable();
     a.n_submit.dedup();
@@ -200,6 +236,7 @@ impl Experiment for DietEthic {
             &self.systems[index / runs],
             (index % runs) as u32,
             self.args.seed,
+            &self.args.readings(),
         )
     }
 
@@ -224,11 +261,15 @@ impl Experiment for DietEthic {
             "A legacy client submits n_submit requests clamped to its own [n_min, n_max].".to_string(),
         ];
         if a.scenario_file.is_none()
-            && let Some(d) = differs(&name)
+            && let Some(d) = differs(&name, a.timing.is_zero())
         {
             notes.push(d.into());
         }
-        if name.starts_with("day-") {
+        if name.starts_with("day-") && name.ends_with(ABSOLUTE) {
+            notes.push(
+                "Day-time users share the absolute deadline d = 100 s (spec/diet-ethic.md's reading; the scenario without -absolute gives each user 100 s from its own arrival).".into(),
+            );
+        } else if name.starts_with("day-") {
             notes.push(
                 "Day-time users each have a deadline 100 s after their own arrival (night-time ones share d = 100 s): with one absolute deadline at 100 s the paper's 1890 completed requests would not fit on 10 servers.".into(),
             );
@@ -237,6 +278,17 @@ impl Experiment for DietEthic {
             notes.push(
                 "Irregular arrivals: each second t of [0, 100] s a client arrives with probability λ(t/100 − 0.5)/10, λ the daily cycle of Calzarossa & Serazzi (1985): 3.1 − 8.5t + 24.7t² + 130.8t³ + 107.7t⁴ − 804.2t⁵ − 2038.5t⁶ + 1856.8t⁷ + 4618.6t⁸ (the paper does not print its polynomial)."
                     .into(),
+            );
+        }
+        if !a.timing.is_zero() {
+            notes.push(format!(
+                "Timing model: {}. A client's submissions and cancellations reach the server after the submission latency, it learns of an ended request after the completion latency, and a server is busy T + overhead per request (server-time allocated to the user). Completed requests are counted on the servers.",
+                a.timing.describe()
+            ));
+        }
+        if a.key4 == Key4::Running {
+            notes.push(
+                "Key 4 (key4=running): a user's time allocated on a server counts its runs in progress there too, not only its finished runs; on single-slot servers both readings make the same decisions.".into(),
             );
         }
         let best_legacy = legacy
@@ -358,6 +410,8 @@ impl Experiment for DietEthic {
             seed: a.seed,
             paper: paper_says(&name),
             with: a.with.iter().map(ToString::to_string).collect(),
+            timing: a.timing,
+            key4: a.key4,
             notes,
             wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
             points,
@@ -377,5 +431,179 @@ impl Experiment for DietEthic {
                 .map(String::from)
                 .to_vec(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Quiet, run_local};
+    use fairsched_core::Time;
+    use std::path::Path;
+
+    /// The configurations whose result files were stored before the
+    /// readings (timing model, absolute day-time deadlines, key 4) were
+    /// added: `tests/data/diet-before-readings/NAME/`.
+    fn fixture_configs() -> Vec<(&'static str, Args)> {
+        let small = |name: &str, runs: u32, n_submit: &[u32], with: &[&str]| {
+            let mut a = Args::scenario(name);
+            a.runs = runs;
+            a.n_submit = n_submit.to_vec();
+            a.with = with.iter().map(|w| w.parse().unwrap()).collect();
+            a
+        };
+        vec![
+            ("day-regular", small("day-regular", 2, &[10, 190], &[])),
+            (
+                "night-consecutive",
+                small("night-consecutive", 2, &[100, 1000], &["fcfs"]),
+            ),
+            (
+                "day-irregular-random",
+                small("day-irregular-random", 2, &[50], &[]),
+            ),
+            ("scalability", small("scalability", 1, &[100], &[])),
+        ]
+    }
+
+    /// A result file as stored: summary.json with what changes from run
+    /// to run (the `tool` block, the wall time) replaced by a constant,
+    /// the SVG (tens of kB) by its FNV-1a 64-bit hash.
+    fn stable(name: &str, bytes: Vec<u8>) -> (String, Vec<u8>) {
+        match name {
+            "summary.json" => {
+                let text = String::from_utf8(bytes).unwrap();
+                let mut out = String::new();
+                let mut in_tool = false;
+                for line in text.lines() {
+                    if line.starts_with("  \"tool\": {") {
+                        in_tool = true;
+                        out.push_str("  \"tool\": \"(removed)\",\n");
+                        continue;
+                    }
+                    if in_tool {
+                        in_tool = !line.starts_with("  }");
+                        continue;
+                    }
+                    if line.starts_with("  \"wall_time_s\":") {
+                        let comma = if line.ends_with(',') { "," } else { "" };
+                        out.push_str(&format!("  \"wall_time_s\": 0{comma}\n"));
+                        continue;
+                    }
+                    out.push_str(line);
+                    out.push('\n');
+                }
+                (name.into(), out.into_bytes())
+            }
+            "diet.svg" => {
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                for &b in &bytes {
+                    h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+                }
+                (format!("{name}.fnv1a64"), format!("{h:016x}\n").into_bytes())
+            }
+            _ => (name.into(), bytes),
+        }
+    }
+
+    const FILES: [&str; 4] = ["summary.json", "diet.csv", "diet.svg", TABLES_JSON];
+
+    fn outputs(a: &Args) -> Vec<(String, Vec<u8>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        run_local::<DietEthic>(a, &out, false, &Registry::builtin(), &Quiet).unwrap();
+        FILES
+            .iter()
+            .map(|f| stable(f, std::fs::read(out.join(f)).unwrap()))
+            .collect()
+    }
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/diet-before-readings")
+    }
+
+    /// With every reading at its default (timing zero, the relative
+    /// day-time deadlines of the existing scenario names, key 4 counting
+    /// finished runs), the result files are those written before the
+    /// readings existed, byte for byte. `FAIRSCHED_BLESS=1` rewrites them.
+    #[test]
+    fn defaults_give_the_files_written_before_the_readings() {
+        let bless = std::env::var_os("FAIRSCHED_BLESS").is_some();
+        for (name, args) in fixture_configs() {
+            let dir = fixtures().join(name);
+            for (file, bytes) in outputs(&args) {
+                let path = dir.join(&file);
+                if bless {
+                    std::fs::create_dir_all(&dir).unwrap();
+                    std::fs::write(&path, &bytes).unwrap();
+                    continue;
+                }
+                let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert!(
+                    want == bytes,
+                    "{name}/{file} differs from {}:\n{}",
+                    path.display(),
+                    String::from_utf8_lossy(&bytes)
+                );
+            }
+        }
+    }
+
+    /// Arguments written before the readings existed (a sweep's record)
+    /// still read, with every reading at its default.
+    #[test]
+    fn arguments_without_the_readings_still_read() {
+        let old = r#"{"scenario": "day-regular", "scenario_file": null, "runs": 2,
+                      "n_submit": [10, 190], "seed": 0, "with": []}"#;
+        let a: Args = serde_json::from_str(old).unwrap();
+        assert_eq!((a.timing, a.key4), (Timing::default(), Key4::Finished));
+        let new = r#"{"scenario": "day-regular", "scenario_file": null, "runs": 2,
+                      "n_submit": [10], "seed": 0, "with": [], "key4": "running",
+                      "timing": {"submit_latency": 20, "jitter": 10}}"#;
+        let a: Args = serde_json::from_str(new).unwrap();
+        assert_eq!(a.key4, Key4::Running);
+        assert_eq!(
+            (
+                a.timing.submit_latency.millis(),
+                a.timing.complete_latency.millis(),
+                a.timing.jitter.millis()
+            ),
+            (20, 0, 10)
+        );
+        let bad = r#"{"scenario": "day-regular", "scenario_file": null, "runs": 2,
+                      "n_submit": [10], "seed": 0, "with": [], "key4": "started"}"#;
+        assert!(serde_json::from_str::<Args>(bad).is_err());
+    }
+
+    /// summary.json records the readings that are not the defaults, and
+    /// a bad timing value is refused naming its flag.
+    #[test]
+    fn the_summary_records_the_readings() {
+        let mut a = Args::scenario("day-regular-absolute");
+        a.runs = 1;
+        a.n_submit = vec![10];
+        a.key4 = Key4::Running;
+        a.timing.submit_latency = Time::from_millis(20);
+        a.timing.overhead = Time::from_millis(5);
+        let files = outputs(&a);
+        let summary = String::from_utf8(files[0].1.clone()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        assert_eq!(v["key4"], "running");
+        assert_eq!(v["timing"]["submit_latency"], 20);
+        assert_eq!(v["timing"]["overhead"], 5);
+        assert_eq!(v["timing"]["jitter"], 0);
+        assert_eq!(v["scenario"], "day-regular-absolute");
+        let notes = v["notes"].to_string();
+        assert!(
+            notes.contains("Timing model: submission latency 20 ms"),
+            "{notes}"
+        );
+        assert!(notes.contains("key4=running"), "{notes}");
+        assert!(notes.contains("absolute deadline d = 100 s"), "{notes}");
+        a.timing.complete_latency = Time::from_millis(-3);
+        let e = DietEthic::check(&a, &Registry::builtin(), &Quiet)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--complete-latency"), "{e}");
     }
 }

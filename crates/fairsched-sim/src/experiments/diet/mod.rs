@@ -9,6 +9,10 @@
 //! and cancel what is left when they leave. A client's servers are the
 //! platform's in an order drawn from the run's seed (its "discovery"), so
 //! that round-robin dispatch from many clients does not pile onto server 0.
+//!
+//! Beside the scenario, a run takes [`Readings`] of what the paper leaves
+//! open: a [`Timing`] model (latencies, overhead, jitter; none by default)
+//! and key 4's reading of the servers' queue ([`Key4`]).
 
 pub mod experiment;
 pub mod metrics;
@@ -21,6 +25,7 @@ use crate::engine::{Arrival, Simulation};
 use crate::errors::SimError;
 use fairsched_core::event::EndRecord;
 use fairsched_core::model::Outcome;
+pub use fairsched_core::policy::diet_ethic::Key4;
 use fairsched_core::sink::{Observer, TaskMeta};
 use fairsched_core::{
     Action, MachineId, OrgId, Platform, PolicySpec, Registry, Scheduler, TaskId, TaskSpec, Time, UserId,
@@ -53,15 +58,25 @@ pub struct Setup {
     pub users: Vec<User>,
 }
 
-/// The paper's scenarios.
-pub const SCENARIOS: [&str; 6] = [
+/// The paper's scenarios. The three `-absolute` ones are the day-time
+/// scenarios under the spec's reading of the deadline (every user's is
+/// 100 s, absolute); the names without the suffix keep our reading (100 s
+/// after the user's own arrival, see [`scenario`]).
+pub const SCENARIOS: [&str; 9] = [
     "night-simultaneous",
     "night-consecutive",
     "day-regular",
     "day-irregular",
     "day-irregular-random",
     "scalability",
+    "day-regular-absolute",
+    "day-irregular-absolute",
+    "day-irregular-random-absolute",
 ];
+
+/// The suffix of the day-time scenarios whose users share the absolute
+/// deadline 100 s (spec/diet-ethic.md's reading).
+pub const ABSOLUTE: &str = "-absolute";
 
 /// The n_submit values of the legacy system's sweep.
 pub const N_SUBMIT: [u32; 9] = [3, 10, 50, 100, 150, 190, 250, 500, 1000];
@@ -74,16 +89,25 @@ pub fn daily_cycle(t: f64) -> f64 {
 }
 
 /// Scenario `name` drawn with `seed` (only the irregular ones use it).
+///
+/// Deadlines: night-time users (and scalability's) share one absolute
+/// deadline, 100 s ("the next morning"). Day-time users each get 100 s
+/// from their own arrival, the only reading under which the paper's
+/// day-regular legacy run can complete 1890 requests (10 servers × 100 s
+/// hold at most 1000). `day-…-absolute` is the same scenario (the same
+/// arrivals and durations for a seed) under the spec's reading: every
+/// user's deadline is 100 s, absolute.
 pub fn scenario(name: &str, seed: u64) -> Result<Setup, SimError> {
     let secs = |s: f64| Time::from_millis((s * 1000.0).round() as i64);
-    // Night-time users share one absolute deadline (100 s, "the next
-    // morning"); day-time users each get 100 s from their arrival, the only
-    // reading under which the paper's day-regular legacy run can complete
-    // 1890 requests (10 servers × 100 s holds at most 1000).
-    let day = name.starts_with("day-");
+    let base = name.strip_suffix(ABSOLUTE).filter(|b| b.starts_with("day-"));
+    let (given, name, absolute) = match base {
+        Some(b) => (name, b, true),
+        None => (name, name, false),
+    };
+    let relative = name.starts_with("day-") && !absolute;
     let user = |t0: f64, duration: Time| User {
         arrival: secs(t0),
-        deadline: secs(if day { t0 + 100.0 } else { 100.0 }),
+        deadline: secs(if relative { t0 + 100.0 } else { 100.0 }),
         n_min: 3,
         n_max: 1000,
         duration,
@@ -124,14 +148,95 @@ pub fn scenario(name: &str, seed: u64) -> Result<Setup, SimError> {
                     .collect(),
             });
         }
-        other => {
+        _ => {
             return Err(SimError::Config(format!(
-                "scenario {other:?}: expected one of {}",
+                "scenario {given:?}: expected one of {}",
                 SCENARIOS.join(", ")
             )));
         }
     };
     Ok(Setup { servers: 10, users })
+}
+
+/// The timing model: how long a client's messages take, and what a
+/// server spends on each request beside its work. Every value is zero by
+/// default (ideal timing, the results of the model without it).
+///
+/// - A submission reaches its server `submit_latency` after the client
+///   sent it; so does a cancellation.
+/// - The client learns that a request ended `complete_latency` after it
+///   ended on its server.
+/// - Each request keeps its server busy `overhead` longer than its work
+///   `T_i` (a run killed partway loses what it ran, overhead included).
+///   The server-time counts as allocated to the user, as the spec's
+///   `r_allocated` is server-time.
+/// - Each message (submission, cancellation, completion notice) is
+///   delayed by a further draw, uniform in [0, `jitter`] ms, from the
+///   client's own stream (`derive_seed` of the run's seed and the user).
+///
+/// In JSON (sweep files, Python) each value is in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timing {
+    /// Client → server: submissions and cancellations.
+    pub submit_latency: Time,
+    /// Server → client: the notice that a request ended.
+    pub complete_latency: Time,
+    /// Per request, on the server.
+    pub overhead: Time,
+    /// Upper bound of each message's extra uniform delay.
+    pub jitter: Time,
+}
+
+/// The largest value of a [`Timing`] field (ten days).
+pub const MAX_TIMING: Time = Time::from_secs(864_000);
+
+impl Timing {
+    /// Ideal timing: every value zero.
+    pub fn is_zero(&self) -> bool {
+        *self == Timing::default()
+    }
+    /// Each value between 0 and [`MAX_TIMING`]; a mistake names the flag.
+    pub fn check(&self) -> Result<(), SimError> {
+        for (flag, v) in [
+            ("--submit-latency", self.submit_latency),
+            ("--complete-latency", self.complete_latency),
+            ("--overhead", self.overhead),
+            ("--jitter", self.jitter),
+        ] {
+            if v < Time::ZERO || v > MAX_TIMING {
+                return Err(SimError::usage(format!(
+                    "{flag} {} ms: give a duration from 0 to {} s",
+                    v.millis(),
+                    MAX_TIMING.whole_secs()
+                )));
+            }
+        }
+        Ok(())
+    }
+    /// One line for the notes: the non-zero values.
+    pub fn describe(&self) -> String {
+        let ms = |t: Time| format!("{} ms", t.millis());
+        format!(
+            "submission latency {}, completion latency {}, server overhead {} per request, jitter up to {} per message",
+            ms(self.submit_latency),
+            ms(self.complete_latency),
+            ms(self.overhead),
+            ms(self.jitter)
+        )
+    }
+}
+
+/// What a run reads into the paper where it is open
+/// (docs/diet-ethic.md, "Readings"). The default is the model as first
+/// built: ideal timing, key 4 counting finished runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Readings {
+    pub timing: Timing,
+    /// Key 4 of the Diet-ethic system's servers (the `diet-ethic` queue's
+    /// `key4` parameter; other systems' servers do not read it).
+    pub key4: Key4,
 }
 
 /// Which system runs.
@@ -150,6 +255,14 @@ impl System {
     /// Whether its clients are Diet-ethic's dispatcher.
     fn dispatches(&self) -> bool {
         !matches!(self, System::Legacy { .. })
+    }
+    /// The servers' order policy (Diet-ethic's with key 4 as `key4` reads
+    /// it).
+    pub fn order_with(&self, key4: Key4) -> PolicySpec {
+        match (self, key4) {
+            (System::DietEthic, Key4::Running) => "diet-ethic[key4=running]".parse().expect("registered"),
+            _ => self.order(),
+        }
     }
     /// The servers' order policy.
     pub fn order(&self) -> PolicySpec {
@@ -185,6 +298,21 @@ fn discovered(servers: u32, n_max: u32, seed: u64, user: usize) -> Vec<MachineId
     s
 }
 
+/// A client's message on its way (timing model), by wake-up token.
+enum Message {
+    /// A request on its way to `server`. `cancel_at`: when the client's
+    /// cancellation reaches the server, if the client left meanwhile.
+    Submit {
+        server: MachineId,
+        optional: bool,
+        cancel_at: Option<Time>,
+    },
+    /// The notice that `task` ended.
+    Ended { task: TaskId, completed: bool },
+    /// A cancellation of `task` on its way.
+    Cancel { task: TaskId },
+}
+
 /// A client: Diet-ethic's dispatcher or a legacy client.
 struct Client {
     user: usize,
@@ -192,33 +320,134 @@ struct Client {
     system: System,
     servers: Vec<MachineId>,
     book: Rc<RefCell<Book>>,
-    /// Requests submitted so far.
+    /// Requests submitted so far (sent, whether or not they arrived).
     submitted: u32,
-    /// Mandatory requests not completed yet.
+    /// Mandatory requests not completed yet (as far as the client knows).
     mandatory_left: FxHashSet<TaskId>,
-    /// Submitted, not ended.
-    live: FxHashSet<TaskId>,
+    /// Submitted, not ended (as far as the client knows), and where.
+    live: FxHashMap<TaskId, MachineId>,
     /// Optional requests live per server (Diet-ethic keeps at most one).
     optional_on: FxHashMap<TaskId, MachineId>,
     deadline_passed: bool,
     gone: bool,
+    timing: Timing,
+    /// The jitter's draws (drawn from only with a jitter).
+    rng: rand_pcg::Pcg64Mcg,
+    /// Messages on their way, by wake-up token.
+    messages: FxHashMap<u64, Message>,
+    next_token: u64,
+    /// Mandatory requests sent that have not reached their server.
+    mandatory_in_flight: u32,
+    /// When the last message sent to each server reaches it, and the last
+    /// notice from each server reaches the client: messages between two
+    /// ends do not overtake one another, as on one connection.
+    to_server: FxHashMap<MachineId, Time>,
+    from_server: FxHashMap<MachineId, Time>,
 }
 
 const WAKE_ARRIVE: u64 = 1;
 const WAKE_DEADLINE: u64 = 2;
+/// The first token of a message on its way.
+const WAKE_MESSAGE: u64 = 3;
 
 impl Client {
-    fn send(&mut self, ctx: &mut AgentCtx, server: MachineId, optional: bool) -> TaskId {
+    fn new(
+        user: usize,
+        spec: User,
+        system: System,
+        servers: Vec<MachineId>,
+        book: Rc<RefCell<Book>>,
+        timing: Timing,
+        seed: u64,
+    ) -> Client {
+        Client {
+            user,
+            spec,
+            system,
+            servers,
+            book,
+            submitted: 0,
+            mandatory_left: FxHashSet::default(),
+            live: FxHashMap::default(),
+            optional_on: FxHashMap::default(),
+            deadline_passed: false,
+            gone: false,
+            timing,
+            rng: rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(seed, 0x71_4E), user as u64)),
+            messages: FxHashMap::default(),
+            next_token: WAKE_MESSAGE,
+            mandatory_in_flight: 0,
+            to_server: FxHashMap::default(),
+            from_server: FxHashMap::default(),
+        }
+    }
+
+    /// When a message sent now to `server` (`to_server`) or from it
+    /// reaches the other end: `base` later plus the jitter's draw, and not
+    /// before the previous message between the two.
+    fn arrival(&mut self, now: Time, server: MachineId, to_server: bool) -> Time {
+        let base = if to_server {
+            self.timing.submit_latency
+        } else {
+            self.timing.complete_latency
+        };
+        let mut at = now + base;
+        if self.timing.jitter > Time::ZERO {
+            at += Time::from_millis(self.rng.random_range(0..=self.timing.jitter.millis()));
+        }
+        let channel = if to_server {
+            &mut self.to_server
+        } else {
+            &mut self.from_server
+        };
+        let last = channel.entry(server).or_insert(at);
+        *last = at.max(*last);
+        *last
+    }
+
+    /// `m` reaches its end at `at`.
+    fn post(&mut self, ctx: &mut AgentCtx, at: Time, m: Message) {
+        let token = self.next_token;
+        self.next_token += 1;
+        self.messages.insert(token, m);
+        ctx.wake_at(at, token);
+    }
+
+    /// Sends a request to `server`: it reaches it after the submission
+    /// latency.
+    fn send(&mut self, ctx: &mut AgentCtx, server: MachineId, optional: bool) {
+        self.submitted += 1;
+        let at = self.arrival(ctx.now(), server, true);
+        if at == ctx.now() {
+            self.submit(ctx, server, optional);
+            return;
+        }
+        if !optional {
+            self.mandatory_in_flight += 1;
+        }
+        self.post(
+            ctx,
+            at,
+            Message::Submit {
+                server,
+                optional,
+                cancel_at: None,
+            },
+        );
+    }
+
+    /// A request reaches `server` now.
+    fn submit(&mut self, ctx: &mut AgentCtx, server: MachineId, optional: bool) -> TaskId {
         let mut spec = TaskSpec::new(0, self.user as i64, 0).on(server);
         spec.org = OrgId(0);
         spec.user = UserId(self.user as i64);
         if optional {
             spec = spec.optional();
         }
-        let id = ctx.submit_new(Arrival::new(spec, ctx.now(), self.spec.duration));
+        let service = self.spec.duration + self.timing.overhead;
+        let id = ctx.submit_new(Arrival::new(spec, ctx.now(), service));
         self.book.borrow_mut().owner.insert(id, self.user);
-        self.submitted += 1;
-        self.live.insert(id);
+        self.live.insert(id, server);
         if optional {
             self.optional_on.insert(id, server);
         } else {
@@ -227,17 +456,48 @@ impl Client {
         id
     }
 
+    /// Cancels `task`, on `server`: the cancellation reaches it after the
+    /// submission latency (a server ignores one for a request that ended).
+    fn cancel(&mut self, ctx: &mut AgentCtx, task: TaskId, server: MachineId) {
+        let at = self.arrival(ctx.now(), server, true);
+        if at == ctx.now() {
+            ctx.cancel(task);
+        } else {
+            self.post(ctx, at, Message::Cancel { task });
+        }
+    }
+
     /// Leaves once every mandatory request completed and the deadline
-    /// passed: cancels what is left.
+    /// passed: cancels what is left, requests on their way included.
     fn maybe_leave(&mut self, ctx: &mut AgentCtx) {
-        if self.gone || !self.deadline_passed || !self.mandatory_left.is_empty() {
+        if self.gone
+            || !self.deadline_passed
+            || !self.mandatory_left.is_empty()
+            || self.mandatory_in_flight > 0
+        {
             return;
         }
         self.gone = true;
-        let mut left: Vec<TaskId> = self.live.iter().copied().collect();
+        let mut left: Vec<(TaskId, MachineId)> = self.live.iter().map(|(&t, &m)| (t, m)).collect();
         left.sort_unstable();
-        for t in left {
-            ctx.cancel(t);
+        for (t, m) in left {
+            self.cancel(ctx, t, m);
+        }
+        // Requests on their way: each cancellation follows its request.
+        let mut on_the_way: Vec<(u64, MachineId)> = self
+            .messages
+            .iter()
+            .filter_map(|(&k, m)| match m {
+                Message::Submit { server, .. } => Some((k, *server)),
+                _ => None,
+            })
+            .collect();
+        on_the_way.sort_unstable();
+        for (k, server) in on_the_way {
+            let at = self.arrival(ctx.now(), server, true);
+            if let Some(Message::Submit { cancel_at, .. }) = self.messages.get_mut(&k) {
+                *cancel_at = Some(at);
+            }
         }
     }
 
@@ -263,6 +523,52 @@ impl Client {
             }
         }
     }
+
+    /// The client learns that `task` ended.
+    fn ended(&mut self, ctx: &mut AgentCtx, task: TaskId, completed: bool) {
+        if self.live.remove(&task).is_none() {
+            return;
+        }
+        self.mandatory_left.remove(&task);
+        let server = self.optional_on.remove(&task);
+        if let (true, Some(server), true, false) = (self.system.dispatches(), server, completed, self.gone)
+            && self.submitted < self.spec.n_max
+        {
+            self.send(ctx, server, true);
+        }
+        self.maybe_leave(ctx);
+    }
+
+    /// A message of the client's reaches its end.
+    fn arrived(&mut self, ctx: &mut AgentCtx, m: Message) {
+        match m {
+            Message::Submit {
+                server,
+                optional,
+                cancel_at,
+            } => {
+                if !optional {
+                    self.mandatory_in_flight -= 1;
+                }
+                match cancel_at {
+                    None => {
+                        self.submit(ctx, server, optional);
+                    }
+                    // The client left while the request was on its way:
+                    // its cancellation follows it (at the same instant,
+                    // the request is dropped).
+                    Some(at) if at > ctx.now() => {
+                        let id = self.submit(ctx, server, optional);
+                        self.post(ctx, at, Message::Cancel { task: id });
+                    }
+                    Some(_) => {}
+                }
+                self.maybe_leave(ctx);
+            }
+            Message::Ended { task, completed } => self.ended(ctx, task, completed),
+            Message::Cancel { task } => ctx.cancel(task),
+        }
+    }
 }
 
 impl Agent for Client {
@@ -275,9 +581,14 @@ impl Agent for Client {
     fn on_wake(&mut self, token: u64, ctx: &mut AgentCtx) -> Result<(), SimError> {
         match token {
             WAKE_ARRIVE => self.setup(ctx),
-            _ => {
+            WAKE_DEADLINE => {
                 self.deadline_passed = true;
                 self.maybe_leave(ctx);
+            }
+            _ => {
+                if let Some(m) = self.messages.remove(&token) {
+                    self.arrived(ctx, m);
+                }
             }
         }
         Ok(())
@@ -285,18 +596,21 @@ impl Agent for Client {
 
     fn on_action(&mut self, a: &Action, ctx: &mut AgentCtx) -> Result<(), SimError> {
         let Action::Ended(r) = a else { return Ok(()) };
-        if !self.live.remove(&r.spec.id) {
+        let Some(&server) = self.live.get(&r.spec.id) else {
             return Ok(());
+        };
+        let (task, completed) = (r.spec.id, r.outcome == Outcome::Completed);
+        // A client that left does nothing with what it learns.
+        let at = if self.gone {
+            ctx.now()
+        } else {
+            self.arrival(ctx.now(), server, false)
+        };
+        if at == ctx.now() {
+            self.ended(ctx, task, completed);
+        } else {
+            self.post(ctx, at, Message::Ended { task, completed });
         }
-        let completed = r.outcome == Outcome::Completed;
-        self.mandatory_left.remove(&r.spec.id);
-        let server = self.optional_on.remove(&r.spec.id);
-        if let (true, Some(server), true, false) = (self.system.dispatches(), server, completed, self.gone)
-            && self.submitted < self.spec.n_max
-        {
-            self.send(ctx, server, true);
-        }
-        self.maybe_leave(ctx);
         Ok(())
     }
 }
@@ -367,29 +681,38 @@ pub fn run_observed(
     seed: u64,
     extra: &mut dyn Observer,
 ) -> Result<RunResult, SimError> {
+    run_with(registry, setup, system, seed, &Readings::default(), extra)
+}
+
+/// [`run_observed`] under `readings` (the timing model, key 4).
+pub fn run_with(
+    registry: &Registry,
+    setup: &Setup,
+    system: &System,
+    seed: u64,
+    readings: &Readings,
+    extra: &mut dyn Observer,
+) -> Result<RunResult, SimError> {
+    readings.timing.check()?;
     let core = Scheduler::new(
         &Platform::machines(&vec![1; setup.servers as usize]),
         derive_seed(seed, 1),
         registry.build_allocate(&"least-loaded".parse().expect("registered"))?,
-        registry.build_order(&system.order())?,
+        registry.build_order(&system.order_with(readings.key4))?,
         None,
     );
     let book = Rc::new(RefCell::new(Book::default()));
     let mut sim = Simulation::new(core);
     for (i, u) in setup.users.iter().enumerate() {
-        sim.add_agent(Client {
-            user: i,
-            spec: u.clone(),
-            system: system.clone(),
-            servers: discovered(setup.servers, u.n_max, seed, i),
-            book: book.clone(),
-            submitted: 0,
-            mandatory_left: FxHashSet::default(),
-            live: FxHashSet::default(),
-            optional_on: FxHashMap::default(),
-            deadline_passed: false,
-            gone: false,
-        });
+        sim.add_agent(Client::new(
+            i,
+            u.clone(),
+            system.clone(),
+            discovered(setup.servers, u.n_max, seed, i),
+            book.clone(),
+            readings.timing,
+            seed,
+        ));
     }
     let n = setup.users.len();
     let mut c = Collect {
@@ -451,8 +774,9 @@ pub fn systems(n_submit: &[u32], with: &[PolicySpec]) -> Vec<System> {
         .collect()
 }
 
-/// Run `r` of `system` (seed r of a run: `derive_seed(seed, r)`; scenario
-/// draws and clients' discovery use it).
+/// Run `r` of `system` under `readings` (seed r of a run:
+/// `derive_seed(seed, r)`; scenario draws, clients' discovery and the
+/// timing model's jitter use it).
 pub fn run_one(
     registry: &Registry,
     scenario_name: &str,
@@ -460,13 +784,14 @@ pub fn run_one(
     system: &System,
     r: u32,
     seed: u64,
+    readings: &Readings,
 ) -> Result<RunResult, SimError> {
     let run_seed = derive_seed(seed, r as u64);
     let setup = match custom {
         Some(c) => c.clone(),
         None => scenario(scenario_name, run_seed)?,
     };
-    run(registry, &setup, system, run_seed)
+    run_with(registry, &setup, system, run_seed, readings, &mut Quiet)
 }
 
 /// The medians of each system's `runs` results (`results` in (system,
@@ -517,11 +842,282 @@ pub fn sweep(
     let results: Vec<Result<RunResult, SimError>> = work
         .par_iter()
         .map(|&(s, r)| {
-            let res = run_one(registry, scenario_name, custom, &systems[s], r, seed);
+            let res = run_one(
+                registry,
+                scenario_name,
+                custom,
+                &systems[s],
+                r,
+                seed,
+                &Readings::default(),
+            );
             tick();
             res
         })
         .collect();
     let results: Vec<RunResult> = results.into_iter().collect::<Result<_, _>>()?;
     Ok(points(&systems, &results, runs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: i64) -> Time {
+        Time::from_millis(t)
+    }
+
+    /// Every task's end record, in end order.
+    #[derive(Default)]
+    struct Ends(Vec<EndRecord>);
+    impl Observer for Ends {
+        fn on_task(&mut self, rec: &EndRecord, _m: &TaskMeta) {
+            self.0.push(rec.clone());
+        }
+        fn wants_steps(&self) -> bool {
+            false
+        }
+    }
+
+    /// One server and one Diet-ethic user from 0 with requests of 1 s.
+    fn alone(n_max: u32, deadline: Time) -> Setup {
+        Setup {
+            servers: 1,
+            users: vec![User {
+                arrival: Time::ZERO,
+                deadline,
+                n_min: 1,
+                n_max,
+                duration: Time::from_secs(1),
+            }],
+        }
+    }
+
+    fn timing(submit: i64, complete: i64, overhead: i64, jitter: i64) -> Readings {
+        Readings {
+            timing: Timing {
+                submit_latency: ms(submit),
+                complete_latency: ms(complete),
+                overhead: ms(overhead),
+                jitter: ms(jitter),
+            },
+            key4: Key4::Finished,
+        }
+    }
+
+    /// (submit, start, end) in ms and whether it completed, per request in
+    /// submission order.
+    fn requests(setup: &Setup, r: &Readings, seed: u64) -> (RunResult, Vec<(i64, i64, i64, bool)>) {
+        let mut e = Ends::default();
+        let res = run_with(&Registry::builtin(), setup, &System::DietEthic, seed, r, &mut e).unwrap();
+        let mut v: Vec<_> =
+            e.0.iter()
+                .map(|x| {
+                    (
+                        x.spec.id,
+                        x.submit.millis(),
+                        x.start().map_or(-1, |t| t.millis()),
+                        x.end.millis(),
+                        x.outcome == Outcome::Completed,
+                    )
+                })
+                .collect();
+        v.sort();
+        (res, v.into_iter().map(|(_, a, b, c, d)| (a, b, c, d)).collect())
+    }
+
+    #[test]
+    fn absolute_day_deadlines_are_100_s_relative_ones_arrival_plus_100() {
+        for day in ["day-regular", "day-irregular", "day-irregular-random"] {
+            let absolute = format!("{day}{ABSOLUTE}");
+            assert!(SCENARIOS.contains(&absolute.as_str()));
+            for seed in 0..4 {
+                let rel = scenario(day, seed).unwrap();
+                let abs = scenario(&absolute, seed).unwrap();
+                assert!(!rel.users.is_empty());
+                assert_eq!(rel.servers, abs.servers);
+                assert_eq!(rel.users.len(), abs.users.len(), "{day}, seed {seed}");
+                for (r, a) in rel.users.iter().zip(&abs.users) {
+                    assert_eq!(r.deadline, r.arrival + Time::from_secs(100), "{day}");
+                    assert_eq!(a.deadline, Time::from_secs(100), "{absolute}");
+                    // The same users otherwise: arrivals, durations, n.
+                    assert_eq!(
+                        User {
+                            deadline: r.deadline,
+                            ..a.clone()
+                        },
+                        *r
+                    );
+                }
+            }
+        }
+        // Only day-time scenarios have an absolute version.
+        assert!(scenario("night-consecutive-absolute", 0).is_err());
+        let e = scenario("day-lunch-absolute", 0).unwrap_err().to_string();
+        assert!(e.contains("day-lunch-absolute"), "{e}");
+    }
+
+    /// Latencies: a request reaches its server `submit` after it is sent,
+    /// and the client learns of an end `complete` after it: the next
+    /// optional request arrives `complete + submit` after the previous one
+    /// ended, and the server idles meanwhile.
+    #[test]
+    fn latencies_delay_arrivals_and_resubmissions() {
+        let setup = alone(3, Time::from_secs(10));
+        let (_, ideal) = requests(&setup, &Readings::default(), 0);
+        assert_eq!(
+            ideal,
+            vec![
+                (0, 0, 1000, true),
+                (0, 1000, 2000, true),
+                (2000, 2000, 3000, true)
+            ]
+        );
+        let (r, late) = requests(&setup, &timing(100, 200, 0, 0), 0);
+        assert_eq!(
+            late,
+            vec![
+                (100, 100, 1100, true),
+                (100, 1100, 2100, true),
+                (2100 + 200 + 100, 2400, 3400, true)
+            ]
+        );
+        assert_eq!(r.metrics.completed, 3);
+    }
+
+    /// Overhead keeps the server busy longer than the request's work; the
+    /// server-time counts as allocated.
+    #[test]
+    fn overhead_lengthens_each_run() {
+        let setup = alone(3, Time::from_secs(10));
+        let (r, v) = requests(&setup, &timing(0, 0, 50, 0), 0);
+        assert_eq!(
+            v,
+            vec![
+                (0, 0, 1050, true),
+                (0, 1050, 2100, true),
+                (2100, 2100, 3150, true)
+            ]
+        );
+        // Deserved: 1 server × 10 s; allocated 3.15 s.
+        let s = r.metrics.satisfaction[0].unwrap();
+        assert!((s - 0.315).abs() < 1e-12, "{s}");
+    }
+
+    /// A client leaves at its deadline with a request on its way: the
+    /// request reaches the server, runs until the cancellation that
+    /// follows it arrives, and does not complete.
+    #[test]
+    fn a_cancellation_follows_its_request_and_the_run_is_lost() {
+        let setup = alone(100, Time::from_secs(5));
+        let (ideal, _) = requests(&setup, &Readings::default(), 0);
+        assert_eq!(ideal.metrics.completed, 5);
+        let (r, v) = requests(&setup, &timing(300, 0, 0, 0), 0);
+        // Runs: 300–1300 (mandatory), 1300–2300, 2600–3600, 3900–4900;
+        // the next is sent at 4900 and arrives at 5200; the client leaves
+        // at 5000, its cancellation arrives at 5300.
+        assert_eq!(
+            v,
+            vec![
+                (300, 300, 1300, true),
+                (300, 1300, 2300, true),
+                (2600, 2600, 3600, true),
+                (3900, 3900, 4900, true),
+                (5200, 5200, 5300, false)
+            ]
+        );
+        assert_eq!(r.metrics.completed, 4);
+        assert_eq!(r.metrics.unhappy, 0);
+    }
+
+    /// Jitter: each message is late by a draw in [0, jitter], seeded by
+    /// the run's seed; messages to one server keep their order.
+    #[test]
+    fn jitter_is_bounded_seeded_and_keeps_a_channels_order() {
+        let setup = Setup {
+            servers: 3,
+            ..alone(60, Time::from_secs(20))
+        };
+        let r = timing(100, 0, 0, 40);
+        let (a, va) = requests(&setup, &r, 5);
+        let (b, vb) = requests(&setup, &r, 5);
+        assert_eq!((&va, a.metrics), (&vb, b.metrics));
+        let (_, vc) = requests(&setup, &r, 6);
+        assert_ne!(va, vc);
+        // Setup: everything is sent at 0 and arrives within [100, 140].
+        let first: Vec<i64> = va.iter().take(4).map(|x| x.0).collect();
+        assert!(first.iter().all(|t| (100..=140).contains(t)), "{va:?}");
+        assert!(first.iter().any(|&t| t != first[0]), "{va:?}");
+        // Per server, requests arrive in the order they were sent (ids).
+        for seed in 0..20 {
+            let mut e = Ends::default();
+            run_with(&Registry::builtin(), &setup, &System::DietEthic, seed, &r, &mut e).unwrap();
+            let mut sent: Vec<(u32, TaskId, Time)> =
+                e.0.iter()
+                    .map(|x| (x.spec.target.unwrap().0, x.spec.id, x.submit))
+                    .collect();
+            sent.sort();
+            for w in sent.windows(2) {
+                if w[0].0 == w[1].0 {
+                    assert!(w[0].2 <= w[1].2, "seed {seed}: {w:?}");
+                }
+            }
+        }
+    }
+
+    /// With latencies, overhead and jitter, arrivals no longer fall
+    /// between two requests: day-regular's newcomers kill running
+    /// optional requests and lose their work; scalability loses requests
+    /// and its users no longer get identical shares.
+    #[test]
+    fn a_real_platforms_timing_costs_requests_and_fairness() {
+        let registry = Registry::builtin();
+        let real = timing(20, 20, 5, 10);
+        let day =
+            |r: &Readings| run_one(&registry, "day-regular", None, &System::DietEthic, 0, 0, r).unwrap();
+        let (ideal, noisy) = (day(&Readings::default()), day(&real));
+        assert_eq!((ideal.kills, ideal.metrics.completed), (0, 1900));
+        assert!(noisy.kills > 0, "{noisy:?}");
+        assert!(noisy.metrics.completed < 1900, "{noisy:?}");
+        assert_eq!(noisy.metrics.unhappy, 0);
+        let scal = run_one(&registry, "scalability", None, &System::DietEthic, 0, 0, &real).unwrap();
+        assert!(scal.metrics.completed < 13_800, "{:?}", scal.metrics.completed);
+        assert!(scal.metrics.unfairness > 0.0);
+        assert_eq!(scal.metrics.unhappy, 0);
+    }
+
+    /// On single-slot servers key 4's readings decide alike (a start is
+    /// decided only on an idle server).
+    #[test]
+    fn key4_readings_agree_on_the_papers_servers() {
+        let registry = Registry::builtin();
+        for name in [
+            "night-consecutive",
+            "day-irregular-random",
+            "day-regular-absolute",
+        ] {
+            for (t, r) in [(Timing::default(), 0), (timing(20, 20, 5, 10).timing, 1)] {
+                let run = |key4| {
+                    let x = Readings { timing: t, key4 };
+                    run_one(&registry, name, None, &System::DietEthic, r, 3, &x).unwrap()
+                };
+                let (f, g) = (run(Key4::Finished), run(Key4::Running));
+                assert_eq!((f.metrics, f.kills), (g.metrics, g.kills), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn timing_values_are_checked_by_flag() {
+        let mut t = Timing::default();
+        assert!(t.check().is_ok() && t.is_zero());
+        t.jitter = ms(-1);
+        let e = t.check().unwrap_err().to_string();
+        assert!(e.contains("--jitter"), "{e}");
+        t.jitter = MAX_TIMING;
+        assert!(t.check().is_ok());
+        t.overhead = MAX_TIMING + ms(1);
+        let e = t.check().unwrap_err().to_string();
+        assert!(e.contains("--overhead"), "{e}");
+    }
 }
