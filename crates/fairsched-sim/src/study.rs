@@ -428,6 +428,18 @@ pub fn mean(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
+/// The median of the finite values of `xs` (`None` if there are none).
+pub fn median(mut xs: Vec<f64>) -> Option<f64> {
+    xs.retain(|x| x.is_finite());
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(xs[n / 2]),
+        _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
+    }
+}
+
 /// The largest finite value of `xs`.
 pub fn max(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
     xs.into_iter().filter(|x| x.is_finite()).reduce(f64::max)

@@ -223,6 +223,32 @@ fn diet_study_quick_runs_and_is_deterministic() {
     let v = quick_study::<diet::experiment::DietEthic>(diet::experiment::Args::scenario("night-consecutive"));
     let rows = v["rows"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["case"] == "scalability"));
+    // Absolute deadlines are a day-time reading: the -absolute twin.
+    let abs: Vec<&serde_json::Value> = rows.iter().filter(|r| r["reading"] == "absolute").collect();
+    assert_eq!(abs.len(), 1, "only day-regular has it");
+    assert!(
+        abs[0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--scenario day-regular-absolute")
+    );
+    // Readings change what they say: timing costs requests on the
+    // scalability run; absolute deadlines leave day-regular fewer.
+    let fig = |case: &str, reading: &str, name: &str| {
+        rows.iter()
+            .find(|r| r["case"] == case && r["reading"] == reading)
+            .unwrap()["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()["ours"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(fig("scalability", "default", "completed (%)"), 100.0);
+    assert!(fig("scalability", "timing-lan", "completed (%)") < 100.0);
+    assert!(fig("day-regular", "absolute", "completed") < fig("day-regular", "default", "completed"));
 }
 
 #[test]

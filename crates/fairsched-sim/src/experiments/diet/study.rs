@@ -3,7 +3,9 @@
 //! (docs/reproduction.md).
 
 use super::experiment::{Args, DietEthic, Summary};
+use super::{Key4, Timing};
 use crate::study::{Claim, Measured, Reading, Studied};
+use fairsched_core::Time;
 
 /// Requests the scalability run can complete: 138 servers × 100 s of
 /// 1-s requests (the paper's 13 800).
@@ -17,7 +19,11 @@ fn claims() -> Vec<Claim> {
         },
         Claim {
             id: "fairer",
-            text: "Diet-ethic is fairer than the legacy system at every n_submit (lower unfairness)",
+            text: "Diet-ethic is fairer than the legacy system unless its clients guess n_submit right: unfairness below the legacy's median over the n_submit swept",
+        },
+        Claim {
+            id: "150x",
+            text: "night-consecutive: unfairness up to 150× lower than the legacy system's: its worst / Diet-ethic's ≥ 75",
         },
         Claim {
             id: "platform",
@@ -26,15 +32,82 @@ fn claims() -> Vec<Claim> {
     ]
 }
 
-/// A reading: (name, what, flags, change).
-type Def = (&'static str, &'static str, &'static str, fn(&mut Args));
+/// A reading: (name, what, flags, change, whether it applies to a
+/// scenario).
+type Def = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&mut Args),
+    fn(&str) -> bool,
+);
 
-const READINGS: [Def; 1] = [(
-    "default",
-    "today's default: no timing noise, day-time deadlines t0 + 100 s, key 4 counting every run",
-    "",
-    |_| {},
-)];
+fn every(_: &str) -> bool {
+    true
+}
+
+fn day(sc: &str) -> bool {
+    sc.starts_with("day-")
+}
+
+fn timing(a: &mut Args, latency: i64, overhead: i64, jitter: i64) {
+    a.timing = Timing {
+        submit_latency: Time::from_millis(latency),
+        complete_latency: Time::from_millis(latency),
+        overhead: Time::from_millis(overhead),
+        jitter: Time::from_millis(jitter),
+    };
+}
+
+const READINGS: [Def; 6] = [
+    (
+        "default",
+        "today's default: no timing noise, day-time deadlines t0 + 100 s, key 4 counting finished runs",
+        "",
+        |_| {},
+        every,
+    ),
+    (
+        "timing-lan",
+        "a LAN platform: 20 ms latencies each way, 5 ms per request on the server, 10 ms jitter",
+        "--submit-latency 20ms --complete-latency 20ms --overhead 5ms --jitter 10ms",
+        |a| timing(a, 20, 5, 10),
+        every,
+    ),
+    (
+        "timing-wan",
+        "a slower middleware: 100 ms latencies each way, 20 ms per request, 50 ms jitter",
+        "--submit-latency 100ms --complete-latency 100ms --overhead 20ms --jitter 50ms",
+        |a| timing(a, 100, 20, 50),
+        every,
+    ),
+    (
+        "absolute",
+        "day-time deadlines absolute at 100 s (the spec's reading), not t0 + 100 s",
+        "(the scenario's -absolute twin)",
+        |a| {
+            a.scenario = a.scenario.as_ref().map(|s| format!("{s}-absolute"));
+        },
+        day,
+    ),
+    (
+        "absolute-timing-lan",
+        "absolute day-time deadlines on the LAN platform",
+        "(the scenario's -absolute twin) --submit-latency 20ms --complete-latency 20ms --overhead 5ms --jitter 10ms",
+        |a| {
+            a.scenario = a.scenario.as_ref().map(|s| format!("{s}-absolute"));
+            timing(a, 20, 5, 10);
+        },
+        day,
+    ),
+    (
+        "key4-running",
+        "key 4 counts running requests too, not only finished ones",
+        "--key4 running",
+        |a| a.key4 = Key4::Running,
+        every,
+    ),
+];
 
 impl Studied for DietEthic {
     const STUDY: &'static str = "diet-ethic-study";
@@ -45,13 +118,16 @@ impl Studied for DietEthic {
 
     fn readings(base: &Args, quick: bool) -> Vec<Reading<Args>> {
         let scenarios: &[&str] = if quick {
-            &["night-consecutive", "scalability"]
+            &["night-consecutive", "day-regular", "scalability"]
         } else {
             &["night-consecutive", "day-regular", "day-irregular", "scalability"]
         };
         let mut out = Vec::new();
         for &sc in scenarios {
-            for (name, what, flags, change) in READINGS {
+            for (name, what, flags, change, applies) in READINGS {
+                if !applies(sc) {
+                    continue;
+                }
                 let mut a = Args::scenario(sc);
                 a.seed = base.seed;
                 if quick {
@@ -61,8 +137,12 @@ impl Studied for DietEthic {
                     a.runs = base.runs;
                 }
                 change(&mut a);
+                // The -absolute readings run the scenario's twin.
+                let shown = a.scenario.clone().unwrap_or_default();
+                let flags = flags.replace("(the scenario's -absolute twin)", "");
+                let flags = flags.trim();
                 let mut command = format!(
-                    "fairsched experiment diet-ethic --scenario {sc} --runs {}",
+                    "fairsched experiment diet-ethic --scenario {shown} --runs {}",
                     a.runs
                 );
                 if quick {
@@ -123,10 +203,26 @@ impl Studied for DietEthic {
         }
         m.figure("kills", diet.map(|d| d.kills), None, 0);
         m.verdict("no_unhappy", diet.map(|d| d.unhappy == 0.0));
+        let worst = legacy.iter().copied().reduce(f64::max);
+        let ratio = diet
+            .zip(worst)
+            .and_then(|(d, w)| (d.unfairness > 0.0).then(|| w / d.unfairness));
+        m.figure(
+            "legacy worst / Diet-ethic",
+            ratio,
+            (r.case == "night-consecutive").then_some(150.0),
+            0,
+        );
+        let median = crate::study::median(legacy.clone());
+        m.verdict("fairer", diet.zip(median).map(|(d, md)| d.unfairness < md));
         m.verdict(
-            "fairer",
-            diet.filter(|_| !legacy.is_empty())
-                .map(|d| legacy.iter().all(|&l| d.unfairness < l)),
+            "150x",
+            (r.case == "night-consecutive").then(|| {
+                // Diet-ethic at 0 against a fair legacy: infinitely lower.
+                diet.zip(worst).is_some_and(|(d, w)| {
+                    (d.unfairness == 0.0 && w > 0.0) || ratio.is_some_and(|x| x >= 75.0)
+                })
+            }),
         );
         m.verdict(
             "platform",

@@ -4,7 +4,7 @@
 
 use super::experiment::{Args, Summary, WorkflowFairness};
 use super::{Pair, RunOutcome, paper};
-use crate::study::{Claim, Measured, Reading, Studied, max, mean};
+use crate::study::{Claim, Measured, Reading, Studied, max, mean, median};
 
 /// Readings that run a baseline other than workflow-ordered FCFS.
 const FIFO: &str = "fifo-baseline";
@@ -51,17 +51,6 @@ fn simubloch(r: &RunOutcome) -> Option<f64> {
         .iter()
         .find(|w| w.name.to_lowercase().contains("simubloch"))
         .map(|w| w.slowdown)
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 impl Studied for WorkflowFairness {
