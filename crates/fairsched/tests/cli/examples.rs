@@ -47,6 +47,7 @@ const SYNOPSES: &[&str] = &[
     "fairsched experiment pffp --test 1|2|3|4|5 [--grid] [--instances N] [--logs FILE,...]",
     "fairsched experiment diet-ethic --scenario NAME | --scenario-file FILE.toml",
     "fairsched experiment workflow-fairness --exp 1|2|3 | --workflows FILE|NAME,...",
+    "fairsched experiment PAPER ... --study [--quick] [--reading NAME ...]",
     "fairsched trace info LOG.swf[.gz] [--json] [--lenient]",
     "fairsched trace stats LOG.swf[.gz] [--out DIR] [--json]",
     "fairsched trace tau WORKFLOW... [--grid FILE.toml] [--repetitions N] [--out DIR] [--json]",
@@ -845,6 +846,14 @@ fn check_run(
                     if v["core"]["priority_changes"].as_u64().unwrap_or(0) == 0 {
                         bad.push(format!("{}: --control changed no priority", p.display()));
                     }
+                }
+            }
+        }
+        ["experiment", _] if words.iter().any(|x| x == "--study") => {
+            // A study: one row per reading, as JSON and CSV.
+            for f in ["summary.json", "study.json", "study.csv", "tables.json"] {
+                if !has(f) {
+                    bad.push(format!("no {f}"));
                 }
             }
         }

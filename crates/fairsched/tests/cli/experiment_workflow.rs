@@ -310,7 +310,7 @@ fn rows_name_their_input_file() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let header = stdout
         .lines()
-        .find(|l| l.starts_with("rep") && l.contains("workflow"))
+        .find(|l| l.starts_with("rep ") && l.contains("workflow"))
         .unwrap();
     assert!(header.contains("input"), "{stdout}");
     for i in &one {

@@ -329,7 +329,7 @@ fn bad_sweeps_and_bad_parts_are_named() {
     assert_eq!(exit(&o), Some(2));
     assert!(
         text(&o).1.contains(
-            "workflow-fairness does not run as a Slurm sweep (these do: shapley, pffp, diet-ethic)"
+            "workflow-fairness does not run as a Slurm sweep (these do: shapley, pffp, diet-ethic, shapley-study, pffp-study, diet-ethic-study)"
         ),
         "{}",
         text(&o).1
