@@ -160,8 +160,12 @@ impl<E: Studied> Study<E> {
         let all = E::readings(&args.base, args.quick);
         for o in &args.only {
             if !all.iter().any(|r| &r.name == o) {
-                let mut names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
-                names.dedup();
+                let mut names: Vec<&str> = Vec::new();
+                for r in &all {
+                    if !names.contains(&r.name.as_str()) {
+                        names.push(&r.name);
+                    }
+                }
                 return Err(SimError::usage(format!(
                     "--reading {o}: {} has no such reading; its readings: {}",
                     E::STUDY,

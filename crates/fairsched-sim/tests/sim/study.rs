@@ -270,6 +270,7 @@ fn a_study_names_an_unknown_reading() {
     .unwrap();
     let m = e.to_string();
     assert!(m.contains("--reading nope") && m.contains("warm-grid"), "{m}");
+    assert_eq!(m.matches("warm-grid,").count(), 1, "each reading named once: {m}");
 }
 
 #[test]
