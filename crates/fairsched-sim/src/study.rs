@@ -426,6 +426,18 @@ pub fn study_csv(s: &StudySummary) -> String {
     out
 }
 
+/// Ends a reading's command line: `--seed` unless 0, then the
+/// reading's own flags.
+pub fn finish_command(command: &mut String, seed: u64, flags: &str) {
+    if seed != 0 {
+        command.push_str(&format!(" --seed {seed}"));
+    }
+    if !flags.is_empty() {
+        command.push(' ');
+        command.push_str(flags);
+    }
+}
+
 /// The mean of the finite values of `xs` (`None` if there are none).
 pub fn mean(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
     let v: Vec<f64> = xs.into_iter().filter(|x| x.is_finite()).collect();

@@ -148,13 +148,7 @@ impl Studied for DietEthic {
                 if quick {
                     command.push_str(" --n-submit 10,100,190");
                 }
-                if a.seed != 0 {
-                    command.push_str(&format!(" --seed {}", a.seed));
-                }
-                if !flags.is_empty() {
-                    command.push(' ');
-                    command.push_str(flags);
-                }
+                crate::study::finish_command(&mut command, a.seed, flags);
                 out.push(Reading {
                     case: sc.into(),
                     name: name.into(),

@@ -129,13 +129,7 @@ impl Studied for Pffp {
                 if let Some(n) = a.instances {
                     command.push_str(&format!(" --instances {n}"));
                 }
-                if a.seed != 0 {
-                    command.push_str(&format!(" --seed {}", a.seed));
-                }
-                if !flags.is_empty() {
-                    command.push(' ');
-                    command.push_str(flags);
-                }
+                crate::study::finish_command(&mut command, a.seed, flags);
                 out.push(Reading {
                     case: format!("test{t}"),
                     name: name.into(),

@@ -149,13 +149,7 @@ impl Studied for Shapley {
                     "fairsched experiment shapley --table {table} --traces {trace} --instances {}",
                     a.instances
                 );
-                if a.seed != 0 {
-                    command.push_str(&format!(" --seed {}", a.seed));
-                }
-                if !flags.is_empty() {
-                    command.push(' ');
-                    command.push_str(flags);
-                }
+                crate::study::finish_command(&mut command, a.seed, flags);
                 out.push(Reading {
                     case: format!("table{table}-{trace}"),
                     name: name.into(),

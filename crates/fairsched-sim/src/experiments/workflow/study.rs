@@ -165,13 +165,7 @@ impl Studied for WorkflowFairness {
                 if let Some(g) = &a.grid {
                     command.push_str(&format!(" --grid {}", g.display()));
                 }
-                if a.seed != 0 {
-                    command.push_str(&format!(" --seed {}", a.seed));
-                }
-                if !flags.is_empty() {
-                    command.push(' ');
-                    command.push_str(flags);
-                }
+                crate::study::finish_command(&mut command, a.seed, flags);
                 out.push(Reading {
                     case: format!("exp{n}"),
                     name: name.into(),
