@@ -394,6 +394,17 @@ pub struct WorkflowArgs {
     /// other on identical grids).
     #[arg(long)]
     concurrent: bool,
+    /// The workflow engine replicates a running task once it has run F
+    /// times the median of its activity's completed tasks; the first copy
+    /// to complete wins (MOTEUR's task replication; 0: never, the
+    /// default). At most `engine.copies` copies (grid file; default 5).
+    #[arg(long, value_name = "F")]
+    replicate_after: Option<f64>,
+    /// Lift a task by cancelling it and submitting it again S seconds
+    /// later at its new priority, as the paper's DIRAC deployment had to
+    /// (default: priorities change in place).
+    #[arg(long, value_name = "S")]
+    resubmit_lifted: Option<f64>,
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -489,6 +500,8 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 background_per_hour: a.background_per_hour,
                 skip_raised: a.skip_raised,
                 concurrent: a.concurrent,
+                replicate_after: a.replicate_after,
+                resubmit_lifted: a.resubmit_lifted,
             };
             drive_or_study::<workflow::experiment::WorkflowFairness>(args, &a.common, registry)
         }

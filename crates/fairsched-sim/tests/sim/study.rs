@@ -149,6 +149,29 @@ fn workflow_readings_change_what_they_say() {
     assert_eq!(f.tasks_run, nf.tasks_run, "one run, one count");
     assert!(f.tasks_run > default.repetitions[0].fairness.tasks_run);
     assert!(nf.mu.is_nan() && f.mu.is_finite());
+    // Replication copies slow tasks; the default never does.
+    let rep = run_reading::<WorkflowFairness>(find(&rs, "exp1", "moteur-replication")).unwrap();
+    assert!(rep.grid.contains("gets a copy"), "{}", rep.grid);
+    assert!(rep.repetitions[0].fairness.replicas > 0 && rep.repetitions[0].no_fairness.replicas > 0);
+    assert!(
+        rep.repetitions[0].fairness.tasks_run > default.repetitions[0].fairness.tasks_run,
+        "the copies are tasks"
+    );
+    assert_eq!(default.repetitions[0].fairness.replicas, 0);
+    // Lifts by cancel and resubmission, in both sets (the No-Fairness
+    // set's mirrored lifts too); in place by default.
+    for name in ["cancel-resubmit", "cancel-resubmit-60s"] {
+        let cr = run_reading::<WorkflowFairness>(find(&rs, "exp1", name)).unwrap();
+        let p = &cr.repetitions[0];
+        assert!(
+            p.fairness.resubmitted_lifts > 0 && p.no_fairness.resubmitted_lifts > 0,
+            "{name}: {} {}",
+            p.fairness.resubmitted_lifts,
+            p.no_fairness.resubmitted_lifts
+        );
+        assert!(p.fairness.resubmitted_lifts >= p.no_fairness.resubmitted_lifts);
+    }
+    assert_eq!(default.repetitions[0].fairness.resubmitted_lifts, 0);
     let every = find(&rs, "exp1", "every-180");
     assert_eq!(every.args.every, 180.0);
     assert!(!find(&rs, "exp1", "no-mirror").args.mirror);

@@ -17,6 +17,11 @@
 //! per_hour = 100         # Poisson arrivals of other users' tasks (priority 1)
 //! duration = { dist = "lognormal", median = 1800, sigma = 1.0, max = 86400 }
 //! warmup = 0             # s of grid life (pilots, background) before the first workflow
+//!
+//! [engine]
+//! replicate_after = 0    # replicate a running task once it has run this many times its activity's median (0: never)
+//! copies = 5             # at most this many copies of a task at once (the first to complete wins)
+//! resubmit_lifted = 60   # lift by cancel and resubmit, the new submission this many s later (absent: in place)
 //! ```
 //!
 //! Every key is optional (defaults as above). Distributions: `constant`
@@ -56,6 +61,17 @@ pub struct Grid {
     /// Seconds the grid runs (pilots come and go, background tasks
     /// arrive) before the first workflow is submitted.
     pub warmup_s: f64,
+    /// The workflow engine's task replication (MOTEUR's, the paper's
+    /// [12]): a running task that has run this many times the median
+    /// duration of its activity's completed tasks (≥ 2 of them) gets a
+    /// copy; 0: never.
+    pub replicate_after: f64,
+    /// Copies of one task alive at once, the first included.
+    pub max_copies: u32,
+    /// Lifting a task by cancelling it and submitting it again with the
+    /// new priority, this many seconds later (DIRAC could not change a
+    /// queued task's priority); `None`: priorities change in place.
+    pub resubmit_lifted_s: Option<f64>,
 }
 
 impl Default for Grid {
@@ -89,6 +105,9 @@ impl Default for Grid {
                 max: Some(86_400.0),
             },
             warmup_s: 0.0,
+            replicate_after: 0.0,
+            max_copies: 5,
+            resubmit_lifted_s: None,
         }
     }
 }
@@ -108,6 +127,7 @@ impl Grid {
             background_per_hour: 0.0,
             background_duration: Dist::ZERO,
             warmup_s: 0.0,
+            ..Grid::default()
         }
     }
 
@@ -198,6 +218,35 @@ impl Grid {
                 g.warmup_s = x;
             }
         }
+        if let Some(e) = &raw.engine {
+            if let Some(v) = &e.replicate_after {
+                let x = v.get_ref().f();
+                if !(x == 0.0 || (x.is_finite() && (1.0..=1000.0).contains(&x))) {
+                    return Err(loc.error(
+                        v.span(),
+                        format!("expected 0 (never) or a factor from 1 to 1000, found {x}"),
+                    ));
+                }
+                g.replicate_after = x;
+            }
+            if let Some(v) = &e.copies {
+                let x = *v.get_ref();
+                if !(1..=100).contains(&x) {
+                    return Err(loc.error(v.span(), format!("expected 1 to 100, found {x}")));
+                }
+                g.max_copies = x as u32;
+            }
+            if let Some(v) = &e.resubmit_lifted {
+                let x = v.get_ref().f();
+                if !(x.is_finite() && (0.0..=MAX_SECONDS).contains(&x)) {
+                    return Err(loc.error(
+                        v.span(),
+                        format!("expected seconds from 0 to {MAX_SECONDS}, found {x}"),
+                    ));
+                }
+                g.resubmit_lifted_s = Some(x);
+            }
+        }
         if g.initial_slots == 0 && g.join_per_hour == 0.0 {
             return Err(loc.error_at(
                 1,
@@ -225,7 +274,16 @@ impl Grid {
             format!("; {} s of warm-up before the first workflow", self.warmup_s)
         } else {
             String::new()
-        }
+        } + &if self.replicate_after > 0.0 {
+            format!(
+                "; a task running {}× its activity's median gets a copy (≤ {} at once)",
+                self.replicate_after, self.max_copies
+            )
+        } else {
+            String::new()
+        } + &self.resubmit_lifted_s.map_or_else(String::new, |d| {
+            format!("; a lift cancels the task and submits it again {d} s later")
+        })
     }
 }
 
@@ -243,6 +301,15 @@ fn show(d: &Dist, unit: &str) -> String {
 struct RawGrid {
     slots: Option<RawSlots>,
     background: Option<RawBackground>,
+    engine: Option<RawEngine>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEngine {
+    replicate_after: Option<Spanned<Num>>,
+    copies: Option<Spanned<i64>>,
+    resubmit_lifted: Option<Spanned<Num>>,
 }
 
 #[derive(Deserialize)]
@@ -354,6 +421,15 @@ mod tests {
         assert_eq!(g.background_per_hour, 0.0);
         assert_eq!(g.lifetime, Grid::default().lifetime);
         assert_eq!(Grid::parse(Path::new("g.toml"), "").unwrap(), Grid::default());
+        let e = Grid::parse(
+            Path::new("g.toml"),
+            "[engine]\nreplicate_after = 2\ncopies = 3\nresubmit_lifted = 60\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (e.replicate_after, e.max_copies, e.resubmit_lifted_s),
+            (2.0, 3, Some(60.0))
+        );
     }
 
     #[test]
@@ -377,6 +453,15 @@ mod tests {
                 "no slot will ever exist",
             ),
             ("[nodes]\n", "nodes"),
+            (
+                "[engine]\nreplicate_after = 0.5\n",
+                "g.toml:2: key `engine.replicate_after`",
+            ),
+            ("[engine]\ncopies = 0\n", "g.toml:2: key `engine.copies`"),
+            (
+                "[engine]\nresubmit_lifted = -1\n",
+                "g.toml:2: key `engine.resubmit_lifted`",
+            ),
         ];
         for (text, want) in cases {
             let e = Grid::parse(Path::new("g.toml"), text).unwrap_err().to_string();

@@ -78,6 +78,14 @@ pub struct RunOutcome {
     /// met.
     #[serde(default)]
     pub background: world::BackgroundStats,
+    /// Copies the engine made by replication (both sets' when they ran
+    /// together).
+    #[serde(default)]
+    pub replicas: u64,
+    /// Lifts done by cancel and resubmission (both sets' when they ran
+    /// together).
+    #[serde(default)]
+    pub resubmitted_lifts: u64,
 }
 
 /// Points kept per η_u series in outputs.
@@ -189,14 +197,18 @@ pub fn run(
     let workflows = world.outcomes();
     let end = world.end();
     let raises = std::mem::take(&mut world.raises);
-    Ok(outcome(
-        workflows,
-        Some(&eta),
-        end,
-        raises,
-        stats.submitted,
-        world.background(),
-    ))
+    Ok(RunOutcome {
+        replicas: world.replicas,
+        resubmitted_lifts: world.resubmitted_lifts,
+        ..outcome(
+            workflows,
+            Some(&eta),
+            end,
+            raises,
+            stats.submitted,
+            world.background(),
+        )
+    })
 }
 
 /// A set's outcome: σ_s, σ_m, and μ from `eta` (η_u of this set) until
@@ -227,6 +239,8 @@ fn outcome(
         tasks_run,
         background,
         workflows,
+        replicas: 0,
+        resubmitted_lifts: 0,
     }
 }
 
@@ -268,9 +282,14 @@ pub fn concurrent_pair(
     let (f_end, nf_end) = (end_of(&all), end_of(&nf));
     let raises = std::mem::take(&mut world.raises);
     let bg = world.background();
+    let engine = |o: RunOutcome| RunOutcome {
+        replicas: world.replicas,
+        resubmitted_lifts: world.resubmitted_lifts,
+        ..o
+    };
     Ok((
-        outcome(all, Some(&eta), f_end, raises, stats.submitted, bg),
-        outcome(nf, None, nf_end, Vec::new(), stats.submitted, bg),
+        engine(outcome(all, Some(&eta), f_end, raises, stats.submitted, bg)),
+        engine(outcome(nf, None, nf_end, Vec::new(), stats.submitted, bg)),
     ))
 }
 

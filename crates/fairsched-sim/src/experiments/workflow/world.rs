@@ -18,6 +18,15 @@
 //! same: the No-Fairness run replays the instants of the Fairness run's
 //! priority changes as raises of its own oldest waiting workflow tasks
 //! ([`World::mirror`]).
+//!
+//! Two features of the paper's middleware are optional ([`Grid`]'s
+//! `[engine]`): MOTEUR's task replication (a task running much longer
+//! than its activity's median gets a copy; the first copy to complete
+//! wins, the others are cancelled) and DIRAC's lift by cancel and
+//! resubmission (a lifted task leaves the queue and comes back later,
+//! behind the tasks already there at its new priority). Both act on what
+//! the engine observes — starts, ends, the medians of completed runs —
+//! never on a run's hidden duration.
 
 use super::grid::Grid;
 use crate::agent::{Agent, AgentCtx};
@@ -36,6 +45,9 @@ use std::collections::BTreeMap;
 /// The user id of background tasks (workflow k is user k).
 pub const BACKGROUND_USER: i64 = 1_000_000;
 
+/// How often the engine looks for tasks to replicate, s.
+pub const REPLICATION_PERIOD_S: i64 = 60;
+
 const SPEED: u64 = 0x5EED_0001;
 const PILOTS: u64 = 0x5EED_0002;
 const BACKGROUND: u64 = 0x5EED_0003;
@@ -48,6 +60,8 @@ const LEAVE: u64 = 3 << 56;
 const ARRIVE: u64 = 4 << 56;
 const FAIL: u64 = 5 << 56;
 const RAISE: u64 = 6 << 56;
+const CHECK: u64 = 7 << 56;
+const RESUBMIT: u64 = 8 << 56;
 const KIND: u64 = 0xFF << 56;
 
 /// The speed of `slot` on the grid of `seed`: one draw per slot, the same
@@ -105,6 +119,21 @@ struct Wf {
     resubmissions: u32,
     done: bool,
     failed: bool,
+    /// Per task: completed (by one of its copies).
+    task_done: Vec<bool>,
+    /// Per task: copies made so far (the first is copy 0).
+    copies_made: Vec<u32>,
+    /// Per activity: the measured durations of its completed tasks.
+    durations: Vec<Vec<Time>>,
+}
+
+/// A lifted task between its cancellation and its new submission.
+struct Pending {
+    wf: usize,
+    task: u32,
+    priority: i64,
+    copy: u32,
+    submitted: Time,
 }
 
 /// Where a live task of the world comes from.
@@ -152,6 +181,20 @@ pub struct World {
     /// lifts are mirrored on it as they happen.
     shadow_from: Option<usize>,
     mirror_live: bool,
+    /// The live copies of each workflow task, and each copy's number.
+    copies: FxHashMap<(usize, u32), Vec<TaskId>>,
+    copy_of: FxHashMap<TaskId, u32>,
+    /// Workflow copies running now, and since when (in id order, so that
+    /// replication looks at them in the same order in every run).
+    running: BTreeMap<TaskId, Time>,
+    /// When each live workflow copy was submitted; a task submitted again
+    /// after a lift keeps its first submission (its wait counts from it).
+    submitted_at: FxHashMap<TaskId, Time>,
+    pending: Vec<Pending>,
+    /// Copies made by replication, in all.
+    pub replicas: u64,
+    /// Lifts done by cancel and resubmission, in all.
+    pub resubmitted_lifts: u64,
 }
 
 /// What the other users' tasks went through in one run.
@@ -189,6 +232,9 @@ impl World {
                     resubmissions: 0,
                     done: n == 0,
                     failed: false,
+                    task_done: vec![false; n],
+                    copies_made: vec![0; n],
+                    durations: vec![Vec::new(); wf.activities.len().max(1)],
                     wf,
                 }
             })
@@ -217,6 +263,13 @@ impl World {
             bg_queued_at_first: None,
             shadow_from: None,
             mirror_live: false,
+            copies: FxHashMap::default(),
+            copy_of: FxHashMap::default(),
+            running: BTreeMap::new(),
+            submitted_at: FxHashMap::default(),
+            pending: Vec::new(),
+            replicas: 0,
+            resubmitted_lifts: 0,
         }
     }
 
@@ -298,11 +351,25 @@ impl World {
     }
 
     fn release(&mut self, k: usize, i: u32, ctx: &mut AgentCtx) {
+        self.submit_copy(k, i, 1, 0, true, ctx);
+    }
+
+    /// Submits copy `copy` of task `i` of workflow `k` at `priority`;
+    /// `mirrorable`: a mirrored lift may pick it.
+    fn submit_copy(
+        &mut self,
+        k: usize,
+        i: u32,
+        priority: i64,
+        copy: u32,
+        mirrorable: bool,
+        ctx: &mut AgentCtx,
+    ) -> TaskId {
         let shadow = self.shadow(k);
         let concurrent = self.shadow_from.is_some();
         let w = &mut self.wfs[k];
         let t = &w.wf.tasks[i as usize];
-        let spec = TaskSpec::new(0, k as i64, 0).priority(1);
+        let spec = TaskSpec::new(0, k as i64, 0).priority(priority);
         let spec = TaskSpec {
             workflow: (!shadow).then_some(WorkflowRef {
                 workflow: WorkflowId(k as u32),
@@ -312,13 +379,115 @@ impl World {
         };
         let id = ctx.submit_new(Arrival::with_phases(spec, ctx.now(), t.phases));
         self.live.insert(id, Owner::Workflow { wf: k, task: i });
+        self.copies.entry((k, i)).or_default().push(id);
+        self.submitted_at.insert(id, ctx.now());
+        if copy > 0 {
+            self.copy_of.insert(id, copy);
+        }
         // Mirrored lifts go to the oldest waiting task of the set that
         // has no controller: the whole run's (one after the other), the
         // No-Fairness set's (concurrent).
-        if shadow || !concurrent {
+        if mirrorable && (shadow || !concurrent) {
             self.released += 1;
             self.waiting.insert(self.released, id);
             self.order_of.insert(id, self.released);
+        }
+        id
+    }
+
+    /// A mirrored lift of `id` to `priority`: in place, or by cancel and
+    /// resubmission.
+    fn lift(&mut self, id: TaskId, priority: i64, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        if self.grid.resubmit_lifted_s.is_some() {
+            self.resubmit(id, priority, ctx)
+        } else {
+            ctx.send(Event::SetPriority { task: id, priority })
+        }
+    }
+
+    /// DIRAC's lift: cancels waiting workflow task `id` and submits it
+    /// again at `priority` after the grid's delay (behind the tasks
+    /// already waiting at that priority). Out of the queue meanwhile: the
+    /// controller and η_u do not count it.
+    fn resubmit(&mut self, id: TaskId, priority: i64, ctx: &mut AgentCtx) -> Result<(), SimError> {
+        let Some(delay) = self.grid.resubmit_lifted_s else {
+            return Ok(());
+        };
+        if self.running.contains_key(&id) || !matches!(self.live.get(&id), Some(Owner::Workflow { .. })) {
+            return Ok(());
+        }
+        let now = ctx.now();
+        let copy = self.copy_of.get(&id).copied().unwrap_or(0);
+        let submitted = self.submitted_at.get(&id).copied().unwrap_or(now);
+        if let Some((wf, task)) = self.forget(id) {
+            ctx.send(Event::Cancel { task: id })?;
+            self.pending.push(Pending {
+                wf,
+                task,
+                priority,
+                copy,
+                submitted,
+            });
+            self.resubmitted_lifts += 1;
+            ctx.wake_at(now + secs(delay), RESUBMIT | (self.pending.len() - 1) as u64);
+        }
+        Ok(())
+    }
+
+    /// Forgets copy `id` of a workflow task (it ended, or is cancelled).
+    fn forget(&mut self, id: TaskId) -> Option<(usize, u32)> {
+        self.failing.remove(&id);
+        self.running.remove(&id);
+        self.copy_of.remove(&id);
+        self.submitted_at.remove(&id);
+        if let Some(o) = self.order_of.remove(&id) {
+            self.waiting.remove(&o);
+        }
+        let Some(Owner::Workflow { wf, task }) = self.live.remove(&id) else {
+            return None;
+        };
+        if let Some(v) = self.copies.get_mut(&(wf, task)) {
+            v.retain(|&c| c != id);
+            if v.is_empty() {
+                self.copies.remove(&(wf, task));
+            }
+        }
+        Some((wf, task))
+    }
+
+    /// Replication (MOTEUR's): each task whose copies all run and one of
+    /// them has run `replicate_after` × its activity's median (upper
+    /// median of ≥ 2 completed tasks) gets one more copy, up to
+    /// `max_copies` alive.
+    fn replicate(&mut self, ctx: &mut AgentCtx) {
+        let now = ctx.now();
+        let factor = self.grid.replicate_after;
+        let mut due: Vec<(usize, u32)> = Vec::new();
+        for (id, &since) in &self.running {
+            let Some(&Owner::Workflow { wf, task }) = self.live.get(id) else {
+                continue;
+            };
+            let w = &self.wfs[wf];
+            let mut d = w.durations[w.wf.tasks[task as usize].activity as usize].clone();
+            if d.len() < 2 {
+                continue;
+            }
+            d.sort_unstable();
+            let median = d[d.len() / 2];
+            let copies = self.copies.get(&(wf, task)).map_or(&[][..], |v| &v[..]);
+            if (now - since).as_secs_f64() > factor * median.as_secs_f64()
+                && copies.len() < self.grid.max_copies as usize
+                && copies.iter().all(|c| self.running.contains_key(c))
+                && !due.contains(&(wf, task))
+            {
+                due.push((wf, task));
+            }
+        }
+        for (k, i) in due {
+            self.wfs[k].copies_made[i as usize] += 1;
+            let copy = self.wfs[k].copies_made[i as usize];
+            self.replicas += 1;
+            self.submit_copy(k, i, 1, copy, true, ctx);
         }
     }
 
@@ -364,6 +533,11 @@ impl Agent for World {
         }
         for (i, &t) in self.mirror.iter().enumerate() {
             ctx.wake_at(t, RAISE | i as u64);
+        }
+        if self.grid.replicate_after > 0.0
+            && let Some(first) = self.wfs.iter().map(|w| w.submit).min()
+        {
+            ctx.wake_at(first, CHECK);
         }
         self.next_join(Time::ZERO, ctx);
         self.next_background(Time::ZERO, ctx);
@@ -421,13 +595,25 @@ impl Agent for World {
                     ctx.send(Event::Fail { task })?;
                 }
             }
+            CHECK => {
+                self.replicate(ctx);
+                if self.unfinished > 0 {
+                    ctx.wake_at(now + Time::from_secs(REPLICATION_PERIOD_S), CHECK);
+                }
+            }
+            RESUBMIT => {
+                let p = &self.pending[arg as usize];
+                let (k, i, priority, copy, submitted) = (p.wf, p.task, p.priority, p.copy, p.submitted);
+                if !self.wfs[k].done && !self.wfs[k].task_done[i as usize] {
+                    let id = self.submit_copy(k, i, priority, copy, false, ctx);
+                    self.lifted.insert(id);
+                    self.submitted_at.insert(id, submitted);
+                }
+            }
             RAISE => {
                 if let Some((_, id)) = self.waiting.pop_first() {
                     self.top_priority += 1;
-                    ctx.send(Event::SetPriority {
-                        task: id,
-                        priority: self.top_priority,
-                    })?;
+                    self.lift(id, self.top_priority, ctx)?;
                 }
             }
             _ => {}
@@ -452,10 +638,16 @@ impl Agent for World {
                     }
                     return Ok(());
                 };
+                self.running.insert(*task, now);
                 if self.grid.failure > 0.0 {
                     let attempt = self.wfs[wf].attempts[i as usize] as u64;
                     let set_wf = self.shadow_from.map_or(wf, |n| wf % n.max(1));
-                    let keys = [set_wf as u64, i as u64, attempt];
+                    // Copy 0 keeps the keys it had before replication
+                    // existed; a copy adds its number.
+                    let mut keys = vec![set_wf as u64, i as u64, attempt];
+                    if let Some(&c) = self.copy_of.get(task) {
+                        keys.push(1000 + c as u64);
+                    }
                     if hash_unit(self.seed, &keys) < self.grid.failure {
                         let speed = slots
                             .first()
@@ -466,8 +658,8 @@ impl Agent for World {
                         } else {
                             nominal
                         };
-                        let at =
-                            now + secs(hash_unit(self.seed, &[set_wf as u64, i as u64, attempt, 1]) * run);
+                        keys.push(1);
+                        let at = now + secs(hash_unit(self.seed, &keys) * run);
                         self.failing.insert(*task, at);
                         ctx.wake_at(at, FAIL | task.0);
                     }
@@ -476,6 +668,7 @@ impl Agent for World {
             Action::Stop { task, requeued, .. } => {
                 // The run is over: its failure will not come.
                 self.failing.remove(task);
+                self.running.remove(task);
                 if *requeued && let Some(&o) = self.order_of.get(task) {
                     self.waiting.insert(o, *task);
                 }
@@ -483,44 +676,53 @@ impl Agent for World {
                     self.bg_queue += 1;
                 }
             }
-            // A task lifted for the first time: the No-Fairness run lifts
-            // one task of its own per such instant (raising the same task
-            // again changes nothing the other users see).
-            Action::Priority { task, priority } if self.lifted.insert(*task) => {
-                self.raises.push(now);
-                let lifted_fairness_task = match self.live.get(task) {
-                    Some(&Owner::Workflow { wf, .. }) => self.shadow_from.is_some_and(|n| wf < n),
-                    _ => false,
-                };
-                if self.mirror_live
-                    && lifted_fairness_task
-                    && let Some((_, id)) = self.waiting.pop_first()
-                {
-                    self.lifted.insert(id);
-                    ctx.send(Event::SetPriority {
-                        task: id,
-                        priority: *priority,
-                    })?;
+            Action::Priority { task, priority } => {
+                // A task lifted for the first time: the No-Fairness run
+                // lifts one task of its own per such instant (raising the
+                // same task again changes nothing the other users see).
+                if self.lifted.insert(*task) {
+                    self.raises.push(now);
+                    let lifted_fairness_task = match self.live.get(task) {
+                        Some(&Owner::Workflow { wf, .. }) => self.shadow_from.is_some_and(|n| wf < n),
+                        _ => false,
+                    };
+                    if self.mirror_live
+                        && lifted_fairness_task
+                        && let Some((_, id)) = self.waiting.pop_first()
+                    {
+                        self.lifted.insert(id);
+                        self.lift(id, *priority, ctx)?;
+                    }
+                }
+                // The core lifted it in place; DIRAC's way resubmits it.
+                if self.grid.resubmit_lifted_s.is_some() {
+                    self.resubmit(*task, *priority, ctx)?;
                 }
             }
             Action::Ended(rec) => {
                 let id = rec.spec.id;
-                self.failing.remove(&id);
-                if let Some(o) = self.order_of.remove(&id) {
-                    self.waiting.remove(&o);
-                }
-                let Some(Owner::Workflow { wf: k, task: i }) = self.live.remove(&id) else {
+                let submitted = self.submitted_at.get(&id).copied().unwrap_or(rec.submit);
+                let Some((k, i)) = self.forget(id) else {
                     return Ok(());
                 };
-                if self.wfs[k].done {
+                if self.wfs[k].done || self.wfs[k].task_done[i as usize] {
                     return Ok(());
                 }
                 match rec.outcome {
                     Outcome::Completed => {
+                        // The first copy to complete wins; the others are
+                        // cancelled.
+                        for other in self.copies.get(&(k, i)).cloned().unwrap_or_default() {
+                            self.forget(other);
+                            ctx.send(Event::Cancel { task: other })?;
+                        }
                         let w = &mut self.wfs[k];
+                        w.task_done[i as usize] = true;
                         if let Some(run) = &rec.last {
                             w.measured[i as usize] = run.stop - run.start;
-                            w.waits += run.start - rec.submit;
+                            w.waits += run.start - submitted;
+                            let a = w.wf.tasks[i as usize].activity as usize;
+                            w.durations[a].push(run.stop - run.start);
                         }
                         w.completed += 1;
                         w.last_end = w.last_end.max(rec.end);
@@ -543,6 +745,10 @@ impl Agent for World {
                     Outcome::Cancelled | Outcome::Rejected => {
                         self.wfs[k].last_end = self.wfs[k].last_end.max(rec.end);
                         self.finish(k, true);
+                    }
+                    // Another copy still runs or waits: it carries on.
+                    Outcome::Failed | Outcome::Killed if self.copies.contains_key(&(k, i)) => {
+                        self.wfs[k].last_end = self.wfs[k].last_end.max(rec.end);
                     }
                     Outcome::Failed | Outcome::Killed => {
                         let w = &mut self.wfs[k];
@@ -634,5 +840,52 @@ mod tests {
                 "seed {seed}: the killed run was resubmitted"
             );
         }
+    }
+
+    /// Two 10 s tasks complete, a third runs 1000 s: past 2× the
+    /// activity's median the engine copies it (it looks every 60 s); the
+    /// original completes first, the copy is cancelled, and the
+    /// measured duration is the original's.
+    #[test]
+    fn a_slow_task_gets_a_copy_and_the_first_to_complete_wins() {
+        let grid = Grid {
+            replicate_after: 2.0,
+            ..Grid::constant(3)
+        };
+        let task = |s: i64| WfTask {
+            name: format!("t{s}"),
+            activity: 0,
+            parents: Vec::new(),
+            phases: [Time::ZERO, Time::ZERO, Time::from_secs(s), Time::ZERO],
+        };
+        let wf = Workflow {
+            name: "w".into(),
+            activities: vec!["a".into()],
+            tasks: vec![task(10), task(10), task(1000)],
+        };
+        let r = Registry::builtin();
+        let core = Scheduler::new(
+            &Platform::pool(3),
+            1,
+            r.build_allocate(&"single-pool".parse().unwrap()).unwrap(),
+            r.build_order(&"priority".parse().unwrap()).unwrap(),
+            None,
+        );
+        let mut world = World::new(grid, 0, vec![(Time::ZERO, wf)]);
+        let stats = {
+            let mut sim = Simulation::new(core);
+            sim.add_agent(&mut world);
+            sim.run_agents(&mut Steps::default()).unwrap()
+        };
+        // Copies at 60, 120 and 180 s (each time every copy runs and the
+        // original is past 20 s); the third waits for a slot of the 3, so
+        // no more are made.
+        assert_eq!(world.replicas, 3);
+        let o = &world.outcomes()[0];
+        assert_eq!(o.makespan_s, 1000.0);
+        assert_eq!(world.wfs[0].measured[2], Time::from_secs(1000));
+        assert!(!o.failed);
+        assert_eq!(stats.submitted, 3 + world.replicas);
+        assert!(world.live.is_empty(), "a copy outlived its task");
     }
 }
