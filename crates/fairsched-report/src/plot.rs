@@ -3,6 +3,7 @@
 //! caller writes it atomically.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor;
 
 /// A named series of values, one per x position.
 pub struct Series {
@@ -738,5 +739,156 @@ mod bar_chart_tests {
         let zero = chart(true, [vec![0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0]]);
         let none = zero.matches("<rect").count();
         assert_eq!(rects - none, 4, "{svg}");
+    }
+}
+
+/// One panel of [`reading_panels`]: a value per row (NaN: no bar) and
+/// the paper's value, drawn as a dashed line.
+pub struct ReadingPanel {
+    pub name: String,
+    pub values: Vec<f64>,
+    pub paper: Option<f64>,
+}
+
+/// Panels side by side sharing one row axis: a horizontal bar per row
+/// (the first row on top) from 0 to its value, and the paper's value as a
+/// dashed vertical line; row names on the left of the first panel. A
+/// study draws one per case: a row per reading, a panel per figure.
+pub fn reading_panels(title: &str, rows: &[String], panels: &[ReadingPanel]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let n = rows.len().max(1);
+        let k = panels.len().max(1);
+        let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(4);
+        let label_w = (longest as u32 * 7 + 16).clamp(60, 240);
+        let panel_w = 230u32;
+        let width = label_w + panel_w * k as u32 + 24;
+        let height = 110 + 22 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let root = root.titled(title, ("sans-serif", 18)).map_err(err)?;
+        let (labels, plots) = root.split_horizontally(label_w);
+        let areas = plots.split_evenly((1, k));
+        let names = rows.to_vec();
+        for (pi, (area, p)) in areas.iter().zip(panels).enumerate() {
+            let top = p
+                .values
+                .iter()
+                .copied()
+                .chain(p.paper)
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, f64::max);
+            let bottom = p
+                .values
+                .iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, f64::min);
+            let hi = if top > 0.0 { top * 1.12 } else { 1.0 };
+            let mut chart = ChartBuilder::on(area)
+                .caption(&p.name, ("sans-serif", 13))
+                .margin(6)
+                .x_label_area_size(28)
+                .y_label_area_size(0)
+                .build_cartesian_2d(bottom..hi, 0f64..n as f64)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(0)
+                .x_labels(5)
+                .x_label_formatter(&|x| {
+                    let r = (x * 100.0).round() / 100.0;
+                    number(r)
+                })
+                .draw()
+                .map_err(err)?;
+            let color = COLORS[pi % COLORS.len()];
+            chart
+                .draw_series(
+                    p.values
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, v)| v.is_finite())
+                        .map(|(i, &v)| {
+                            let y = (n - 1 - i) as f64;
+                            Rectangle::new([(0.0, y + 0.18), (v, y + 0.82)], color.filled())
+                        }),
+                )
+                .map_err(err)?;
+            if let Some(x) = p.paper.filter(|x| x.is_finite()) {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        vec![(x, 0.0), (x, n as f64)],
+                        6,
+                        4,
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(err)?;
+            }
+            // The row names, beside the first panel's rows.
+            if pi == 0 {
+                let (_, y0) = chart.backend_coord(&(bottom, n as f64));
+                let (_, y1) = chart.backend_coord(&(bottom, 0.0));
+                let step = (y1 - y0) as f64 / n as f64;
+                // Text is placed in the label area's own pixels.
+                let base = labels.get_base_pixel().1 as f64;
+                let style = TextStyle::from(("sans-serif", 12).into_font()).pos(text_anchor::Pos::new(
+                    text_anchor::HPos::Right,
+                    text_anchor::VPos::Center,
+                ));
+                for (i, name) in names.iter().enumerate() {
+                    let y = y0 as f64 - base + step * (i as f64 + 0.5);
+                    labels
+                        .draw(&Text::new(
+                            name.clone(),
+                            (label_w as i32 - 8, y as i32),
+                            style.clone(),
+                        ))
+                        .map_err(err)?;
+                }
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod reading_panel_tests {
+    use super::*;
+
+    #[test]
+    fn reading_panels_name_every_row_and_panel() {
+        let rows = vec!["default".to_string(), "calibrated-36min".to_string()];
+        let svg = reading_panels(
+            "exp1",
+            &rows,
+            &[
+                ReadingPanel {
+                    name: "σ_s factor, max".into(),
+                    values: vec![3.97, 4.91],
+                    paper: Some(7.0),
+                },
+                ReadingPanel {
+                    name: "μ factor".into(),
+                    values: vec![0.98, f64::NAN],
+                    paper: None,
+                },
+            ],
+        )
+        .unwrap();
+        for s in [
+            "<svg",
+            "default",
+            "calibrated-36min",
+            "σ_s factor, max",
+            "μ factor",
+            "exp1",
+        ] {
+            assert!(svg.contains(s), "{s} missing");
+        }
+        // The paper's line: a dashed series is drawn as path segments.
+        assert!(svg.matches("<polyline").count() + svg.matches("<path").count() > 0);
     }
 }

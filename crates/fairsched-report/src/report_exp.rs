@@ -47,7 +47,8 @@ pub fn experiment(f: &mut RunFolder, name: &str, summary: &Value, opts: &Options
         "diet-ethic" => diet(f, summary, &mut facts, &mut figures, &mut extra_notes),
         "workflow-fairness" => workflow(f, summary, &mut facts, &mut figures, opts),
         n if n.ends_with("-study") && EXPERIMENTS.contains(&n) => {
-            study(f, summary, &mut facts, &mut extra_notes)
+            study(f, summary, &mut facts, &mut extra_notes);
+            figures.extend(every_svg(f));
         }
         other => {
             let shown = f.name(SUMMARY);
@@ -1383,8 +1384,9 @@ mod tests {
             "holds_under": [["mst_best", ["test2/default"]], ["mlp_last", []]],
             "notes": ["n1"]
         });
-        let (b, problems) = run("pffp-study", &s, &[]);
+        let (b, problems) = run("pffp-study", &s, &["study-test2.svg"]);
         assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(figures(&b), ["study-test2.svg"]);
         let f = facts(&b);
         assert!(f.contains(&("size".into(), "quick (--quick)".into())), "{f:?}");
         assert!(f.contains(&("readings run".into(), "1".into())), "{f:?}");

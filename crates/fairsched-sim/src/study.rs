@@ -18,6 +18,7 @@ use crate::errors::SimError;
 use crate::experiment::{Body, Experiment, Host, Outcome, Quiet};
 use fairsched_core::Registry;
 use fairsched_report::files::json_bytes;
+use fairsched_report::plot::{ReadingPanel, reading_panels};
 use fairsched_report::table::{TABLES_JSON, Table, fixed, push_csv_line, tables_json};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -279,15 +280,18 @@ impl<E: Studied> Experiment for Study<E> {
         let tables = study_tables(&summary);
         let mut text: String = tables.iter().map(|t| t.to_text() + "\n").collect();
         text.push_str(&holds_text(&summary));
-        let files = vec![
+        let mut files = vec![
             (
                 "study.csv".to_string(),
                 Body::Bytes(study_csv(&summary).into_bytes()),
             ),
             ("study.json".to_string(), Body::Bytes(json_bytes(&summary))),
             (TABLES_JSON.to_string(), Body::Bytes(tables_json(&tables))),
-            ("summary.json".to_string(), Body::Summary),
         ];
+        for (name, svg) in study_plots(&summary)? {
+            files.push((name, Body::Bytes(svg.into_bytes())));
+        }
+        files.push(("summary.json".to_string(), Body::Summary));
         let planned = files.iter().map(|(n, _)| n.clone()).collect();
         Ok(Outcome {
             summary,
@@ -297,6 +301,78 @@ impl<E: Studied> Experiment for Study<E> {
             planned,
         })
     }
+}
+
+/// One chart per case, `study-CASE.svg`: a row per reading, a panel per
+/// figure the paper gives a value for (every figure when it gives none,
+/// at most six), the paper's value as a dashed line.
+pub fn study_plots(s: &StudySummary) -> Result<Vec<(String, String)>, SimError> {
+    let mut cases: Vec<&str> = Vec::new();
+    for r in &s.rows {
+        if !cases.contains(&r.case.as_str()) {
+            cases.push(&r.case);
+        }
+    }
+    let mut out = Vec::new();
+    for case in cases {
+        let rows: Vec<&Row> = s.rows.iter().filter(|r| r.case == case).collect();
+        let mut names: Vec<&str> = Vec::new();
+        for r in &rows {
+            for f in &r.figures {
+                if !names.contains(&f.name.as_str()) {
+                    names.push(&f.name);
+                }
+            }
+        }
+        let paper_of = |name: &str| {
+            rows.iter()
+                .flat_map(|r| r.figures.iter())
+                .find(|f| f.name == name && f.paper.is_some())
+                .and_then(|f| f.paper)
+        };
+        let with_paper: Vec<&str> = names.iter().copied().filter(|n| paper_of(n).is_some()).collect();
+        let shown = if with_paper.is_empty() { names } else { with_paper };
+        let panels: Vec<ReadingPanel> = shown
+            .iter()
+            .take(6)
+            .map(|&name| ReadingPanel {
+                name: name.to_string(),
+                values: rows
+                    .iter()
+                    .map(|r| {
+                        r.figures
+                            .iter()
+                            .find(|f| f.name == name)
+                            .and_then(|f| f.ours)
+                            .unwrap_or(f64::NAN)
+                    })
+                    .collect(),
+                paper: paper_of(name),
+            })
+            .collect();
+        if panels.is_empty() {
+            continue;
+        }
+        let readings: Vec<String> = rows.iter().map(|r| r.reading.clone()).collect();
+        let svg = reading_panels(
+            &format!("{} — {case} (dashed: the paper)", s.experiment),
+            &readings,
+            &panels,
+        )
+        .map_err(|e| SimError::Plot(format!("study {case}: {e}")))?;
+        let file: String = case
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        out.push((format!("study-{file}.svg"), svg));
+    }
+    Ok(out)
 }
 
 /// An error of one reading says which.

@@ -122,7 +122,8 @@ pub struct Common {
     /// Run the paper's reproduction study instead: its cases under every
     /// reading of the paper's set-up, one row per reading with the
     /// claims' figures, whether each claim holds and the paper's values;
-    /// writes study.json and study.csv (docs/reproduction.md). Sizes,
+    /// writes study.json, study.csv and a chart per case, study-CASE.svg
+    /// (docs/reproduction.md). Sizes,
     /// seed and logs come from this command's flags.
     #[arg(long)]
     study: bool,

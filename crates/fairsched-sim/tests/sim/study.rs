@@ -17,7 +17,7 @@ fn traces_dir() -> PathBuf {
 }
 
 /// Runs the quick study of `E` from `base` twice into two folders; checks
-/// its files and that study.json and study.csv are the same bytes.
+/// its files (a chart per case among them) and that study.json and study.csv are the same bytes.
 fn quick_study<E: Studied>(base: E::Args) -> serde_json::Value {
     let registry = Registry::builtin();
     let args = StudyArgs {
@@ -32,6 +32,21 @@ fn quick_study<E: Studied>(base: E::Args) -> serde_json::Value {
         assert!(done.text.contains("Claims:"), "{}", done.text);
         for f in ["study.json", "study.csv", "summary.json", "tables.json"] {
             assert!(d.path().join(f).is_file(), "{f} missing");
+        }
+        // A chart per case, naming its readings.
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.path().join("study.json")).unwrap()).unwrap();
+        for r in v["rows"].as_array().unwrap() {
+            let case = r["case"].as_str().unwrap();
+            let file = format!(
+                "study-{}.svg",
+                case.replace(
+                    |c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                    "-"
+                )
+            );
+            let svg = std::fs::read_to_string(d.path().join(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert!(svg.contains(r["reading"].as_str().unwrap()), "{file}");
         }
         bytes.push((
             std::fs::read(d.path().join("study.json")).unwrap(),

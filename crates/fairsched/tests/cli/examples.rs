@@ -850,11 +850,19 @@ fn check_run(
             }
         }
         ["experiment", _] if words.iter().any(|x| x == "--study") => {
-            // A study: one row per reading, as JSON and CSV.
+            // A study: one row per reading, as JSON and CSV; a chart per
+            // case.
             for f in ["summary.json", "study.json", "study.csv", "tables.json"] {
                 if !has(f) {
                     bad.push(format!("no {f}"));
                 }
+            }
+            if !all.iter().any(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("study-") && n.ends_with(".svg"))
+            }) {
+                bad.push("no study-*.svg".into());
             }
         }
         ["experiment", _] => {
