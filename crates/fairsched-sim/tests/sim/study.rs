@@ -163,7 +163,13 @@ fn workflow_readings_change_what_they_say() {
     assert_eq!((f.workflows.len(), nf.workflows.len()), (3, 3));
     assert_eq!(f.tasks_run, nf.tasks_run, "one run, one count");
     assert!(f.tasks_run > default.repetitions[0].fairness.tasks_run);
-    assert!(nf.mu.is_nan() && f.mu.is_finite());
+    // Each set's μ, over its own workflows.
+    assert!(
+        nf.mu.is_finite() && f.mu.is_finite() && nf.mu > 0.0,
+        "{} {}",
+        nf.mu,
+        f.mu
+    );
     // Replication copies slow tasks; the default never does.
     let rep = run_reading::<WorkflowFairness>(find(&rs, "exp1", "moteur-replication")).unwrap();
     assert!(rep.grid.contains("gets a copy"), "{}", rep.grid);

@@ -467,7 +467,7 @@ impl Experiment for WorkflowFairness {
             format!("Grid: {}.", grid.describe()),
             if a.concurrent {
                 format!(
-                    "Concurrent: Fairness and No-Fairness ran at the same time on one grid, competing for its pilots (No-Fairness tasks on the same priority queue, unseen by the controller){}; μ of the No-Fairness set is not observed (its tasks carry no workflow reference).",
+                    "Concurrent: Fairness and No-Fairness ran at the same time on one grid, competing for its pilots (No-Fairness tasks on the same priority queue, unseen by the controller){}; each set's η_u and μ are measured over its own workflows.",
                     if a.mirror { ", each first lift of a Fairness task matched at once by lifting the oldest waiting No-Fairness task to the same priority" } else { "" }
                 )
             } else if !a.mirror {

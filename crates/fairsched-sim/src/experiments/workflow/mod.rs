@@ -111,6 +111,15 @@ pub fn instances(
         .collect()
 }
 
+/// One run's world, η_u series and engine counts.
+pub(crate) struct Simulated {
+    pub world: World,
+    pub eta: EtaSeries,
+    /// The No-Fairness set's η_u when both sets ran together.
+    pub shadow_eta: Option<EtaSeries>,
+    pub stats: RunStats,
+}
+
 /// Builds the core of `system`, runs it once on `grid` with `seed` and
 /// returns the world (workflow outcomes, raises), the η_u series and the
 /// engine's counts; `mirror`: raise instants to replay (No-Fairness only);
@@ -126,7 +135,7 @@ pub(crate) fn simulate(
     system: &System,
     mirror: Vec<Time>,
     concurrent: Option<bool>,
-) -> Result<(World, EtaSeries, RunStats), SimError> {
+) -> Result<Simulated, SimError> {
     if let System::Fairness { tau, .. } = system
         && !(0.0..1.0).contains(tau)
     {
@@ -172,14 +181,23 @@ pub(crate) fn simulate(
         world = world.concurrent(n, m);
     }
     let mut eta = EtaSeries::new();
+    let mut shadow_eta = concurrent.map(|_| EtaSeries::of_tagged(world.shadow_tags()));
     let stats = {
         let mut sim = Simulation::new(core);
         let g = grid.clone();
         sim.slot_speed(move |slot| slot_speed(&g, seed, slot));
         sim.add_agent(&mut world);
-        sim.run_agents(&mut eta)?
+        match shadow_eta.as_mut() {
+            Some(nf) => sim.run_agents(&mut fairsched_core::Fanout(vec![&mut eta, nf]))?,
+            None => sim.run_agents(&mut eta)?,
+        }
     };
-    Ok((world, eta, stats))
+    Ok(Simulated {
+        world,
+        eta,
+        shadow_eta,
+        stats,
+    })
 }
 
 /// Runs `system` once on `grid` with `seed`; `mirror`: raise instants to
@@ -193,7 +211,12 @@ pub fn run(
     system: &System,
     mirror: Vec<Time>,
 ) -> Result<RunOutcome, SimError> {
-    let (mut world, eta, stats) = simulate(registry, grid, seed, sources, spacing, system, mirror, None)?;
+    let Simulated {
+        mut world,
+        eta,
+        stats,
+        ..
+    } = simulate(registry, grid, seed, sources, spacing, system, mirror, None)?;
     let workflows = world.outcomes();
     let end = world.end();
     let raises = std::mem::take(&mut world.raises);
@@ -247,9 +270,10 @@ fn outcome(
 /// Fairness and No-Fairness at the same time on one grid (the paper's
 /// set-up): one run of the Fairness system whose world carries a
 /// No-Fairness copy of the workflows ([`World::concurrent`]); each set's
-/// σ_s and σ_m from its own workflows. μ is the Fairness set's only: the
-/// No-Fairness set's tasks carry no workflow reference (else the
-/// controller would lift them), so its η_u is not observed (NaN).
+/// σ_s, σ_m and μ from its own workflows. The No-Fairness set's tasks
+/// carry no workflow reference in the core (else the controller would
+/// lift them); its η_u comes from an observer the world hands their
+/// references to ([`World::shadow_tags`]).
 pub fn concurrent_pair(
     registry: &Registry,
     grid: &Grid,
@@ -262,7 +286,12 @@ pub fn concurrent_pair(
         every: p.every,
         reraise: p.reraise,
     };
-    let (mut world, eta, stats) = simulate(
+    let Simulated {
+        mut world,
+        eta,
+        shadow_eta,
+        stats,
+    } = simulate(
         registry,
         grid,
         seed,
@@ -289,7 +318,11 @@ pub fn concurrent_pair(
     };
     Ok((
         engine(outcome(all, Some(&eta), f_end, raises, stats.submitted, bg)),
-        engine(outcome(nf, None, nf_end, Vec::new(), stats.submitted, bg)),
+        engine(RunOutcome {
+            // Its tasks' lifts are mirrored ones, not the Control's.
+            priority_changes: 0,
+            ..outcome(nf, shadow_eta.as_ref(), nf_end, Vec::new(), stats.submitted, bg)
+        }),
     ))
 }
 

@@ -6,7 +6,13 @@
 //! measured alike.
 
 use fairsched_core::policy::workflow_fairness::{Eta, Tracker, end_phases};
-use fairsched_core::{Action, Event, Observer, Outcome, Time, View};
+use fairsched_core::{Action, Event, Observer, Outcome, TaskId, Time, View, WorkflowRef};
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
+
+/// Workflow references the core does not see: tasks submitted without one
+/// (so that no Control acts on them) but measured as workflows.
+pub type Tags = Arc<Mutex<FxHashMap<TaskId, WorkflowRef>>>;
 
 /// η_u after every step, and the priority changes of the run.
 #[derive(Default)]
@@ -21,11 +27,21 @@ pub struct EtaSeries {
     pub priority_changes: u64,
     /// The largest number of workflows active at once.
     pub max_active: usize,
+    /// Measure the tasks of these tags only, not the core's references.
+    tags: Option<Tags>,
 }
 
 impl EtaSeries {
     pub fn new() -> EtaSeries {
         EtaSeries::default()
+    }
+    /// η_u of the tasks `tags` names (filled by the world as it submits
+    /// them), whatever workflow reference the core sees.
+    pub fn of_tagged(tags: Tags) -> EtaSeries {
+        EtaSeries {
+            tags: Some(tags),
+            ..EtaSeries::default()
+        }
     }
     /// The tracker as it stands (tests).
     pub fn tracker(&self) -> &Tracker {
@@ -47,7 +63,11 @@ impl Observer for EtaSeries {
         for e in events {
             match e {
                 Event::Submit(spec) => {
-                    if let Some(w) = spec.workflow {
+                    let w = match &self.tags {
+                        Some(t) => t.lock().ok().and_then(|t| t.get(&spec.id).copied()),
+                        None => spec.workflow,
+                    };
+                    if let Some(w) = w {
                         self.tracker.queued(spec.id, w.workflow, w.activity);
                     }
                 }

@@ -301,7 +301,7 @@ impl Studied for WorkflowFairness {
         vec![
             "Factors are No-Fairness / Fairness (> 1: Fairness better), per repetition on identical grids; the fifo-baseline reading divides plain FIFO's figure instead.".into(),
             "The study runs 16 repetitions per reading (the paper ran 4; ours take seconds), so that a verdict does not rest on one lucky grid: \"max\" figures are over more draws than the paper's \"up to\", medians and means are steadier.".into(),
-            "Concurrent readings: μ of the No-Fairness set is not observed (its tasks carry no workflow reference, so that the controller leaves them alone), so the μ factor and its verdict are empty there.".into(),
+            "Concurrent readings: each set's η_u and μ are measured over its own workflows; the controller sees only the Fairness set's (the No-Fairness tasks carry no workflow reference in the core).".into(),
             "moteur-replication, cancel-resubmit-60s and as-deployed use figures the paper does not give (the replication factor 2, a 60 s resubmission); cancel-resubmit-60s and as-deployed take a lifted task out of the queue for 60 s, so the controller and η_u do not count it meanwhile, where MOTEUR counted it as queued.".into(),
         ]
     }

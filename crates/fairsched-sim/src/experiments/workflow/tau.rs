@@ -9,7 +9,7 @@
 
 use super::grid::Grid;
 use super::stats::{TauHistogram, tau_histogram};
-use super::{System, simulate};
+use super::{Simulated, System, simulate};
 use crate::errors::SimError;
 use fairsched_core::{Time, derive_seed};
 use fairsched_report::Table;
@@ -40,7 +40,7 @@ pub fn eta_samples(
     spacing: Time,
 ) -> Result<EtaRun, SimError> {
     let builtin = fairsched_core::Registry::builtin();
-    let (world, eta, _) = simulate(
+    let Simulated { world, eta, .. } = simulate(
         &builtin,
         grid,
         seed,

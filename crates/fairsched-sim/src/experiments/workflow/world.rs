@@ -181,6 +181,9 @@ pub struct World {
     /// lifts are mirrored on it as they happen.
     shadow_from: Option<usize>,
     mirror_live: bool,
+    /// The No-Fairness set's workflow references, kept from the core and
+    /// handed to its η_u observer ([`World::shadow_tags`]).
+    shadow_tags: super::observe::Tags,
     /// The live copies of each workflow task, and each copy's number.
     copies: FxHashMap<(usize, u32), Vec<TaskId>>,
     copy_of: FxHashMap<TaskId, u32>,
@@ -263,6 +266,7 @@ impl World {
             bg_queued_at_first: None,
             shadow_from: None,
             mirror_live: false,
+            shadow_tags: Default::default(),
             copies: FxHashMap::default(),
             copy_of: FxHashMap::default(),
             running: BTreeMap::new(),
@@ -286,6 +290,13 @@ impl World {
         self.shadow_from = Some(n);
         self.mirror_live = mirror;
         self
+    }
+
+    /// The No-Fairness set's tasks and their workflow references (the
+    /// core sees none), filled as they are submitted: for
+    /// [`super::observe::EtaSeries::of_tagged`].
+    pub fn shadow_tags(&self) -> super::observe::Tags {
+        self.shadow_tags.clone()
     }
 
     fn shadow(&self, k: usize) -> bool {
@@ -377,7 +388,17 @@ impl World {
             }),
             ..spec
         };
+        let activity = t.activity;
         let id = ctx.submit_new(Arrival::with_phases(spec, ctx.now(), t.phases));
+        if shadow && let Ok(mut tags) = self.shadow_tags.lock() {
+            tags.insert(
+                id,
+                WorkflowRef {
+                    workflow: WorkflowId(k as u32),
+                    activity,
+                },
+            );
+        }
         self.live.insert(id, Owner::Workflow { wf: k, task: i });
         self.copies.entry((k, i)).or_default().push(id);
         self.submitted_at.insert(id, ctx.now());
