@@ -113,6 +113,11 @@ pub trait Studied: Experiment {
     fn notes() -> Vec<String> {
         Vec::new()
     }
+    /// The flags given in `base` that the study would not use (its
+    /// readings set them): a study refuses them rather than ignore them.
+    fn unused(_base: &Self::Args) -> Vec<&'static str> {
+        Vec::new()
+    }
 }
 
 /// A study's arguments: the experiment's, and the size.
@@ -158,6 +163,13 @@ pub struct StudySummary {
 
 impl<E: Studied> Study<E> {
     fn readings(args: &StudyArgs<E::Args>) -> Result<Vec<Reading<E::Args>>, SimError> {
+        let unused = E::unused(&args.base);
+        if !unused.is_empty() {
+            return Err(SimError::usage(format!(
+                "--study runs its own readings, which set {}: run without them (or without --study to run one reading)",
+                unused.join(", ")
+            )));
+        }
         let all = E::readings(&args.base, args.quick);
         for o in &args.only {
             if !all.iter().any(|r| &r.name == o) {

@@ -124,7 +124,9 @@ pub struct Common {
     /// claims' figures, whether each claim holds and the paper's values;
     /// writes study.json, study.csv and a chart per case, study-CASE.svg
     /// (docs/reproduction.md). Sizes,
-    /// seed and logs come from this command's flags.
+    /// seed and logs come from this command's flags; a flag that a
+    /// reading sets (workflow-fairness: --every, --concurrent, …) is
+    /// refused.
     #[arg(long)]
     study: bool,
     /// With --study: the small size the tests use (a minute or less).

@@ -317,6 +317,71 @@ fn a_study_names_an_unknown_reading() {
     assert_eq!(m.matches("warm-grid,").count(), 1, "each reading named once: {m}");
 }
 
+/// A flag the study's readings set is refused, not ignored; a reading's
+/// command carries a non-default τ_u the study used.
+#[test]
+fn a_study_refuses_the_flags_its_readings_set() {
+    use workflow::experiment::{Args, WorkflowFairness};
+    let mut base = Args::exp(1);
+    base.every = 180.0;
+    base.concurrent = true;
+    let args = StudyArgs {
+        base,
+        quick: true,
+        only: Vec::new(),
+    };
+    let d = tempfile::tempdir().unwrap();
+    let e = run_local::<Study<WorkflowFairness>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
+        .err()
+        .unwrap();
+    assert!(matches!(e, SimError::Usage(_)), "{e}");
+    let m = e.to_string();
+    assert!(m.contains("--every, --concurrent"), "{m}");
+    let mut base = Args::exp(1);
+    base.tau = 0.3;
+    let rs = readings::<WorkflowFairness>(&base, true);
+    assert!(find(&rs, "exp1", "default").command.contains("--tau 0.3"));
+    assert!(
+        !readings::<WorkflowFairness>(&Args::exp(1), true)[0]
+            .command
+            .contains("--tau")
+    );
+}
+
+/// Lifts by cancel and resubmission need a controller period: at every
+/// status change each resubmission would be lifted again, without end.
+#[test]
+fn resubmitted_lifts_need_a_controller_period() {
+    use workflow::experiment::{Args, WorkflowFairness};
+    let mut a = Args::exp(1);
+    a.repetitions = 1;
+    a.resubmit_lifted = Some(0.0);
+    let e = run_reading::<WorkflowFairness>(&Reading {
+        case: "exp1".into(),
+        name: "t".into(),
+        what: String::new(),
+        command: String::new(),
+        args: a.clone(),
+    })
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string()
+            .contains("needs a controller that acts periodically"),
+        "{e}"
+    );
+    a.every = 180.0;
+    let ok = run_reading::<WorkflowFairness>(&Reading {
+        case: "exp1".into(),
+        name: "t".into(),
+        what: String::new(),
+        command: String::new(),
+        args: a,
+    })
+    .unwrap();
+    assert!(ok.repetitions[0].fairness.resubmitted_lifts > 0);
+}
+
 #[test]
 fn a_study_runs_as_a_slurm_array_and_collects_the_local_bytes() {
     use fairsched_sim::sweep::{self, Submit};

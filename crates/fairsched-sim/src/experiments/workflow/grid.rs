@@ -231,8 +231,11 @@ impl Grid {
             }
             if let Some(v) = &e.copies {
                 let x = *v.get_ref();
-                if !(1..=100).contains(&x) {
-                    return Err(loc.error(v.span(), format!("expected 1 to 100, found {x}")));
+                if !(2..=100).contains(&x) {
+                    return Err(loc.error(
+                        v.span(),
+                        format!("expected 2 to 100 (the task's first copy counts), found {x}"),
+                    ));
                 }
                 g.max_copies = x as u32;
             }
@@ -457,7 +460,7 @@ mod tests {
                 "[engine]\nreplicate_after = 0.5\n",
                 "g.toml:2: key `engine.replicate_after`",
             ),
-            ("[engine]\ncopies = 0\n", "g.toml:2: key `engine.copies`"),
+            ("[engine]\ncopies = 1\n", "g.toml:2: key `engine.copies`"),
             (
                 "[engine]\nresubmit_lifted = -1\n",
                 "g.toml:2: key `engine.resubmit_lifted`",

@@ -60,6 +60,31 @@ impl Studied for WorkflowFairness {
         claims()
     }
 
+    fn unused(base: &Args) -> Vec<&'static str> {
+        let d = Args::exp(1);
+        let mut out = Vec::new();
+        let given: [(&'static str, bool); 12] = [
+            ("--workflows", !base.workflows.is_empty()),
+            ("--every", base.every != d.every),
+            ("--spacing", base.spacing != d.spacing),
+            ("--no-mirror", base.mirror != d.mirror),
+            ("--with", !base.with.is_empty()),
+            ("--warmup", base.warmup != d.warmup),
+            ("--initial-pilots", base.initial_pilots.is_some()),
+            ("--background-per-hour", base.background_per_hour.is_some()),
+            ("--skip-raised", base.skip_raised),
+            ("--concurrent", base.concurrent),
+            ("--replicate-after", base.replicate_after.is_some()),
+            ("--resubmit-lifted", base.resubmit_lifted.is_some()),
+        ];
+        for (flag, set) in given {
+            if set {
+                out.push(flag);
+            }
+        }
+        out
+    }
+
     fn readings(base: &Args, quick: bool) -> Vec<Reading<Args>> {
         let exps: &[u32] = if quick { &[1, 2] } else { &[1, 2, 3] };
         let reps = if quick { 1 } else { base.repetitions.max(16) };
@@ -203,6 +228,9 @@ impl Studied for WorkflowFairness {
                 if let Some(g) = &a.grid {
                     command.push_str(&format!(" --grid {}", g.display()));
                 }
+                if a.tau != Args::exp(n).tau {
+                    command.push_str(&format!(" --tau {}", a.tau));
+                }
                 crate::study::finish_command(&mut command, a.seed, flags);
                 out.push(Reading {
                     case: format!("exp{n}"),
@@ -300,7 +328,7 @@ impl Studied for WorkflowFairness {
     fn notes() -> Vec<String> {
         vec![
             "Factors are No-Fairness / Fairness (> 1: Fairness better), per repetition on identical grids; the fifo-baseline reading divides plain FIFO's figure instead.".into(),
-            "The study runs 16 repetitions per reading (the paper ran 4; ours take seconds), so that a verdict does not rest on one lucky grid: \"max\" figures are over more draws than the paper's \"up to\", medians and means are steadier.".into(),
+            "The full study runs at least 16 repetitions per reading (the paper ran 4; ours take seconds; --repetitions raises it; --quick runs 1, Experiments 1–2 only), so that a verdict does not rest on one lucky grid: \"max\" figures are over more draws than the paper's \"up to\", medians and means are steadier.".into(),
             "Concurrent readings: each set's η_u and μ are measured over its own workflows; the controller sees only the Fairness set's (the No-Fairness tasks carry no workflow reference in the core).".into(),
             "moteur-replication, cancel-resubmit-60s and as-deployed use figures the paper does not give (the replication factor 2, a 60 s resubmission); cancel-resubmit-60s and as-deployed take a lifted task out of the queue for 60 s, so the controller and η_u do not count it meanwhile, where MOTEUR counted it as queued.".into(),
         ]
