@@ -514,15 +514,33 @@ pub fn study_csv(s: &StudySummary) -> String {
     out
 }
 
-/// Ends a reading's command line: `--seed` unless 0, then the
-/// reading's own flags.
-pub fn finish_command(command: &mut String, seed: u64, flags: &str) {
-    if seed != 0 {
-        command.push_str(&format!(" --seed {seed}"));
-    }
-    if !flags.is_empty() {
-        command.push(' ');
-        command.push_str(flags);
+impl<A> Reading<A> {
+    /// A reading of `case`; `command` (the experiment's command with the
+    /// case's own flags) is ended with `--seed` unless 0, then the
+    /// reading's `flags`.
+    pub fn new(
+        case: String,
+        name: &str,
+        what: &str,
+        mut command: String,
+        seed: u64,
+        flags: &str,
+        args: A,
+    ) -> Self {
+        if seed != 0 {
+            command.push_str(&format!(" --seed {seed}"));
+        }
+        if !flags.is_empty() {
+            command.push(' ');
+            command.push_str(flags);
+        }
+        Reading {
+            case,
+            name: name.into(),
+            what: what.into(),
+            command,
+            args,
+        }
     }
 }
 

@@ -148,14 +148,8 @@ impl Studied for DietEthic {
                 if quick {
                     command.push_str(" --n-submit 10,100,190");
                 }
-                crate::study::finish_command(&mut command, a.seed, flags);
-                out.push(Reading {
-                    case: sc.into(),
-                    name: name.into(),
-                    what: what.into(),
-                    command,
-                    args: a,
-                });
+                let seed = a.seed;
+                out.push(Reading::new(sc.into(), name, what, command, seed, flags, a));
             }
         }
         out

@@ -129,14 +129,16 @@ impl Studied for Pffp {
                 if let Some(n) = a.instances {
                     command.push_str(&format!(" --instances {n}"));
                 }
-                crate::study::finish_command(&mut command, a.seed, flags);
-                out.push(Reading {
-                    case: format!("test{t}"),
-                    name: name.into(),
-                    what: what.into(),
+                let seed = a.seed;
+                out.push(Reading::new(
+                    format!("test{t}"),
+                    name,
+                    what,
                     command,
-                    args: a,
-                });
+                    seed,
+                    flags,
+                    a,
+                ));
             }
         }
         out

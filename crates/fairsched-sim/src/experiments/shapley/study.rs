@@ -145,18 +145,20 @@ impl Studied for Shapley {
                     ..Args::default()
                 };
                 change(&mut a);
-                let mut command = format!(
+                let command = format!(
                     "fairsched experiment shapley --table {table} --traces {trace} --instances {}",
                     a.instances
                 );
-                crate::study::finish_command(&mut command, a.seed, flags);
-                out.push(Reading {
-                    case: format!("table{table}-{trace}"),
-                    name: name.into(),
-                    what: what.into(),
+                let seed = a.seed;
+                out.push(Reading::new(
+                    format!("table{table}-{trace}"),
+                    name,
+                    what,
                     command,
-                    args: a,
-                });
+                    seed,
+                    flags,
+                    a,
+                ));
             }
         }
         out

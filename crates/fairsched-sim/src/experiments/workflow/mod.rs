@@ -281,11 +281,7 @@ pub fn concurrent_pair(
     sources: &[WorkflowSource],
     p: &Protocol,
 ) -> Result<(RunOutcome, RunOutcome), SimError> {
-    let system = System::Fairness {
-        tau: p.tau,
-        every: p.every,
-        reraise: p.reraise,
-    };
+    let system = p.fairness();
     let Simulated {
         mut world,
         eta,
@@ -372,6 +368,17 @@ pub struct Protocol {
     pub concurrent: bool,
 }
 
+impl Protocol {
+    /// The Fairness system this protocol runs.
+    pub fn fairness(&self) -> System {
+        System::Fairness {
+            tau: self.tau,
+            every: self.every,
+            reraise: self.reraise,
+        }
+    }
+}
+
 impl Default for Protocol {
     /// Submissions 5 minutes apart, τ_u = 0.2 at every status change,
     /// lifts mirrored.
@@ -396,11 +403,7 @@ pub fn pair(
     sources: &[WorkflowSource],
     p: &Protocol,
 ) -> Result<(RunOutcome, RunOutcome), SimError> {
-    let system = System::Fairness {
-        tau: p.tau,
-        every: p.every,
-        reraise: p.reraise,
-    };
+    let system = p.fairness();
     let f = run(registry, grid, seed, sources, p.spacing, &system, Vec::new())?;
     let raises = if p.mirror { f.raises.clone() } else { Vec::new() };
     let nf = run(

@@ -231,14 +231,16 @@ impl Studied for WorkflowFairness {
                 if a.tau != Args::exp(n).tau {
                     command.push_str(&format!(" --tau {}", a.tau));
                 }
-                crate::study::finish_command(&mut command, a.seed, flags);
-                out.push(Reading {
-                    case: format!("exp{n}"),
-                    name: name.into(),
-                    what: what.into(),
+                let seed = a.seed;
+                out.push(Reading::new(
+                    format!("exp{n}"),
+                    name,
+                    what,
                     command,
-                    args: a,
-                });
+                    seed,
+                    flags,
+                    a,
+                ));
             }
         }
         out
