@@ -397,6 +397,15 @@ impl RunConfig {
         let (orgs, per_org) = match &self.platform_file {
             // The sizes were checked to add up to the file's total.
             Some(file) => (file.orgs(), file.procs()),
+            // Each organization owns at least one processor: the flag's
+            // range is known once the platform is sized.
+            None if self.orgs > total => {
+                return Err(SimError::usage(format!(
+                    "--orgs {}: at most one organization per processor, so 1 to {total} here \
+                     (the platform's {total} processors, from {source})",
+                    self.orgs
+                )));
+            }
             None => (
                 self.orgs,
                 match self.ownership {

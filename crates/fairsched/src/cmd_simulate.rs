@@ -48,7 +48,8 @@ pub struct Args {
     )]
     machines: Option<Vec<u32>>,
     /// Organizations; users are mapped to them uniformly at random (seeded).
-    /// Default: 1, or 5 in the demo comparison (no --policy).
+    /// Default: 1, or 5 in the demo comparison (no --policy). From 1 to the
+    /// platform's processors (each owns at least one; more is exit 2).
     #[arg(long)]
     orgs: Option<u32>,
     /// How processors are split among organizations (with more than one):

@@ -38,3 +38,4 @@ mod slurm_pilots;
 mod stdout_and_errors;
 mod trace_tau;
 mod trial_inputs;
+mod trips;
