@@ -268,10 +268,36 @@ impl RunConfig {
                     file.path.display()
                 ));
             }
-            return Ok(());
+            return self.check_phi(file.orgs());
         }
         if self.orgs == 0 {
             return cfg("--orgs 0: there must be at least one organization".into());
+        }
+        self.check_phi(self.orgs)
+    }
+
+    /// `--phi` where φ cannot be computed is refused, not dropped: it needs
+    /// one machine and at most [`MAX_SIMULATE_ORGS`] organizations.
+    ///
+    /// [`MAX_SIMULATE_ORGS`]: crate::fairness::MAX_SIMULATE_ORGS
+    fn check_phi(&self, orgs: u32) -> Result<(), SimError> {
+        use crate::fairness::MAX_SIMULATE_ORGS;
+        if !self.phi {
+            return Ok(());
+        }
+        if orgs as usize > MAX_SIMULATE_ORGS {
+            return Err(SimError::Config(format!(
+                "--phi: φ needs 2^k − 2 coalition schedules of the whole run and is computed for at \
+                 most {MAX_SIMULATE_ORGS} organizations; this run has {orgs} (drop --phi: ψ is \
+                 reported without it)"
+            )));
+        }
+        if let Some(m) = self.machines.as_ref().filter(|m| m.len() > 1) {
+            return Err(SimError::Config(format!(
+                "--phi: φ is defined for one shared pool of processors; --machines gives {} \
+                 (drop --phi: ψ is reported without it)",
+                m.len()
+            )));
         }
         Ok(())
     }

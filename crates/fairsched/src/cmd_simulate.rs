@@ -156,7 +156,8 @@ pub struct Args {
     /// 30 with 5 organizations, computed after the run (on RICC's 447,784
     /// jobs, about 3.5 s and 12 MiB more). Without it, ψ (each
     /// organization's utility) is reported alone and the `fairness` note
-    /// says φ was not computed. Up to 8 organizations, one machine.
+    /// says φ was not computed. Up to 8 organizations, one machine: with
+    /// more organizations or several machines --phi is refused (exit 2).
     #[arg(long)]
     phi: bool,
     /// Never show progress bars.

@@ -7,6 +7,8 @@
 //! terminal.
 
 use crate::common::bin;
+use serde_json::Value;
+use std::fs;
 use std::path::Path;
 use std::process::Output;
 
@@ -26,6 +28,10 @@ fn simulate(out: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+fn json(p: &Path) -> Value {
+    serde_json::from_slice(&fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+}
+
 /// `--orgs` beyond the processors (each organization owns at least one)
 /// is a flag error: exit 2, naming the flag and its range, no result.
 #[test]
@@ -37,4 +43,39 @@ fn orgs_beyond_the_processors_is_a_flag_error() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--orgs 1000") && err.contains("1 to 100"), "{err}");
     assert!(!out.join("summary.json").exists());
+}
+
+/// `--phi` where φ cannot be computed (more than 8 organizations, several
+/// machines) is refused before any work, not dropped into a note.
+#[test]
+fn phi_where_it_cannot_be_computed_is_refused() {
+    for (args, says) in [
+        (&["--orgs", "9"][..], "at most 8 organizations; this run has 9"),
+        (&["--orgs", "2", "--machines", "50,50"][..], "--machines gives 2"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let o = simulate(&out, &[&["--policy", "fcfs", "--phi"][..], args].concat());
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--phi") && err.contains(says), "{args:?}: {err}");
+        assert!(!out.join("summary.json").exists());
+    }
+    // Eight organizations still get φ.
+    let dir = tempfile::tempdir().unwrap();
+    let o = simulate(
+        dir.path(),
+        &[
+            "--policy",
+            "fcfs",
+            "--phi",
+            "--orgs",
+            "8",
+            "--window",
+            "600000,20000",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let s = json(&dir.path().join("summary.json"));
+    assert!(s["fairness"]["orgs"][0]["phi"].is_number(), "{}", s["fairness"]);
 }
