@@ -9,7 +9,8 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// Output folders of `simulate`, `experiment …`, `trace stats --out` or `trace tau --out`
-    /// runs, one section each, in this order.
+    /// runs, one section each, in this order. One that is not a folder is refused (exit 2)
+    /// before anything is written; if none is a run's output, no page is written (exit 1).
     #[arg(value_name = "DIR", required = true)]
     dirs: Vec<PathBuf>,
     /// The HTML file to write (replaced if it exists).
@@ -87,6 +88,21 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if a.max_rows == 0 {
         return Err(usage("--max-rows must be at least 1"));
     }
+    // Every input is checked before anything is written: a DIR that is no
+    // folder is a mistake in the arguments.
+    for d in &a.dirs {
+        if !d.is_dir() {
+            return Err(usage(format!(
+                "{}: {}; give output folders of fairsched runs",
+                d.display(),
+                if d.exists() {
+                    "not a folder"
+                } else {
+                    "no such folder"
+                }
+            )));
+        }
+    }
     let opts = Options {
         gantt_window,
         color_by: match a.color_by {
@@ -117,6 +133,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         page.sections.push(s);
     }
     let unreadable = page.sections.iter().filter(|s| s.blocks.is_empty()).count();
+    if unreadable == page.sections.len() {
+        anyhow::bail!(
+            "none of the folders could be read as a fairsched run's output (the warnings above say why); \
+             {} not written",
+            a.out.display()
+        );
+    }
     let html = page.render();
     fairsched_report::write_atomic(&a.out, html.as_bytes())?;
     sayln!(
@@ -131,9 +154,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             String::new()
         }
     );
-    if unreadable == page.sections.len() {
-        anyhow::bail!("none of the folders could be read as a fairsched run's output");
-    }
     Ok(())
 }
 

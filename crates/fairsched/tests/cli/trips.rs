@@ -79,3 +79,31 @@ fn phi_where_it_cannot_be_computed_is_refused() {
     let s = json(&dir.path().join("summary.json"));
     assert!(s["fairness"]["orgs"][0]["phi"].is_number(), "{}", s["fairness"]);
 }
+
+/// `report` checks its inputs before it writes: a DIR that is no folder is
+/// refused (exit 2), folders none of which is a run's output fail (exit
+/// 1), and neither leaves a page behind.
+#[test]
+fn report_writes_nothing_when_its_inputs_are_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let o = bin()
+        .args(["report", "/nonexistent/run", "--out", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/run: no such folder"), "{err}");
+    assert!(!page.exists(), "{err}");
+
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let o = bin()
+        .args(["report", empty.to_str().unwrap(), "--out", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("none of the folders could be read"), "{err}");
+    assert!(!page.exists(), "{err}");
+}
