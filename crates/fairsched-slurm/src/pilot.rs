@@ -237,22 +237,22 @@ fn squeue(jobs: &[u64]) -> Result<HashMap<u64, [String; 4]>, SlurmError> {
                 && let Ok(id) = id.trim().parse::<u64>()
                 && name.trim() == PILOT_NAME
             {
-                let ended = !matches!(
-                    state.trim(),
-                    "PENDING"
-                        | "RUNNING"
-                        | "CONFIGURING"
-                        | "COMPLETING"
-                        | "SUSPENDED"
-                        | "REQUEUED"
-                        | "RESIZING"
-                );
+                let ended = !in_queue(state);
                 let left = if ended { "-" } else { left };
                 found.insert(id, [state, elapsed, left, reason].map(|s| s.trim().to_owned()));
             }
         }
     }
     Ok(found)
+}
+
+/// Whether a job in this `squeue` state is still in Slurm's queue (waiting
+/// or running: `scancel` has something to cancel).
+fn in_queue(state: &str) -> bool {
+    matches!(
+        state.trim(),
+        "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED" | "REQUEUED" | "RESIZING"
+    )
 }
 
 /// Every recorded pilot as Slurm sees it now (one Slurm has forgotten is
@@ -284,12 +284,60 @@ pub fn status(pilots: &Pilots) -> Result<Vec<Row>, SlurmError> {
         .collect())
 }
 
-/// Cancels these jobs, as long as they are pilots: an id Slurm gave again
-/// to another job (after its state was wiped) is left alone.
-pub fn cancel(jobs: &[u64]) -> Result<(), SlurmError> {
-    let mut scancel = vec![format!("--name={PILOT_NAME}")];
-    scancel.extend(jobs.iter().map(u64::to_string));
-    tools::run("scancel", &scancel, None).map(drop)
+/// What [`cancel`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Cancelled {
+    /// The pilots still in Slurm's queue, which `scancel` was asked to end.
+    pub cancelled: Vec<u64>,
+    /// The pilots that had already left it (finished, cancelled, timed
+    /// out, or forgotten by Slurm): nothing to cancel.
+    pub gone: Vec<u64>,
+}
+
+/// Whether `scancel` refused a job because it has already ended.
+fn already_ended(e: &SlurmError) -> bool {
+    let m = e.to_string();
+    m.contains("Invalid job id") || m.contains("already completing or completed")
+}
+
+/// Cancels those of these pilots that are still in Slurm's queue (as
+/// `squeue` says); the others have already left it and are only reported.
+/// A pilot that ends between `squeue` and `scancel` counts as gone. Only
+/// jobs named as pilots are touched: an id Slurm gave again to another job
+/// (after its state was wiped) is left alone.
+pub fn cancel(jobs: &[u64]) -> Result<Cancelled, SlurmError> {
+    let known = squeue(jobs)?;
+    let (live, mut gone): (Vec<u64>, Vec<u64>) = jobs
+        .iter()
+        .partition(|j| known.get(*j).is_some_and(|[state, ..]| in_queue(state)));
+    if live.is_empty() {
+        return Ok(Cancelled {
+            cancelled: live,
+            gone,
+        });
+    }
+    let scancel = |ids: &[u64]| {
+        let mut args = vec![format!("--name={PILOT_NAME}")];
+        args.extend(ids.iter().map(u64::to_string));
+        tools::run("scancel", &args, None)
+    };
+    let mut cancelled = Vec::new();
+    match scancel(&live) {
+        Ok(_) => cancelled = live,
+        // One of them ended meanwhile: each alone, to tell which.
+        Err(e) if already_ended(&e) => {
+            for j in live {
+                match scancel(&[j]) {
+                    Ok(_) => cancelled.push(j),
+                    Err(e) if already_ended(&e) => gone.push(j),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    gone.sort_unstable();
+    Ok(Cancelled { cancelled, gone })
 }
 
 #[cfg(test)]

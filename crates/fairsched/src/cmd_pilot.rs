@@ -37,7 +37,8 @@ pub enum PilotCommand {
     /// What Slurm says of the recorded pilots: state, time used and left, node or reason.
     Status(StatusArgs),
     /// Cancel pilots with scancel (all recorded ones, or the given job ids): their running
-    /// tasks go back to the broker's queue.
+    /// tasks go back to the broker's queue. Pilots that have already left Slurm's queue
+    /// (finished, cancelled, timed out) are named and skipped; exit 0 either way.
     Cancel(CancelArgs),
 }
 
@@ -268,12 +269,33 @@ fn cancel(a: CancelArgs) -> anyhow::Result<()> {
     if jobs.is_empty() {
         bail!("no pilots recorded in {}", a.state.file.display());
     }
-    pilot::cancel(&jobs)?;
-    let args: Vec<String> = jobs.iter().map(u64::to_string).collect();
+    let done = pilot::cancel(&jobs)?;
+    let ids = |j: &[u64]| j.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+    if done.cancelled.is_empty() {
+        sayln!(
+            "nothing to cancel: {} in Slurm's queue ({})",
+            if done.gone.len() == 1 {
+                "the pilot is no longer".to_owned()
+            } else {
+                format!("none of the {} is still", pilots_n(done.gone.len()))
+            },
+            ids(&done.gone)
+        );
+        return Ok(());
+    }
     sayln!(
-        "asked Slurm to cancel {}: {} (their running tasks go back to the queue)",
-        pilots_n(jobs.len()),
-        args.join(" ")
+        "asked Slurm to cancel {}: {} (their running tasks go back to the queue){}",
+        pilots_n(done.cancelled.len()),
+        ids(&done.cancelled),
+        if done.gone.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} had already left Slurm's queue: {}",
+                pilots_n(done.gone.len()),
+                ids(&done.gone)
+            )
+        }
     );
     Ok(())
 }

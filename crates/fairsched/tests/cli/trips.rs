@@ -32,6 +32,15 @@ fn json(p: &Path) -> Value {
     serde_json::from_slice(&fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
 
+/// A stand-in for one of Slurm's tools: a shell script at `dir/NAME`.
+fn tool(dir: &Path, name: &str, script: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    fs::write(&p, format!("#!/bin/sh\n{script}")).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
 /// `--orgs` beyond the processors (each organization owns at least one)
 /// is a flag error: exit 2, naming the flag and its range, no result.
 #[test]
@@ -106,4 +115,81 @@ fn report_writes_nothing_when_its_inputs_are_wrong() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("none of the folders could be read"), "{err}");
     assert!(!page.exists(), "{err}");
+}
+
+/// `pilot cancel` after some recorded pilots have left Slurm: only those
+/// still in its queue go to `scancel` (which, as Slurm's, refuses a job
+/// that has ended: "Invalid job id specified"), it exits 0 and says which
+/// were cancelled and which had already left. With none left to cancel it
+/// says so, calls no `scancel`, and exits 0. (Stand-ins for `squeue` and
+/// `scancel` through `$FAIRSCHED_SQUEUE` and `$FAIRSCHED_SCANCEL`, as
+/// Slurm answers: the real one is in slurm_pilots.rs.)
+#[test]
+fn pilot_cancel_cancels_the_pilots_still_queued_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Job 11 runs, 12 has completed (squeue -t all still shows it), 13 is
+    // forgotten (squeue refuses it alone, leaves it out of a list).
+    let squeue = tool(
+        d,
+        "squeue",
+        r#"for a; do ids=$a; done
+case "$ids" in 13) echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1;; esac
+case ",$ids," in *,11,*) echo "11|fairsched-pilot|RUNNING|0:05|9:55|node1";; esac
+case ",$ids," in *,12,*) echo "12|fairsched-pilot|COMPLETED|1:00|0:00|node1";; esac
+"#,
+    );
+    let log = d.join("scancel.log");
+    let scancel = tool(
+        d,
+        "scancel",
+        &format!(
+            r#"echo "$@" >> {log}
+for a; do case "$a" in 12|13) echo "scancel: error: Kill job error on job id $a: Invalid job id specified" >&2; exit 1;; esac; done
+"#,
+            log = log.display()
+        ),
+    );
+    let state = |jobs: &[u64]| {
+        let p = d.join("pilots.json");
+        let pilots: Vec<Value> = jobs
+            .iter()
+            .map(
+                |j| serde_json::json!({"job": j, "broker": "http://127.0.0.1:1", "slots": 2, "script": "/x"}),
+            )
+            .collect();
+        fs::write(&p, serde_json::json!({ "pilots": pilots }).to_string()).unwrap();
+        p
+    };
+    let cancel = |state: &Path| {
+        bin()
+            .args(["pilot", "cancel", "--state", state.to_str().unwrap()])
+            .env("FAIRSCHED_SQUEUE", &squeue)
+            .env("FAIRSCHED_SCANCEL", &scancel)
+            .output()
+            .unwrap()
+    };
+    let o = cancel(&state(&[11, 12, 13]));
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        "--name=fairsched-pilot 11\n",
+        "only the running pilot goes to scancel"
+    );
+    assert!(
+        stdout.contains("asked Slurm to cancel 1 pilot: 11")
+            && stdout.contains("2 pilots had already left Slurm's queue: 12 13"),
+        "{stdout}"
+    );
+
+    fs::remove_file(&log).unwrap();
+    let o = cancel(&state(&[12, 13]));
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!log.exists(), "scancel was called with nothing to cancel");
+    assert!(
+        stdout.contains("nothing to cancel: none of the 2 pilots is still in Slurm's queue (12 13)"),
+        "{stdout}"
+    );
 }
