@@ -49,7 +49,7 @@ fn browser() -> Option<(PathBuf, PathBuf)> {
             if std::env::var("FAIRSCHED_BROWSER").as_deref() == Ok("required") {
                 panic!("FAIRSCHED_BROWSER=required, but {msg}");
             }
-            eprintln!("skipped: {msg}");
+            crate::common::skipping(module_path!(), msg);
             None
         }
     }

@@ -18,6 +18,20 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Says on the terminal that a test skips, and why: "skipping TEST: WHY"
+/// on the standard error handle itself, which libtest does not capture
+/// (it captures `eprintln!` and drops it for a test that passes, so a
+/// skipped test would pass in silence). TEST is the running test's name,
+/// else `what`.
+pub fn skipping(what: &str, why: impl std::fmt::Display) {
+    let thread = std::thread::current();
+    let test = thread.name().filter(|n| *n != "main").unwrap_or(what);
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("skipping {test}: {why}\n").as_bytes(),
+    );
+}
+
 /// The binary under test.
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fairsched"));

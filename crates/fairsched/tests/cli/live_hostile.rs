@@ -14,7 +14,7 @@ use std::time::Duration;
 fn is_root() -> bool {
     let root = nix::unistd::geteuid().is_root();
     if !root {
-        eprintln!("skipping live_hostile: --run-as-user needs root");
+        crate::common::skipping(module_path!(), "--run-as-user needs root");
     }
     root
 }

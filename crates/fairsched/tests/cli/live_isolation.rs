@@ -392,7 +392,7 @@ fn skip(test: &str, why: &str) {
         std::env::var("FAIRSCHED_CGROUPS").as_deref() != Ok("required"),
         "FAIRSCHED_CGROUPS=required, but {why}"
     );
-    eprintln!("SKIPPED {test}: {why}");
+    crate::common::skipping(test, why);
 }
 
 /// A guarded run in a cgroup: its shell is born in the run's cgroup (the

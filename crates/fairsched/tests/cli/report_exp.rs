@@ -41,9 +41,9 @@ fn ok(args: &[&str]) -> String {
 fn have_shared() -> bool {
     let ok = repo().join("../shared/data/traces/swf").is_dir();
     if !ok {
-        eprintln!(
-            "{}: ../shared/data/traces/swf not found: the shapley run (LPC-EGEE) is skipped",
-            module_path!()
+        crate::common::skipping(
+            module_path!(),
+            "../shared/data/traces/swf not found: the shapley run (LPC-EGEE) is skipped",
         );
     }
     ok

@@ -253,7 +253,10 @@ fn a_shapley_figure_sweep_counts_every_organization_count() {
     // Figure 1 runs on LPC-EGEE, a shared log.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/traces/swf");
     if !dir.join("LPC-EGEE-2004-1.2-cln.swf.gz").exists() {
-        eprintln!("skipping: ../shared/data/traces/swf/LPC-EGEE-2004-1.2-cln.swf.gz not found");
+        crate::common::skipping(
+            module_path!(),
+            "../shared/data/traces/swf/LPC-EGEE-2004-1.2-cln.swf.gz not found",
+        );
         return;
     }
     let dir = dir.display().to_string();
@@ -437,7 +440,7 @@ fn a_sweep_on_the_real_slurm_writes_the_local_runs_files() {
     let required = std::env::var("FAIRSCHED_SLURM").is_ok_and(|v| v == "required");
     if let Err(why) = slurm_here() {
         assert!(!required, "FAIRSCHED_SLURM=required, but {why}");
-        eprintln!("skipping the real Slurm sweep: {why}");
+        crate::common::skipping(module_path!(), format!("no real Slurm: {why}"));
         return;
     }
     let root = tempfile::tempdir().unwrap();

@@ -52,7 +52,7 @@ fn slurm_up() -> bool {
             std::env::var("FAIRSCHED_SLURM").as_deref() != Ok("required"),
             "FAIRSCHED_SLURM=required: {why}"
         );
-        eprintln!("skipped: {why}");
+        crate::common::skipping(module_path!(), why);
     }
     up
 }

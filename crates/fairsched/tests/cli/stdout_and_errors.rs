@@ -69,7 +69,7 @@ fn a_reader_gone_after_the_first_line_costs_no_result() {
 fn a_failing_stdout_costs_no_result_and_is_reported() {
     // `> /dev/full`: every write fails with "no space left on device".
     let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else {
-        eprintln!("skipping: no /dev/full on this system");
+        crate::common::skipping(module_path!(), "no /dev/full on this system");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -10,7 +10,7 @@ use crate::common::bin;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 fn text(o: &Output) -> (String, String) {
     (
@@ -192,4 +192,47 @@ for a; do case "$a" in 12|13) echo "scancel: error: Kill job error on job id $a:
         stdout.contains("nothing to cancel: none of the 2 pilots is still in Slurm's queue (12 13)"),
         "{stdout}"
     );
+}
+
+/// The tests that need Chromium or a real Slurm, run where neither is (an
+/// empty PATH, and not required as `.ci/run` requires them), pass, and
+/// each says on the terminal that it skipped and why: libtest drops what
+/// a passing test prints with `eprintln!`, so this runs this very test
+/// binary on them and reads its standard error.
+#[test]
+fn tests_that_skip_for_want_of_chromium_or_slurm_say_so() {
+    let tests = [
+        "browser::a_report_page_renders_its_plots_and_the_summary_values",
+        "slurm_pilots::a_pilot_drains_before_its_wall_time_and_exits_cleanly",
+        "slurm_array::a_sweep_on_the_real_slurm_writes_the_local_runs_files",
+    ];
+    let empty = tempfile::tempdir().unwrap();
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.arg("--exact").args(tests).env("PATH", empty.path());
+    for v in [
+        "FAIRSCHED_BROWSER",
+        "FAIRSCHED_SLURM",
+        "FAIRSCHED_CHROMIUM",
+        "FAIRSCHED_CHROMEDRIVER",
+        "RUST_TEST_NOCAPTURE",
+    ] {
+        c.env_remove(v);
+    }
+    let o = c.output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("3 passed"), "{stdout}");
+    for (test, why) in [
+        (tests[0], "chromium and chromedriver not found"),
+        (tests[1], "no Slurm cluster here"),
+        (tests[2], "no real Slurm: `sbatch` cannot run"),
+    ] {
+        let name = test.rsplit("::").next().unwrap();
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with("skipping ") && l.contains(name) && l.contains(why)),
+            "no \"skipping …{name}: {why}\" in:\n{stderr}"
+        );
+    }
 }
