@@ -236,7 +236,7 @@ fn compare(registry: &Registry, out: &Path) -> Res<()> {
     let done = fairsched_sim::compare::run(&c, None, &Quiet)?;
     println!(
         "1. simulate, the bundled KTH-SP2 log, 3 organizations:\n{}",
-        done.shown.to_text()
+        done.text(None)
     );
     let (blind, sef) = (BLIND_SAW.load(Ordering::Relaxed), SEF_SAW.load(Ordering::Relaxed));
     println!("   estimates shown: least-running-org (blind) {blind}, shortest-estimate-first {sef}");

@@ -136,6 +136,9 @@ pub struct Compared {
     pub table: Table,
     /// The comparison as printed (the columns that fit 80).
     pub shown: Table,
+    /// Its fairness figures, printed under it: Jain's indices and each
+    /// organization's received against owned share.
+    pub fairness: Table,
     /// The last line: what was written, and where.
     pub wrote: String,
 }
@@ -260,6 +263,72 @@ fn printed_row(label: String, s: &Summary) -> [String; 8] {
         f(p.bounded_slowdown.p99, 1),
         f(s.utilization, 3),
     ]
+}
+
+/// The fairness figures printed under the comparison: summary.json's
+/// Jain indices and `org_shares`.
+const PRINTED_FAIRNESS: [&str; 4] = [
+    "policy",
+    "jain_users",
+    "jain_orgs",
+    "received/owned % by organization",
+];
+
+/// Organizations listed one by one in the printed fairness table; past
+/// that, the two furthest from their share.
+const PRINTED_ORGS: usize = 6;
+
+/// One run's printed fairness row.
+fn printed_fairness_row(label: String, s: &Summary) -> [String; 4] {
+    let f = |x: Option<f64>| x.map(|x| fixed(x, 3)).unwrap_or_else(|| "-".into());
+    let pct = |x: Option<f64>| x.map(|x| fixed(100.0 * x, 0)).unwrap_or_else(|| "-".into());
+    let pair = |o: &crate::run::OrgShareLine| format!("{}/{}", pct(o.received_share), pct(o.owned_share));
+    let shares = if s.org_shares.len() <= PRINTED_ORGS {
+        s.org_shares.iter().map(pair).collect::<Vec<_>>().join(" ")
+    } else {
+        // The least and the most served against their share.
+        let ratio = |o: &&crate::run::OrgShareLine| match (o.received_share, o.owned_share) {
+            (Some(r), Some(w)) if w > 0.0 => r / w,
+            _ => f64::NAN,
+        };
+        let known: Vec<&crate::run::OrgShareLine> =
+            s.org_shares.iter().filter(|o| !ratio(o).is_nan()).collect();
+        let by =
+            |a: &&&crate::run::OrgShareLine, b: &&&crate::run::OrgShareLine| ratio(a).total_cmp(&ratio(b));
+        match (known.iter().min_by(by), known.iter().max_by(by)) {
+            (Some(lo), Some(hi)) => format!(
+                "min {} {} … max {} {} ({} orgs)",
+                lo.name,
+                pair(lo),
+                hi.name,
+                pair(hi),
+                s.org_shares.len()
+            ),
+            _ => "-".into(),
+        }
+    };
+    [
+        label,
+        f(s.jain_users_bsld.index),
+        f(s.jain_orgs_bsld.index),
+        shares,
+    ]
+}
+
+impl Compared {
+    /// What `fairsched simulate` prints: the comparison, its fairness
+    /// figures, the notes, and where every figure is (`figures`; default:
+    /// comparison.csv, or summary.json for one policy).
+    pub fn text(&self, figures: Option<&str>) -> String {
+        let mut main = self.shown.clone();
+        let mut fair = self.fairness.clone();
+        fair.notes = std::mem::take(&mut main.notes);
+        fair.notes.extend(self.fairness.notes.iter().cloned());
+        let several = self.summaries.len() > 1;
+        let figures = figures.unwrap_or(if several { "comparison.csv" } else { "summary.json" });
+        fair.notes.push(format!("Every figure: {figures}."));
+        format!("{}\n{}", main.to_text(), fair.to_text())
+    }
 }
 
 /// The log's line: its jobs, users, span, and what the filters took out.
@@ -791,6 +860,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
 
     let mut t = Table::new(COMPARISON);
     let mut shown = Table::new(PRINTED);
+    let mut fairness = Table::new(PRINTED_FAIRNESS);
     for (s, r) in summaries.iter().zip(&sweep.runs) {
         // A spec given twice: the row says which folder it is.
         let label = if r.name == r.config.order.slug() {
@@ -799,7 +869,8 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
             format!("{} ({})", s.policy, r.name)
         };
         t.row(comparison_row(label.clone(), s));
-        shown.row(printed_row(label, s));
+        shown.row(printed_row(label.clone(), s));
+        fairness.row(printed_fairness_row(label, s));
     }
     for w in &warnings {
         t.note(w.clone());
@@ -878,11 +949,15 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
     };
     out.finish()?;
     shown.notes = t.notes.clone();
-    shown.note("wait_s, bsld: mean wait (s) and mean bounded slowdown; p90_, p99_: their");
-    shown.note(format!(
-        "percentiles (nearest rank); util: utilization. Every figure: {}.",
-        if several { "comparison.csv" } else { "summary.json" }
-    ));
+    shown.note(
+        "wait_s, bsld: mean wait (s) and mean bounded slowdown; p90_, p99_: their percentiles \
+         (nearest rank); util: utilization.",
+    );
+    fairness.note(
+        "jain_users, jain_orgs: Jain's index of the users' and of the organizations' mean bounded \
+         slowdowns (1 when all are equal, down to 1/n); received/owned: each organization's share \
+         of the processor time its tasks held against its share of the processors, in %.",
+    );
     // What was written, from the lists of files put in place.
     let out_path = c.out.as_path();
     let folder = if several {
@@ -921,6 +996,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         summaries,
         table: t,
         shown,
+        fairness,
         wrote,
     })
 }

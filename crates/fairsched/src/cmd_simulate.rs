@@ -284,7 +284,25 @@ pub fn run(mut a: Args, registry: &Registry) -> anyhow::Result<()> {
     };
     let done = fairsched_sim::compare::run(&c, early_out, &host)?;
     sayln!();
-    say!("{}", done.shown.to_text());
+    say!("{}", done.text(None));
     sayln!("\n{}", done.wrote);
+    sayln!(
+        "next: `fairsched report {}` makes report.html, a page of these runs' plots (Gantt charts, \
+         queues, each organization's utility over time)",
+        shell_word(&a.out)
+    );
     Ok(())
+}
+
+/// A path as one word of a shell command line (quoted when it must be).
+fn shell_word(p: &std::path::Path) -> String {
+    let s = p.to_string_lossy();
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./+=:,@%".contains(c));
+    if plain {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }

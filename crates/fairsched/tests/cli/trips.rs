@@ -236,3 +236,64 @@ fn tests_that_skip_for_want_of_chromium_or_slurm_say_so() {
         );
     }
 }
+
+/// The printed comparison has summary.json's fairness figures, per
+/// policy: Jain's index over users and over organizations, and each
+/// organization's received/owned share in %; the output ends by naming
+/// `fairsched report OUT` as the next step.
+#[test]
+fn the_first_table_shows_fairness_and_points_to_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = simulate(
+        &out,
+        &[
+            "--policy",
+            "fcfs",
+            "--policy",
+            "fair-share",
+            "--orgs",
+            "3",
+            "--window",
+            "600000,100000",
+        ],
+    );
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("policy") && l.contains("jain_users"))
+        .unwrap_or_else(|| panic!("no fairness table in:\n{stdout}"));
+    assert!(
+        lines[head].contains("jain_orgs") && lines[head].contains("received/owned % by organization"),
+        "{}",
+        lines[head]
+    );
+    for (i, policy) in ["fcfs", "fair-share"].iter().enumerate() {
+        let row: Vec<&str> = lines[head + 2 + i].split_whitespace().collect();
+        let s = json(&out.join(policy).join("summary.json"));
+        let jain = |k: &str| format!("{:.3}", s[k]["index"].as_f64().unwrap());
+        let pct = |x: &Value| format!("{:.0}", 100.0 * x.as_f64().unwrap());
+        let shares: Vec<String> = s["org_shares"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| format!("{}/{}", pct(&o["received_share"]), pct(&o["owned_share"])))
+            .collect();
+        let mut want = vec![
+            policy.to_string(),
+            jain("jain_users_bsld"),
+            jain("jain_orgs_bsld"),
+        ];
+        want.extend(shares);
+        assert_eq!(row, want, "{stdout}");
+    }
+    // Every line fits 80 columns.
+    assert!(stdout.lines().all(|l| l.chars().count() <= 80), "{stdout}");
+    let last = lines.last().unwrap();
+    assert!(
+        last.starts_with(&format!("next: `fairsched report {}`", out.display())),
+        "{last}"
+    );
+}
