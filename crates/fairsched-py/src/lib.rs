@@ -786,7 +786,12 @@ fn simulate(
     Ok(Simulated {
         policies: names.clone(),
         summaries,
-        text: done.shown.to_text(),
+        // Without `out` no file is kept: the figures are the result's.
+        text: done.text(match (&out, names.len()) {
+            (Some(_), _) => None,
+            (None, 1) => Some("result.summary"),
+            (None, _) => Some("result.comparison"),
+        }),
         header,
         notes,
         wrote: if out.is_some() { done.wrote } else { String::new() },

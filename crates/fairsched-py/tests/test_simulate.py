@@ -147,3 +147,16 @@ def test_out_keeps_the_clis_files(kth, tmp_path):
     for f in ("summary.json", "tasks.csv", "orgs.csv", "users.csv", "runs.csv"):
         assert (tmp_path / "o" / f).exists(), f
     assert "wrote" in r.wrote
+
+
+def test_the_text_names_no_file_when_none_was_written(kth, tmp_path):
+    """Without `out` the run keeps no file: its text points to the result's
+    tables, not to comparison.csv or summary.json; with `out` to the files."""
+    w = dict(window=(600_000, 100_000), progress=False)
+    r = fairsched.simulate(str(kth), ["fcfs", "easy"], **w)
+    assert "comparison.csv" not in r.text and "Every figure: result.comparison." in r.text, r.text
+    r = fairsched.simulate(str(kth), ["fcfs"], **w)
+    assert "summary.json" not in r.text and "Every figure: result.summary." in r.text, r.text
+    r = fairsched.simulate(str(kth), ["fcfs", "easy"], out=tmp_path / "o", **w)
+    assert "Every figure: comparison.csv." in r.text, r.text
+    assert (tmp_path / "o" / "comparison.csv").exists()

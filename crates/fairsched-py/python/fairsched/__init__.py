@@ -188,7 +188,9 @@ class Result:
     - `comparison`: comparison.csv's rows (one per policy).
     - `arrow(name)`: the same as a pyarrow Table; `arrow_stream(name)`: an
       object with `__arrow_c_stream__`, for any Arrow library.
-    - `text`: the comparison as `fairsched simulate` prints it; `header`:
+    - `text`: the comparison as `fairsched simulate` prints it (without
+      `out`, it names `result.comparison` or `result.summary`, not the
+      files, for every figure); `header`:
       the log's and the platform's lines; `notes`: warnings and remarks.
     """
 
