@@ -35,3 +35,11 @@ pub mod upkeep;
 pub use identity::{IdentityError, Principal};
 pub use live::{DEFAULT_SNAPSHOT_EVERY, Live, LiveError, build_core};
 pub use store::{Config, SCHEMA_VERSION, Snapshot, Step, Store, StoreError};
+
+/// docs/extending.md, whose Rust blocks compile here as doc-tests
+/// (`cargo test -p fairsched-broker --doc`): the page's snippets use the
+/// broker, the simulator and the core as an out-of-tree crate does. The
+/// outlines it marks `ignore` are listed, with why, in tests/broker/docs.rs.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/extending.md")]
+pub struct ExtendingGuide;

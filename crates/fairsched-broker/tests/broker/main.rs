@@ -2,6 +2,7 @@
 
 mod dashboard;
 mod decode;
+mod docs;
 mod identity;
 mod log;
 mod out_of_tree;
