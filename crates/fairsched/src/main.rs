@@ -16,6 +16,7 @@ mod term;
 
 use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// `fairsched --version`: the package version and the git commit it was
 /// built from (as `summary.json`'s `tool`).
@@ -134,15 +135,28 @@ fn main() -> ExitCode {
     // `fairsched worker` runs each task under a guard, this binary started
     // again with a hidden first argument: that process stops here.
     fairsched_worker::guard_hook();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FAIRSCHED_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new("warn,fairsched_worker=info,fairsched_broker=info")
-            }),
-        )
-        .with_writer(|| QuietStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    // FAIRSCHED_LOG: `LEVEL` and `TARGET=LEVEL` directives, comma-separated
+    // (`warn,fairsched_broker=info`); unset or unreadable, the default below.
+    // A `Targets` filter, not an `EnvFilter`: the same directives without
+    // span and field matching, and no regex engine in the build.
+    let filter: tracing_subscriber::filter::Targets = std::env::var("FAIRSCHED_LOG")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            "warn,fairsched_worker=info,fairsched_broker=info"
+                .parse()
+                .expect("the default log filter parses")
+        });
+    tracing_subscriber::layer::SubscriberExt::with(
+        tracing_subscriber::fmt()
+            // Every level through; the filter below decides.
+            .with_max_level(tracing::level_filters::LevelFilter::TRACE)
+            .with_writer(|| QuietStderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .finish(),
+        filter,
+    )
+    .init();
     let cli = parse_cli();
     // fairsched's own policies; a program of one's own adds its policies
     // to this value (docs/extending.md).
