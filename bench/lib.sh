@@ -135,10 +135,10 @@ cleanup() {
 
 # start_broker DIR [SERVE ARGS…]: `admin init` DIR/fairsched.db, `serve` it on
 # a free port (its pid added to $pids), an organization `bench`, a user `alice`
-# and a worker token; sets url, user, wtoken, broker_pid (the broker benchmarks
-# share it).
+# and a worker token; sets url, admin, user, wtoken, broker_pid (the broker
+# benchmarks share it).
 start_broker() {
-    local dir=$1 i admin
+    local dir=$1 i
     shift
     mkdir -p "$dir"
     admin=$("$BIN" admin init --db "$dir/fairsched.db")

@@ -16,7 +16,7 @@ use crate::api::*;
 use crate::dashboard;
 use crate::frames::{Frame, Published};
 use crate::identity::{Principal, hash};
-use crate::limit::Limiter;
+use crate::limit::{BodyBudget, BodyOwner, Held, Limiter, Refused};
 pub use crate::server::HttpLimits;
 use crate::service::{Broker, Gone, LATENCY_BUCKETS_MS, ServiceError, Settings, SubmitKey, Write, Written};
 use axum::Router;
@@ -48,34 +48,9 @@ pub const BODY_LIMIT: usize = 4 << 20;
 /// this many bytes in all before the 413 goes out: a client still sending
 /// when the connection closes would get a reset, not the reply.
 pub const DRAIN_LIMIT: usize = 64 << 20;
-/// All the request bodies being read at once hold at most this many bytes
-/// (503 beyond): many slow senders cannot take the broker's memory.
-pub const BODIES_BUDGET: usize = 256 << 20;
-static BODIES_HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Bytes of [`BODIES_BUDGET`] held by one body being read; given back when
-/// dropped.
-struct Held(usize);
-
-impl Held {
-    /// Takes `n` more bytes of the budget, if there are.
-    fn take(&mut self, n: usize) -> bool {
-        use std::sync::atomic::Ordering;
-        let prev = BODIES_HELD.fetch_add(n, Ordering::SeqCst);
-        if prev + n > BODIES_BUDGET {
-            BODIES_HELD.fetch_sub(n, Ordering::SeqCst);
-            return false;
-        }
-        self.0 += n;
-        true
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        BODIES_HELD.fetch_sub(self.0, std::sync::atomic::Ordering::SeqCst);
-    }
-}
+/// The first bytes of its budget a principal may always hold, whatever
+/// the others hold: one body of the largest size.
+pub const BODY_FLOOR: usize = BODY_LIMIT;
 
 /// The longest a request's body may take to arrive (408 after).
 pub const BODY_TIME: Duration = Duration::from_secs(30);
@@ -128,6 +103,10 @@ type Job = Box<dyn FnOnce(&mut Broker) + Send>;
 enum Msg {
     Write(Write, oneshot::Sender<Result<Written, ServiceError>>),
     Read(Job),
+    /// A worker session's call refused at the door (503): it counts as a
+    /// sign of life, applied before leases are checked; whether the
+    /// worker was alive to renew.
+    Touch(u64, u32, oneshot::Sender<bool>),
     /// The server stopped: finish the batch and return.
     Stop,
 }
@@ -165,6 +144,13 @@ struct App {
     reads: Arc<AtomicU64>,
     /// Requests of the anonymous routes refused with 429.
     limited: Arc<AtomicU64>,
+    /// The memory request bodies hold, per principal ([`door`]).
+    bodies: Arc<BodyBudget>,
+    /// A body that sends nothing for this long is 408.
+    body_idle: Duration,
+    /// Requests refused with 503 because their principal's budget, or its
+    /// pool, was used up.
+    shed: Arc<AtomicU64>,
 }
 
 impl App {
@@ -395,12 +381,48 @@ async fn with_peer(req: axum::extract::Request, next: axum::middleware::Next) ->
     PEER.scope(peer, next.run(req)).await
 }
 
-/// Reads a request's whole body before its handler runs: within
-/// [`BODY_LIMIT`] it is passed on; over it, the rest is read and dropped
-/// (up to [`DRAIN_LIMIT`]) and the reply is 413, which the client then
-/// reads (it got a reset while still sending); a body slower than
-/// [`BODY_TIME`] is 408.
-async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+/// Who pays for a body.
+fn body_owner(p: &Principal) -> BodyOwner {
+    match p {
+        Principal::Admin => BodyOwner::Admin,
+        Principal::User { id, .. } => BodyOwner::User(*id),
+        Principal::Worker { org } => BodyOwner::WorkerToken(*org),
+        Principal::Session { worker, .. } => BodyOwner::Session(*worker),
+    }
+}
+
+/// `r` with `Connection: close`: the rest of the body is not read, and the
+/// client must not reuse the connection.
+fn closing(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    r
+}
+
+/// The response header that tells a worker its refused call renewed its
+/// lease (a 503 of [`door`]).
+pub const LEASE_HEADER: &str = "fairsched-lease";
+
+/// The door: a request's token is checked from its headers before any
+/// byte of its body is read, then its whole body is read before its
+/// handler runs, within its principal's share of the [`BodyBudget`]:
+///
+/// - a request with no body goes on as it is (the handler checks its
+///   token, if the route needs one);
+/// - a request with a body and no token, or a token the broker does not
+///   know, is refused (401) before its body is read, and its connection
+///   closed: anonymous routes take no body;
+/// - within [`BODY_LIMIT`] the body is read and passed on; over it, the
+///   rest is read and dropped (up to [`DRAIN_LIMIT`]) and the reply is
+///   413, which the client then reads (it got a reset while still
+///   sending);
+/// - past its principal's budget (or its pool), the rest is read and
+///   dropped (nothing held) and the reply is 503 with `Retry-After`; a
+///   worker session's refused call renews its lease, and the reply says so
+///   ([`LEASE_HEADER`]: `renewed`);
+/// - a body that sends nothing for [`HttpLimits::body_idle`], or takes
+///   over [`BODY_TIME`] in all, is 408 (connection closed).
+async fn door(State(app): State<App>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     use futures_util::StreamExt;
     let (parts, body) = req.into_parts();
     let declared = parts
@@ -408,23 +430,49 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    if axum::body::HttpBody::is_end_stream(&body) {
+        // No body (none declared, or a length of 0): nothing to read.
+        return next.run(axum::extract::Request::from_parts(parts, body)).await;
+    }
+    if !parts.headers.contains_key(header::AUTHORIZATION) {
+        return closing(
+            ServiceError::Unauthenticated(
+                "no token: send `Authorization: Bearer TOKEN` (a request without a token takes no body)"
+                    .into(),
+            )
+            .into_response(),
+        );
+    }
+    let who = match app.who(&parts.headers).await {
+        Ok(p) => p,
+        Err(e) => return closing(e.into_response()),
+    };
     let too_large = || ServiceError::TooLarge(format!("body larger than {BODY_LIMIT} bytes")).into_response();
     if declared.is_some_and(|n| n > DRAIN_LIMIT as u64) {
         return too_large();
     }
+    let mut held = Held::new(&app.bodies, body_owner(&who));
+    let mut refused = None;
+    // A declared length is taken at once: refused before it is sent.
+    if let Some(n) = declared.filter(|&n| n <= BODY_LIMIT as u64)
+        && let Err(r) = held.take(n as usize)
+    {
+        refused = Some(r);
+    }
     let deadline = tokio::time::Instant::now() + BODY_TIME;
     let mut stream = body.into_data_stream();
     let mut buf: Vec<u8> = Vec::new();
-    let mut held = Held(0);
     let mut read = 0usize;
     loop {
-        match tokio::time::timeout_at(deadline, stream.next()).await {
+        let until = (tokio::time::Instant::now() + app.body_idle).min(deadline);
+        match tokio::time::timeout_at(until, stream.next()).await {
             Err(_) => {
-                let mut r = ServiceError::TimedOut(format!("the body took over {BODY_TIME:?} to arrive"))
-                    .into_response();
-                r.headers_mut()
-                    .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
-                return r;
+                let why = if tokio::time::Instant::now() >= deadline {
+                    format!("the body took over {BODY_TIME:?} to arrive")
+                } else {
+                    format!("the body sent nothing for {:?}", app.body_idle)
+                };
+                return closing(ServiceError::TimedOut(why).into_response());
             }
             Ok(None) => break,
             Ok(Some(Err(e))) => {
@@ -435,13 +483,22 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
                 if read > DRAIN_LIMIT {
                     return too_large();
                 }
-                if read <= BODY_LIMIT {
-                    if !held.take(chunk.len()) {
-                        return ServiceError::Unavailable(
-                            "the broker is reading too many request bodies at once: retry".into(),
-                        )
-                        .into_response();
+                if read <= BODY_LIMIT && refused.is_none() {
+                    let more = read.saturating_sub(held.bytes());
+                    if more > 0
+                        && let Err(r) = held.take(more)
+                    {
+                        refused = Some(r);
                     }
+                }
+                if refused.is_some() {
+                    // The rest is read and dropped, holding nothing: the
+                    // client, done sending, reads the reply.
+                    if held.bytes() > 0 {
+                        held = Held::new(&app.bodies, body_owner(&who));
+                        buf = Vec::new();
+                    }
+                } else if read <= BODY_LIMIT {
                     buf.extend_from_slice(&chunk);
                 }
             }
@@ -450,11 +507,46 @@ async fn read_body(req: axum::extract::Request, next: axum::middleware::Next) ->
     if read > BODY_LIMIT {
         return too_large();
     }
-    next.run(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from(buf),
-    ))
-    .await
+    if let Some(why) = refused {
+        return shed(&app, &who, why).await;
+    }
+    let r = next
+        .run(axum::extract::Request::from_parts(
+            parts,
+            axum::body::Body::from(buf),
+        ))
+        .await;
+    drop(held);
+    r
+}
+
+/// A body refused for want of budget: 503 with `Retry-After: 1`; a worker
+/// session's call counts as a sign of life (its lease is renewed, and the
+/// reply says so).
+async fn shed(app: &App, who: &Principal, why: Refused) -> Response {
+    app.shed.fetch_add(1, Ordering::Relaxed);
+    let renewed = match who {
+        Principal::Session { org, worker } => {
+            let (tx, rx) = oneshot::channel();
+            app.tx.send(Msg::Touch(*worker, *org, tx)).is_ok() && rx.await.unwrap_or(false)
+        }
+        _ => false,
+    };
+    let message = match why {
+        Refused::Own => {
+            "this token's request bodies being read at once hold its whole budget (serve --body-budget): retry once one is done"
+        }
+        Refused::Pool => "the broker is reading too many request bodies at once: retry",
+    };
+    let mut r = ServiceError::Unavailable(message.into()).into_response();
+    r.headers_mut().insert(header::RETRY_AFTER, 1.into());
+    if renewed {
+        r.headers_mut().insert(
+            header::HeaderName::from_static(LEASE_HEADER),
+            header::HeaderValue::from_static("renewed"),
+        );
+    }
+    r
 }
 
 /// The longest `Idempotency-Key` accepted.
@@ -1109,6 +1201,16 @@ async fn metrics(State(app): State<App>) -> R {
         "# HELP fairsched_http_rate_limited_total Requests to the routes that need no token refused with 429 (per-client rate limit).\n# TYPE fairsched_http_rate_limited_total counter\nfairsched_http_rate_limited_total {}",
         app.limited.load(Ordering::Relaxed)
     );
+    let _ = writeln!(
+        text,
+        "# HELP fairsched_http_bodies_shed_total Requests refused with 503 because their token's request-body budget (or its pool) was used up.\n# TYPE fairsched_http_bodies_shed_total counter\nfairsched_http_bodies_shed_total {}",
+        app.shed.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        text,
+        "# HELP fairsched_http_body_bytes Bytes of request bodies held now (being read, or with their handler).\n# TYPE fairsched_http_body_bytes gauge\nfairsched_http_body_bytes {}",
+        app.bodies.total()
+    );
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
@@ -1441,6 +1543,11 @@ fn actor(
         for m in batch {
             match m {
                 Msg::Stop => stop = true,
+                // Before leases are checked (below): a worker whose call
+                // the door refused is not expired for it.
+                Msg::Touch(worker, org, tx) => {
+                    let _ = tx.send(b.touch(worker, org));
+                }
                 Msg::Write(w, tx) => {
                     writes.push(w);
                     repliers.push(Some(tx));
@@ -1621,8 +1728,17 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         metrics: Arc::default(),
         reads: Arc::default(),
         limited: Arc::default(),
+        bodies: Arc::new(BodyBudget::new(
+            BODY_FLOOR,
+            opts.limits.body_budget,
+            opts.limits.user_body_pool,
+            opts.limits.worker_body_pool,
+        )),
+        body_idle: opts.limits.body_idle,
+        shed: Arc::default(),
     };
     let publisher = app.clone();
+    let doorkeeper = app.clone();
     let stopper = app.tx.clone();
     let limiter = Arc::new(Limiter::new(
         opts.limits.anonymous_rate,
@@ -1680,7 +1796,7 @@ pub fn serve(opts: ServeOpts, ready: impl FnOnce(std::net::SocketAddr)) -> Resul
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn(read_body))
+        .layer(axum::middleware::from_fn_with_state(doorkeeper, door))
         .layer(axum::middleware::from_fn(with_peer))
         .with_state(app);
     let listen = opts.listen.clone();

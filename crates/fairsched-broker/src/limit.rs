@@ -1,6 +1,10 @@
-//! A per-client rate limit for the routes that need no token (the
-//! dashboard, `/metrics`, `/openapi.json`, `/healthz`): one token bucket
-//! per client address, in a map of bounded size.
+//! The door's two limits: a per-client rate limit for the routes that
+//! need no token ([`Limiter`]), and the memory request bodies may hold,
+//! budgeted per principal ([`BodyBudget`]).
+//!
+//! **Rate limit** (the dashboard, `/metrics`, `/openapi.json`,
+//! `/healthz`): one token bucket per client address, in a map of bounded
+//! size.
 //!
 //! A client is its IP address; an IPv6 client is its /64 (one host
 //! usually holds a whole /64, and would otherwise get 2⁶⁴ buckets). Behind
@@ -137,6 +141,180 @@ fn client_key(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Who a request body's bytes are charged to: the principal its token
+/// names (bodies are read only once the token is known).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BodyOwner {
+    Admin,
+    /// A user, by id.
+    User(i64),
+    /// An organization's worker token (it registers workers).
+    WorkerToken(u32),
+    /// One registered worker's session.
+    Session(u64),
+}
+
+impl BodyOwner {
+    /// Workers (their token and their sessions) draw on a pool of their
+    /// own: users cannot take what the broker keeps to hear its workers.
+    pub fn is_worker(self) -> bool {
+        matches!(self, BodyOwner::WorkerToken(_) | BodyOwner::Session(_))
+    }
+}
+
+/// Why [`BodyBudget::take`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The principal's own budget is used up (by its own bodies).
+    Own,
+    /// Its class's shared pool is used up (and its own floor too).
+    Pool,
+}
+
+/// The memory request bodies hold while they are read, budgeted per
+/// principal. Each principal (the admin, a user, a worker session, an
+/// organization's worker token) may hold up to `per_principal` bytes, and
+/// the first `floor` of them are its own whatever the others do; beyond
+/// its floor it draws on a pool shared by its class (users and the admin;
+/// workers), so that one principal cannot exhaust another's floor, nor
+/// users the workers' pool. The most held at once is the two pools plus
+/// `floor` per principal holding bytes: principals are tokens the admin
+/// made, not anyone who connects (an anonymous request reads no body).
+#[derive(Debug)]
+pub struct BodyBudget {
+    floor: usize,
+    per_principal: usize,
+    /// Users' pool, workers' pool.
+    pools: [usize; 2],
+    state: Mutex<BudgetState>,
+}
+
+#[derive(Debug, Default)]
+struct BudgetState {
+    /// Bytes each principal holds (none: no entry).
+    held: HashMap<BodyOwner, usize>,
+    /// Bytes taken from each pool: the sum, over its principals, of what
+    /// each holds beyond its floor.
+    drawn: [usize; 2],
+}
+
+impl BodyBudget {
+    /// `floor` bytes of `per_principal` are each principal's own; beyond,
+    /// the users' or the workers' pool (`floor` is at most `per_principal`).
+    pub fn new(floor: usize, per_principal: usize, users_pool: usize, workers_pool: usize) -> BodyBudget {
+        BodyBudget {
+            floor: floor.min(per_principal),
+            per_principal,
+            pools: [users_pool, workers_pool],
+            state: Mutex::default(),
+        }
+    }
+
+    /// Takes `n` more bytes for `who`, or says why not (nothing taken).
+    pub fn take(&self, who: BodyOwner, n: usize) -> Result<(), Refused> {
+        let class = usize::from(who.is_worker());
+        let mut st = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = st.held.get(&who).copied().unwrap_or(0);
+        let after = held.checked_add(n).ok_or(Refused::Own)?;
+        if after > self.per_principal {
+            return Err(Refused::Own);
+        }
+        let more = after.saturating_sub(self.floor) - held.saturating_sub(self.floor);
+        if st.drawn[class] + more > self.pools[class] {
+            return Err(Refused::Pool);
+        }
+        st.drawn[class] += more;
+        if after > 0 {
+            st.held.insert(who, after);
+        }
+        Ok(())
+    }
+
+    /// Gives back `n` bytes `who` took.
+    pub fn give(&self, who: BodyOwner, n: usize) {
+        let class = usize::from(who.is_worker());
+        let mut st = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = st.held.get(&who).copied().unwrap_or(0);
+        let after = held.saturating_sub(n);
+        let less = held.saturating_sub(self.floor) - after.saturating_sub(self.floor);
+        st.drawn[class] -= less;
+        if after == 0 {
+            st.held.remove(&who);
+        } else {
+            st.held.insert(who, after);
+        }
+    }
+
+    /// Bytes `who` holds now.
+    pub fn held(&self, who: BodyOwner) -> usize {
+        let st = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        st.held.get(&who).copied().unwrap_or(0)
+    }
+
+    /// Bytes held by all the principals at once.
+    pub fn total(&self) -> usize {
+        let st = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        st.held.values().sum()
+    }
+
+    /// Principals holding bytes now.
+    pub fn holders(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .held
+            .len()
+    }
+}
+
+/// Bytes of a [`BodyBudget`] one body holds; given back when dropped.
+#[derive(Debug)]
+pub struct Held<'a> {
+    budget: &'a BodyBudget,
+    who: BodyOwner,
+    bytes: usize,
+}
+
+impl<'a> Held<'a> {
+    pub fn new(budget: &'a BodyBudget, who: BodyOwner) -> Held<'a> {
+        Held {
+            budget,
+            who,
+            bytes: 0,
+        }
+    }
+
+    /// Takes `n` more bytes.
+    pub fn take(&mut self, n: usize) -> Result<(), Refused> {
+        self.budget.take(self.who, n)?;
+        self.bytes += n;
+        Ok(())
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.budget.give(self.who, self.bytes);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +382,88 @@ mod tests {
         let t1 = t0 + Duration::from_secs(2);
         assert!(l.take(ip("10.9.9.9"), t1).is_ok());
         assert_eq!(l.clients(), 1);
+    }
+    const MIB: usize = 1 << 20;
+
+    /// A principal fills its own budget: it is refused, another is not.
+    #[test]
+    fn a_principal_cannot_take_anothers_share() {
+        let b = BodyBudget::new(4 * MIB, 16 * MIB, 256 * MIB, 64 * MIB);
+        let mallory = BodyOwner::User(1);
+        let alice = BodyOwner::User(2);
+        for _ in 0..4 {
+            assert_eq!(b.take(mallory, 4 * MIB), Ok(()));
+        }
+        assert_eq!(b.take(mallory, 1), Err(Refused::Own));
+        assert_eq!(b.held(mallory), 16 * MIB);
+        assert_eq!(b.take(alice, 4 * MIB), Ok(()));
+        assert_eq!(b.held(alice), 4 * MIB);
+        b.give(mallory, 16 * MIB);
+        b.give(alice, 4 * MIB);
+        assert_eq!((b.total(), b.holders()), (0, 0));
+    }
+
+    /// Many principals exhaust the users' pool: each still has its floor,
+    /// and the workers' pool is untouched.
+    #[test]
+    fn the_floor_stays_when_the_pool_is_gone() {
+        let b = BodyBudget::new(4 * MIB, 16 * MIB, 24 * MIB, 8 * MIB);
+        // Two users hold 16 MiB each: 12 + 12 beyond their floors, the
+        // pool's 24.
+        for u in [1, 2] {
+            assert_eq!(b.take(BodyOwner::User(u), 16 * MIB), Ok(()));
+        }
+        assert_eq!(b.take(BodyOwner::User(3), 4 * MIB + 1), Err(Refused::Pool));
+        assert_eq!(b.take(BodyOwner::User(3), 4 * MIB), Ok(()));
+        assert_eq!(b.take(BodyOwner::Admin, 4 * MIB), Ok(()));
+        assert_eq!(b.take(BodyOwner::Admin, 1), Err(Refused::Pool));
+        // The workers' pool is another one.
+        assert_eq!(b.take(BodyOwner::Session(7), 12 * MIB), Ok(()));
+        assert_eq!(b.take(BodyOwner::Session(8), 4 * MIB + 1), Err(Refused::Pool));
+        assert_eq!(b.take(BodyOwner::Session(8), 4 * MIB), Ok(()));
+        assert_eq!(b.take(BodyOwner::WorkerToken(1), 4 * MIB), Ok(()));
+        // Giving back beyond the floor returns it to the pool.
+        b.give(BodyOwner::User(1), 4 * MIB);
+        assert_eq!(b.take(BodyOwner::User(3), 4 * MIB), Ok(()));
+        assert_eq!(b.take(BodyOwner::User(3), 1), Err(Refused::Pool));
+    }
+
+    /// What a principal holds within its floor never counts against the
+    /// pool, however the bytes come and go.
+    #[test]
+    fn the_accounting_adds_up() {
+        let b = BodyBudget::new(10, 30, 15, 0);
+        let u = BodyOwner::User(1);
+        let v = BodyOwner::User(2);
+        assert_eq!(b.take(u, 6), Ok(()));
+        assert_eq!(b.take(u, 6), Ok(())); // 12: 2 drawn
+        assert_eq!(b.take(v, 23), Ok(())); // 13 drawn: 15 in all
+        assert_eq!(b.take(u, 1), Err(Refused::Pool));
+        assert_eq!(b.take(v, 8), Err(Refused::Own));
+        b.give(u, 3); // 9: within its floor, 0 drawn
+        assert_eq!(b.take(v, 2), Ok(())); // 25: 15 drawn
+        assert_eq!(b.take(v, 1), Err(Refused::Pool));
+        b.give(v, 25);
+        b.give(u, 9);
+        assert_eq!((b.total(), b.holders()), (0, 0));
+        // A worker's pool of 0: the floor alone.
+        let w = BodyOwner::Session(1);
+        assert_eq!(b.take(w, 10), Ok(()));
+        assert_eq!(b.take(w, 1), Err(Refused::Pool));
+        assert_eq!(b.take(w, usize::MAX), Err(Refused::Own));
+    }
+
+    /// A held share is given back when dropped, also part way.
+    #[test]
+    fn held_gives_back_on_drop() {
+        let b = BodyBudget::new(4, 8, 100, 100);
+        {
+            let mut h = Held::new(&b, BodyOwner::Admin);
+            assert_eq!(h.take(5), Ok(()));
+            assert_eq!(h.take(4), Err(Refused::Own));
+            assert_eq!(h.bytes(), 5);
+            assert_eq!(b.held(BodyOwner::Admin), 5);
+        }
+        assert_eq!((b.total(), b.holders()), (0, 0));
     }
 }

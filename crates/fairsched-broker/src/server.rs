@@ -7,7 +7,8 @@
 //!   whenever it waits for a request head, the first one or the next one
 //!   on a kept-alive connection, so it is also the **idle keep-alive**
 //!   timeout: an idle connection is closed after the same time. (A body
-//!   has its own, longer deadline: `BODY_TIME`, answered with 408.)
+//!   has its own timers, in `http::door`: [`HttpLimits::body_idle`]
+//!   without a byte, `BODY_TIME` in all, each answered with 408.)
 //! - A response in progress (a long poll, the dashboard's event stream)
 //!   is not under either timer.
 //! - **TLS handshake** (`serve --tls-cert`, [`crate::tls`]): a connection
@@ -42,6 +43,19 @@ pub struct HttpLimits {
     pub anonymous_rate: u32,
     /// …and how many it may make at once before that rate applies.
     pub anonymous_burst: u32,
+    /// The most bytes of request bodies one principal (the admin, a user,
+    /// a worker, an organization's worker token) may have being read at
+    /// once (503 beyond); the first 4 MiB of it are its own whatever the
+    /// others send (`http::BODY_FLOOR`).
+    pub body_budget: usize,
+    /// Beyond their 4 MiB each, the users and the admin share this many
+    /// bytes…
+    pub user_body_pool: usize,
+    /// …and the workers this many, which users cannot take.
+    pub worker_body_pool: usize,
+    /// A request body that sends nothing for this long is 408 (the
+    /// connection is closed).
+    pub body_idle: Duration,
 }
 
 /// See [`HttpLimits::header_time`].
@@ -50,6 +64,14 @@ pub const HEADER_TIME: Duration = Duration::from_secs(10);
 pub const ANONYMOUS_RATE: u32 = 100;
 /// See [`HttpLimits::anonymous_burst`].
 pub const ANONYMOUS_BURST: u32 = 200;
+/// See [`HttpLimits::body_budget`].
+pub const BODY_BUDGET: usize = 16 << 20;
+/// See [`HttpLimits::user_body_pool`].
+pub const USER_BODY_POOL: usize = 256 << 20;
+/// See [`HttpLimits::worker_body_pool`].
+pub const WORKER_BODY_POOL: usize = 64 << 20;
+/// See [`HttpLimits::body_idle`].
+pub const BODY_IDLE: Duration = Duration::from_secs(10);
 
 impl Default for HttpLimits {
     fn default() -> HttpLimits {
@@ -57,6 +79,10 @@ impl Default for HttpLimits {
             header_time: HEADER_TIME,
             anonymous_rate: ANONYMOUS_RATE,
             anonymous_burst: ANONYMOUS_BURST,
+            body_budget: BODY_BUDGET,
+            user_body_pool: USER_BODY_POOL,
+            worker_body_pool: WORKER_BODY_POOL,
+            body_idle: BODY_IDLE,
         }
     }
 }

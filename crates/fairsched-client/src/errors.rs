@@ -68,4 +68,9 @@ pub enum CallError {
     /// Cannot connect, timed out, 5xx, or a malformed reply: try again later.
     #[error("{0}")]
     Transient(String),
+    /// 503 with `fairsched-lease: renewed`: the broker refused the call for
+    /// load but took it as a sign of life, renewing the worker's lease
+    /// (as of when the call was sent at the latest); try again later.
+    #[error("{0}")]
+    Busy(String),
 }

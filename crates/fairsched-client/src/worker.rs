@@ -113,7 +113,7 @@ impl WorkerClient {
             header: None,
             timeout: Some(timeout),
             limit: REPLY_LIMIT,
-            also: None,
+            also: Some(LEASE_HEADER),
         };
         let reply = call.send(&self.agent, &self.base, body).map_err(|f| match f {
             Failed::Encode(e) => CallError::Rejected(format!("POST {path}: cannot encode the request: {e}")),
@@ -139,14 +139,20 @@ impl WorkerClient {
                 .map_err(|e| CallError::Transient(format!("POST {path}: malformed {status} reply: {e}")));
         }
         let message = format!("POST {path}: {status}: {}", reason(reply.text));
-        Err(classify(status, path, message))
+        Err(classify(status, path, reply.also.as_deref(), message))
     }
 }
 
-/// What the worker does about an error status `status` of `path`.
-fn classify(status: u16, path: &str, message: String) -> CallError {
+/// The broker's header on a 503 that renewed the worker's lease
+/// (docs/protocol.md, "Errors").
+const LEASE_HEADER: &str = "fairsched-lease";
+
+/// What the worker does about an error status `status` of `path`, whose
+/// reply had `lease` as its [`LEASE_HEADER`].
+fn classify(status: u16, path: &str, lease: Option<&str>, message: String) -> CallError {
     let worker_endpoint = path.starts_with("/v1/workers/");
     match status {
+        503 if worker_endpoint && lease == Some("renewed") => CallError::Busy(message),
         410 => CallError::Gone(message),
         404 if worker_endpoint => CallError::Gone(message),
         401 | 403 => CallError::Refused(message),
@@ -181,8 +187,17 @@ mod tests {
             (302, poll, CallError::Transient(m())),
         ];
         for (status, path, want) in cases {
-            assert_eq!(classify(status, path, m()), want, "{status} {path}");
+            assert_eq!(classify(status, path, None, m()), want, "{status} {path}");
         }
+        // A 503 that renewed the lease, and only that.
+        let renewed = Some("renewed");
+        assert_eq!(classify(503, poll, renewed, m()), CallError::Busy(m()));
+        assert_eq!(classify(503, poll, Some("no"), m()), CallError::Transient(m()));
+        assert_eq!(classify(500, poll, renewed, m()), CallError::Transient(m()));
+        assert_eq!(
+            classify(503, "/v1/workers", renewed, m()),
+            CallError::Transient(m())
+        );
     }
 
     #[test]

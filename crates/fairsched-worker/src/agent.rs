@@ -243,6 +243,19 @@ fn lapsed(shared: &Shared, st: &mut State) -> bool {
     true
 }
 
+/// A call the broker refused for load but took as a sign of life
+/// ([`CallError::Busy`]: it renewed the lease): counted as an answered
+/// call, so a worker the broker sheds keeps its runs until its lease lapses
+/// as the broker counts it.
+fn heard_though_refused(shared: &Shared, e: &CallError, generation: u64, sent: Instant) {
+    if matches!(e, CallError::Busy(_)) {
+        let mut st = shared.lock();
+        if !lapsed(shared, &mut st) {
+            note_contact(shared, &mut st, generation, sent);
+        }
+    }
+}
+
 /// Takes an assignment from a poll reply of the current session.
 fn accept(shared: &Arc<Shared>, st: &mut State, a: Assignment) {
     let key = a.key();
@@ -794,6 +807,7 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
             }
             Err(CallError::Refused(why)) => shared.stop(Stop::Fatal(why)),
             Err(e) => {
+                heard_though_refused(shared, &e, session.generation, sent);
                 let delay = backoff.next();
                 tracing::warn!("poll failed (retrying in {delay:?}): {e}");
                 shared.pause(delay);
@@ -861,6 +875,7 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 }
                 Err(CallError::Refused(why)) => return Err(why),
                 Err(e) => {
+                    heard_though_refused(shared, &e, session.generation, sent);
                     let delay = backoff.next();
                     tracing::warn!("drain failed (retrying in {delay:?}): {e}");
                     shared.pause(delay);
@@ -1004,6 +1019,7 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 tracing::error!("the broker refused {sent_reports} reports, dropped: {why}");
             }
             Err(e) => {
+                heard_though_refused(shared, &e, session.generation, sent);
                 let delay = backoff.next();
                 tracing::warn!("report failed (retrying in {delay:?}): {e}");
                 let mut st = shared.lock();
@@ -1146,7 +1162,7 @@ fn shut_down(shared: &Arc<Shared>, client: &Client, ended: Result<(), String>) -
                 tracing::info!(worker = session.worker, "left the broker");
                 return Ok(());
             }
-            Err(CallError::Transient(e)) if attempt < 3 => {
+            Err(CallError::Transient(e) | CallError::Busy(e)) if attempt < 3 => {
                 tracing::warn!("cannot leave yet: {e}");
                 std::thread::sleep(backoff.next());
             }

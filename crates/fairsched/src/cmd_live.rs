@@ -49,7 +49,8 @@ pub struct ServeArgs {
     /// A TOML file of these settings (keys as the flags' names with `_`: `db`, `listen`,
     /// `lease`, `max_attempts`, `max_user_priority`, `max_time_limit`, `max_memory`,
     /// `snapshot_every`, `audit_log`, `header_timeout`, `anonymous_rate`, `anonymous_burst`,
-    /// `tls_cert`, `tls_key`; paths relative to the file's folder). A flag given
+    /// `body_budget`, `user_body_pool`, `worker_body_pool`, `body_idle_timeout`, `tls_cert`,
+    /// `tls_key`; paths relative to the file's folder). A flag given
     /// overrides the file. deploy/fairsched.toml is an example.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -110,6 +111,24 @@ pub struct ServeArgs {
     /// applies [default: 200].
     #[arg(long, value_name = "N")]
     anonymous_burst: Option<u32>,
+    /// The most bytes of request bodies one token (the admin, a user, a worker) may have being
+    /// read at once; past it, 503 with Retry-After. The first 4 MiB of it are its own whatever
+    /// others send. A request without a token takes no body: refused (401) before it is read
+    /// [default: 16M].
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    body_budget: Option<u64>,
+    /// Beyond their 4 MiB each, the users and the admin share this many bytes of request bodies
+    /// being read (503 beyond) [default: 256M].
+    #[arg(long, value_name = "SIZE", value_parser = size_or_zero)]
+    user_body_pool: Option<u64>,
+    /// The same for the workers' calls, a pool of their own that users cannot take: an
+    /// overloaded broker still hears its workers [default: 64M].
+    #[arg(long, value_name = "SIZE", value_parser = size_or_zero)]
+    worker_body_pool: Option<u64>,
+    /// A request body that sends nothing for this long is answered 408 and its connection
+    /// closed (a body has 30 s in all) [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    body_idle_timeout: Option<Duration>,
     /// Serve HTTPS with this certificate (PEM: the broker's certificate, then any intermediate
     /// ones), and --tls-key. Without them the broker speaks plain HTTP: beyond loopback, put it
     /// behind a TLS-terminating proxy (docs/security.md) [default: plain HTTP].
@@ -136,6 +155,10 @@ struct ServeFile {
     header_timeout: Option<String>,
     anonymous_rate: Option<u32>,
     anonymous_burst: Option<u32>,
+    body_budget: Option<toml::Value>,
+    user_body_pool: Option<toml::Value>,
+    worker_body_pool: Option<toml::Value>,
+    body_idle_timeout: Option<String>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
 }
@@ -154,6 +177,10 @@ struct Serve {
     header_timeout: Duration,
     anonymous_rate: u32,
     anonymous_burst: u32,
+    body_budget: u64,
+    user_body_pool: u64,
+    worker_body_pool: u64,
+    body_idle_timeout: Duration,
     tls: Option<TlsFiles>,
 }
 
@@ -189,6 +216,48 @@ impl ServeArgs {
             (None, Some(s)) => duration(s).map_err(|e| named("header_timeout", e))?,
             (None, None) => Duration::from_secs(10),
         };
+        let body_idle_timeout = match (self.body_idle_timeout, &file.body_idle_timeout) {
+            (Some(d), _) => d,
+            (None, Some(s)) => duration(s).map_err(|e| named("body_idle_timeout", e))?,
+            (None, None) => fairsched_broker::server::BODY_IDLE,
+        };
+        // A size: the flag's, else the file's (bytes, or a string such as
+        // "16M"; 0 where `zero` allows it), else `default`.
+        let bytes = |flag: Option<u64>, v: &Option<toml::Value>, key: &str, zero: bool, default: usize| {
+            let parse = if zero { size_or_zero } else { size };
+            match (flag, v) {
+                (Some(b), _) => Ok(b),
+                (None, Some(toml::Value::Integer(n))) if *n > 0 || (zero && *n == 0) => Ok(*n as u64),
+                (None, Some(toml::Value::String(s))) => parse(s).map_err(|e| named(key, e)),
+                (None, Some(v)) => Err(named(
+                    key,
+                    format!("{} is neither bytes nor a string such as \"16M\"", v.type_str()),
+                )),
+                (None, None) => Ok(default as u64),
+            }
+        };
+        use fairsched_broker::server::{BODY_BUDGET, USER_BODY_POOL, WORKER_BODY_POOL};
+        let body_budget = bytes(
+            self.body_budget,
+            &file.body_budget,
+            "body_budget",
+            false,
+            BODY_BUDGET,
+        )?;
+        let user_body_pool = bytes(
+            self.user_body_pool,
+            &file.user_body_pool,
+            "user_body_pool",
+            true,
+            USER_BODY_POOL,
+        )?;
+        let worker_body_pool = bytes(
+            self.worker_body_pool,
+            &file.worker_body_pool,
+            "worker_body_pool",
+            true,
+            WORKER_BODY_POOL,
+        )?;
         let max_time_limit = match (self.max_time_limit, &file.max_time_limit) {
             (Some(d), _) => Some(d),
             (None, Some(s)) => Some(duration(s).map_err(|e| named("max_time_limit", e))?),
@@ -266,6 +335,10 @@ impl ServeArgs {
                 .anonymous_burst
                 .or(file.anonymous_burst)
                 .unwrap_or(fairsched_broker::server::ANONYMOUS_BURST),
+            body_budget,
+            user_body_pool,
+            worker_body_pool,
+            body_idle_timeout,
             tls,
         })
     }
@@ -273,6 +346,11 @@ impl ServeArgs {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// [`size`], or 0.
+fn size_or_zero(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" { Ok(0) } else { size(s) }
 }
 
 /// Bytes, or with a K, M or G suffix (powers of 1024).
@@ -318,6 +396,14 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
     }
     if a.header_timeout < Duration::from_millis(100) {
         return Err(usage("--header-timeout: at least 100ms"));
+    }
+    if a.body_budget < fairsched_broker::http::BODY_FLOOR as u64 {
+        return Err(usage(
+            "--body-budget: at least 4M (one body of the largest size the broker takes)",
+        ));
+    }
+    if a.body_idle_timeout < Duration::from_millis(100) {
+        return Err(usage("--body-idle-timeout: at least 100ms"));
     }
     if a.anonymous_rate > 0 && a.anonymous_burst == 0 {
         return Err(usage(
@@ -379,6 +465,10 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
             header_time: a.header_timeout,
             anonymous_rate: a.anonymous_rate,
             anonymous_burst: a.anonymous_burst,
+            body_budget: usize::try_from(a.body_budget).unwrap_or(usize::MAX),
+            user_body_pool: usize::try_from(a.user_body_pool).unwrap_or(usize::MAX),
+            worker_body_pool: usize::try_from(a.worker_body_pool).unwrap_or(usize::MAX),
+            body_idle: a.body_idle_timeout,
         },
         tls: a.tls,
     };

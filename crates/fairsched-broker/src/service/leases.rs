@@ -76,14 +76,18 @@ impl Broker {
     }
 
     /// Renews the lease of `worker` (of `org`, alive), as its report
-    /// about to be applied will.
-    pub fn touch(&mut self, worker: u64, org: u32) {
+    /// about to be applied will, or as a call of its that the door refused
+    /// for want of budget (a sign of life all the same: the broker does not
+    /// evict a worker whose calls it refused). Whether it was renewed.
+    pub fn touch(&mut self, worker: u64, org: u32) -> bool {
         if let Some(w) = self.workers.get_mut(&worker)
             && w.org == org
             && !w.lost
         {
             w.last_seen = Instant::now();
+            return true;
         }
+        false
     }
 
     /// Assignments not yet handed to `worker`, and its handed runs

@@ -16,6 +16,7 @@ mod live_auth;
 mod live_cheap_reads;
 mod live_crash;
 mod live_dashboard;
+mod live_door;
 mod live_files;
 mod live_hostile;
 mod live_isolation;
