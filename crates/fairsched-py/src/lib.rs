@@ -337,7 +337,10 @@ fn run_waiting<T: Send + 'static>(
     let spawned = std::thread::Builder::new()
         .name("fairsched-run".into())
         .spawn(move || {
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            // One Python thread state for the run (policy::keep_thread_state).
+            let r = policy::keep_thread_state(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
+            });
             let _ = send.send(r);
         })
         .map_err(|e| FairschedError::new_err(format!("starting the run's thread: {e}")))?;
@@ -378,7 +381,9 @@ fn run_waiting<T: Send + 'static>(
             }
         }
     };
-    let _ = spawned.join();
+    // Without the GIL: the run's thread takes it once more to give back
+    // its thread state.
+    let _ = py.detach(|| spawned.join());
     if let Some(e) = interrupted {
         return Err(e);
     }

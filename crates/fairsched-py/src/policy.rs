@@ -396,6 +396,56 @@ impl PyNotice {
     }
 }
 
+/// The Python thread state a thread that calls policies keeps.
+///
+/// A thread Python did not start has no thread state; without one kept,
+/// every call (`Python::attach`) would make one and destroy it on return
+/// (an mmap, a munmap and a gettid each, hundreds of thousands of times a
+/// run), and a policy's `threading.local()` data would be lost between
+/// calls. The run's own thread keeps one for the run ([`keep_thread_state`],
+/// in `run_waiting`); a thread of the parallel runs' pool, which lives as
+/// long as the process, keeps the one its first call makes, with the GIL
+/// released, for its life: one per pool thread.
+struct KeptThreadState(std::cell::Cell<bool>);
+
+impl KeptThreadState {
+    fn ensure(&self) {
+        if self.0.get() {
+            return;
+        }
+        // SAFETY: only on a thread that has no thread state, so it holds
+        // no GIL and no `attach` is on its stack: Ensure makes one and
+        // takes the GIL, SaveThread releases the GIL and keeps the state.
+        unsafe {
+            if pyo3::ffi::PyGILState_GetThisThreadState().is_null() {
+                let _ = pyo3::ffi::PyGILState_Ensure();
+                let _ = pyo3::ffi::PyEval_SaveThread();
+            }
+        }
+        self.0.set(true);
+    }
+}
+
+thread_local! {
+    static KEPT: KeptThreadState = const { KeptThreadState(std::cell::Cell::new(false)) };
+}
+
+/// `Python::attach` on this thread's kept thread state.
+fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
+    KEPT.with(KeptThreadState::ensure);
+    Python::attach(f)
+}
+
+/// Runs `f` on this thread (one Python did not start) with one Python
+/// thread state kept from start to end, without the GIL: the policies
+/// `f` calls only take the GIL on it.
+pub(crate) fn keep_thread_state<R>(f: impl FnOnce() -> R + Send) -> R
+where
+    R: Send,
+{
+    Python::attach(|py| py.detach(f))
+}
+
 /// A registered Python policy's object and what is known of it.
 #[derive(Clone)]
 pub(crate) struct PyPolicy {
@@ -452,7 +502,7 @@ impl PyPolicy {
         if !self.notify {
             return;
         }
-        Python::attach(|py| {
+        attach(|py| {
             let r = (|| -> PyResult<()> {
                 let lend = Lend::new(py, self.name, view, None)?;
                 self.obj
@@ -487,7 +537,7 @@ impl Order for PyPolicy {
         self.notify_py(view, notice)
     }
     fn pick(&mut self, view: &View, machine: MachineId, rng: &mut SimRng) -> Option<Pick> {
-        Python::attach(|py| {
+        attach(|py| {
             let r = (|| -> PyResult<Option<u64>> {
                 let lend = Lend::new(py, self.name, view, Some(rng))?;
                 let out = self.obj.bind(py).call_method1("pick", (lend.obj(), machine.0))?;
@@ -521,7 +571,7 @@ impl Order for PyPolicy {
 
 impl Allocate for PyPolicy {
     fn allocate(&mut self, view: &View, task: SpecView, rng: &mut SimRng) -> Option<MachineId> {
-        Python::attach(|py| {
+        attach(|py| {
             let r = (|| -> PyResult<Option<u32>> {
                 let lend = Lend::new(py, self.name, view, Some(rng))?;
                 let out = self
@@ -569,7 +619,7 @@ impl Control for PyPolicy {
     /// `react(view, notices, timers)` returns None, `{task: priority}`,
     /// or `({task: priority}, [(at_s, token), ...])`.
     fn react(&mut self, view: &View, notices: &[Notice], timers: &[u64], out: &mut ControlOut) {
-        Python::attach(|py| {
+        attach(|py| {
             let r = (|| -> PyResult<()> {
                 let lend = Lend::new(py, self.name, view, None)?;
                 let ns = PyList::empty(py);

@@ -200,3 +200,33 @@ def test_allocate_and_control_policies_written_in_python():
     # Every task that fits machine 0 went there.
     assert set(t[t["slots"] <= 64]["machine"]) == {0}
     assert r.summary["control"] == "py-small-first"
+
+
+def test_a_policys_thread_local_data_lasts_the_whole_run():
+    # The run's thread keeps one Python thread state for the run: a new
+    # one per call (as before) loses `threading.local()` data between
+    # calls, and costs a thread state's making and unmaking every call.
+    import threading
+
+    seen = {"calls": 0, "max_local": 0, "threads": set()}
+
+    class Counting(FirstFitClone):
+        def __init__(self):
+            super().__init__()
+            self.local = threading.local()
+
+        def pick(self, view, machine):
+            self.local.n = getattr(self.local, "n", 0) + 1
+            seen["calls"] += 1
+            seen["max_local"] = max(seen["max_local"], self.local.n)
+            seen["threads"].add(threading.get_ident())
+            return super().pick(view, machine)
+
+    fairsched.register("order", "py-counting", Counting)
+    try:
+        fairsched.simulate(policies=["py-counting"], window=(600_000, 1_000_000), progress=False)
+    finally:
+        fairsched.unregister("py-counting")
+    assert seen["calls"] > 100
+    assert len(seen["threads"]) == 1
+    assert seen["max_local"] == seen["calls"]
