@@ -338,9 +338,7 @@ fn run_waiting<T: Send + 'static>(
         .name("fairsched-run".into())
         .spawn(move || {
             // One Python thread state for the run (policy::keep_thread_state).
-            let r = policy::keep_thread_state(|| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
-            });
+            let r = policy::keep_thread_state(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)));
             let _ = send.send(r);
         })
         .map_err(|e| FairschedError::new_err(format!("starting the run's thread: {e}")))?;
