@@ -287,8 +287,7 @@ pub fn run(mut a: Args, registry: &Registry) -> anyhow::Result<()> {
     say!("{}", done.text(None));
     sayln!("\n{}", done.wrote);
     sayln!(
-        "next: `fairsched report {}` makes report.html, a page of these runs' plots (Gantt charts, \
-         queues, each organization's utility over time)",
+        "next: `fairsched report {}` draws these runs in report.html",
         shell_word(&a.out)
     );
     Ok(())
