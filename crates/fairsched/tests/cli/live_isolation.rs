@@ -92,6 +92,9 @@ fn guarded(dir: &Path) -> ExecConfig {
         lease_file: None,
         run_as_user: false,
         cgroups: None,
+        task_user: None,
+        limits: Default::default(),
+        private_tmp: false,
     }
 }
 
