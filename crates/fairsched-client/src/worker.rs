@@ -234,7 +234,7 @@ impl ureq::unversioned::resolver::Resolver for NoThreadResolver {
         config: &ureq::config::Config,
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        use ureq::unversioned::resolver::{DefaultResolver, Resolver as _};
+        use ureq::unversioned::resolver::DefaultResolver;
         if let Some(authority) = uri.authority() {
             let host = authority.host().trim_start_matches('[').trim_end_matches(']');
             let port = authority.port_u16().or_else(|| match uri.scheme_str() {

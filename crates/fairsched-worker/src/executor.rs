@@ -144,7 +144,9 @@ pub struct RunLimits {
     /// Open files of each of its processes (`RLIMIT_NOFILE`).
     pub open_files: Option<u64>,
     /// Bytes in the run's directory (its files' blocks), measured by the
-    /// worker about every [`MEASURE_EVERY`].
+    /// worker about every [`MEASURE_EVERY`]; also the size of each file a
+    /// process of it writes (`RLIMIT_FSIZE`: a writer past it gets
+    /// SIGXFSZ), so that one file cannot outgrow it between two looks.
     pub disk_bytes: Option<u64>,
     /// Bytes of its `stdout` and `stderr` together, measured likewise.
     pub output_bytes: Option<u64>,
@@ -616,6 +618,21 @@ fn run_script(
         tracing::info!(task = key.task, attempt = key.attempt, "{hit}: killed");
         return Ok(Outcome::Exited(RESOURCE_LIMIT_EXIT));
     }
+    // A process of the run wrote a file up to the disk limit and was
+    // stopped there (SIGXFSZ): the run's disk limit, said so.
+    let xfsz = Signal::SIGXFSZ as i32;
+    if let (Some(max), Outcome::Exited(c) | Outcome::Signaled(c)) = (limits.run.disk_bytes, outcome)
+        && (c == xfsz || c == 128 + xfsz)
+    {
+        let hit = LimitHit::Disk(max);
+        tracing::info!(task = key.task, attempt = key.attempt, "{hit}: a file of it");
+        note_in_stderr(
+            dir,
+            &format!("fairsched-worker: {hit}: a file of it stopped there"),
+        );
+        limits.hit.set(Some(hit));
+        return Ok(Outcome::Exited(RESOURCE_LIMIT_EXIT));
+    }
     // A process of the run failed at its open-file limit, and the script
     // with it: said so (the failure is the task's own, its cause the
     // operator's limit).
@@ -686,6 +703,7 @@ fn run_script_file(
                 env: run_env(key, account, dir, limits),
                 open_files: limits.run.open_files,
                 processes: limits.nproc,
+                file_bytes: limits.run.disk_bytes,
                 private_tmp: limits.private_tmp.clone(),
             };
             let run = guards
@@ -807,14 +825,23 @@ impl<'a> Watch<'a> {
                 return Some(LimitHit::Processes(n));
             }
         }
+        // Under RLIMIT_NPROC a fork bomb may die out between two counts
+        // (each failed fork ends a shell): its shells' complaint says it
+        // reached the limit.
+        if let Some(n) = self.limits.nproc
+            && fork_refused(&stderr_tail(dir))
+        {
+            return Some(LimitHit::Processes(n));
+        }
         if let Some(max) = run.output_bytes {
             let len = |f: &str| fs::symlink_metadata(dir.join(f)).map_or(0, |m| m.len());
             if len("stdout").saturating_add(len("stderr")) > max {
                 return Some(LimitHit::Output(max));
             }
         }
+        // At the limit is over it: a file stopped there by RLIMIT_FSIZE.
         if let Some(max) = run.disk_bytes
-            && disk_usage(dir, max) > max
+            && disk_usage(dir, max) >= max
         {
             return Some(LimitHit::Disk(max));
         }
@@ -832,6 +859,15 @@ impl<'a> Watch<'a> {
             None => count >= n,
         }
     }
+}
+
+/// Whether a run's `stderr` says a fork failed for lack of processes
+/// (dash, bash, busybox and most programs say so in one of these ways).
+fn fork_refused(stderr: &str) -> bool {
+    stderr.contains("Cannot fork")
+        || stderr.contains("fork: Resource temporarily unavailable")
+        || stderr.contains("fork: retry")
+        || stderr.contains("can't fork")
 }
 
 /// The processes of group `pgid` (zombies left out).
@@ -856,7 +892,7 @@ fn group_members(pgid: Pid) -> usize {
 
 /// The bytes the files under `dir` take on disk (their blocks; a sparse
 /// file counts what it holds), not following links nor leaving its
-/// filesystem; the walk stops once past `stop`, or after [`MAX_WALK`]
+/// filesystem; the walk stops once at `stop`, or after [`MAX_WALK`]
 /// entries.
 pub(crate) fn disk_usage(dir: &Path, stop: u64) -> u64 {
     use std::os::unix::fs::MetadataExt;
@@ -871,7 +907,7 @@ pub(crate) fn disk_usage(dir: &Path, stop: u64) -> u64 {
         let Ok(entries) = fs::read_dir(&d) else { continue };
         for e in entries.flatten() {
             seen += 1;
-            if seen > MAX_WALK || total > stop {
+            if seen > MAX_WALK || total >= stop {
                 return total;
             }
             let Ok(m) = e.metadata() else { continue };
@@ -941,10 +977,10 @@ fn spawn_sh(
             c.pre_exec(move || limit_memory(bytes));
         }
     }
-    let (open_files, processes) = (limits.run.open_files, limits.nproc);
+    let (open_files, processes, file_bytes) = (limits.run.open_files, limits.nproc, limits.run.disk_bytes);
     // SAFETY: umask and setrlimit are async-signal-safe.
     unsafe {
-        c.pre_exec(move || guard::task_limits(open_files, processes));
+        c.pre_exec(move || guard::task_limits(open_files, processes, file_bytes));
     }
     if let Some(tmp) = &limits.private_tmp {
         use std::os::unix::ffi::OsStrExt;

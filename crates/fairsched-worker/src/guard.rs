@@ -134,6 +134,9 @@ pub(crate) struct Spec {
     /// The processes of the task's uid (`RLIMIT_NPROC`), when no
     /// `pids.max` holds the run's.
     pub processes: Option<u64>,
+    /// The size of each file a process of the run writes
+    /// (`RLIMIT_FSIZE`: the run's disk limit).
+    pub file_bytes: Option<u64>,
     /// The run's `tmp`, mounted on `/tmp` in a mount namespace of the
     /// run's own (the guard is root).
     pub private_tmp: Option<PathBuf>,
@@ -142,7 +145,11 @@ pub(crate) struct Spec {
 /// What every process of a run starts with, in the process about to start
 /// its shell (the guard, or the shell itself before it execs): the task's
 /// umask, and its open-file and process limits. Async-signal-safe.
-pub(crate) fn task_limits(open_files: Option<u64>, processes: Option<u64>) -> std::io::Result<()> {
+pub(crate) fn task_limits(
+    open_files: Option<u64>,
+    processes: Option<u64>,
+    file_bytes: Option<u64>,
+) -> std::io::Result<()> {
     use nix::sys::resource::{Resource, setrlimit};
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
         crate::executor::TASK_UMASK,
@@ -152,6 +159,9 @@ pub(crate) fn task_limits(open_files: Option<u64>, processes: Option<u64>) -> st
     }
     if let Some(n) = processes {
         setrlimit(Resource::RLIMIT_NPROC, n, n).map_err(std::io::Error::from)?;
+    }
+    if let Some(n) = file_bytes {
+        setrlimit(Resource::RLIMIT_FSIZE, n, n).map_err(std::io::Error::from)?;
     }
     Ok(())
 }
@@ -257,6 +267,7 @@ pub(crate) fn guard(
         env,
         open_files,
         processes,
+        file_bytes,
         private_tmp: tmp,
     } = spec;
     // Taken with sigwait, not handled: blocked before anything can send
@@ -326,7 +337,7 @@ pub(crate) fn guard(
         Some(_) => None,
     };
     // Inherited by the shell: the task's umask and limits, its /tmp.
-    if let Err(e) = task_limits(open_files, processes) {
+    if let Err(e) = task_limits(open_files, processes, file_bytes) {
         return fail(&format!("cannot set the run's limits: {e}"));
     }
     if let Some(tmp) = &tmp {

@@ -162,6 +162,7 @@ fn encode_start(id: u64, spec: &Spec) -> Message {
         .field(spec.dir.as_os_str().as_bytes())
         .field(opt_number(spec.open_files).as_bytes())
         .field(opt_number(spec.processes).as_bytes())
+        .field(opt_number(spec.file_bytes).as_bytes())
         .field(opt_path(spec.private_tmp.as_deref()));
     for (k, v) in &spec.env {
         m = m.field(k.as_bytes()).field(v.as_bytes());
@@ -191,6 +192,7 @@ fn decode_start(f: &mut Fields) -> Option<Spec> {
     let dir = PathBuf::from(OsString::from_vec(f.next()?.to_vec()));
     let open_files = number_or_none(f.next()?)?;
     let processes = number_or_none(f.next()?)?;
+    let file_bytes = number_or_none(f.next()?)?;
     let private_tmp = path_or_none(f.next()?);
     let mut env = Vec::new();
     while !f.at_end() {
@@ -209,6 +211,7 @@ fn decode_start(f: &mut Fields) -> Option<Spec> {
         env,
         open_files,
         processes,
+        file_bytes,
         private_tmp,
     })
 }
@@ -849,6 +852,7 @@ mod tests {
             ],
             open_files: Some(1024),
             processes: Some(64),
+            file_bytes: Some(1 << 30),
             private_tmp: Some("/w/task-1-1/tmp".into()),
         };
         let m = encode_start(42, &spec);
@@ -864,6 +868,7 @@ mod tests {
             env: Vec::new(),
             open_files: None,
             processes: None,
+            file_bytes: None,
             private_tmp: None,
             ..spec
         };
@@ -884,6 +889,7 @@ mod tests {
             env: vec![("A".into(), "B".into())],
             open_files: None,
             processes: None,
+            file_bytes: None,
             private_tmp: None,
         };
         let m = encode_start(1, &spec);
