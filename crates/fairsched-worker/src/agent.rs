@@ -482,7 +482,7 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         );
     }
     if let Some(name) = &task_user {
-        tracing::info!(
+        tracing::warn!(
             "this worker runs as root: every task runs as `{name}` (--task-user; --run-as-user runs each as its user's account)"
         );
     } else if root && !opts.run_as_user {
@@ -518,8 +518,11 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             guard,
             lease_file: lease_file.as_ref().map(|f| f.path.clone()),
             run_as_user: opts.run_as_user,
+            // Not for tasks that run as root (--allow-root-tasks): they
+            // could leave the namespace, and may want the machine's /tmp.
             private_tmp: opts.executor == ExecutorKind::Process
                 && root
+                && (opts.run_as_user || task_user.is_some())
                 && crate::guard::private_tmp_works(&workdir),
             workdir,
             cgroups,
