@@ -807,10 +807,10 @@ impl<'a> Watch<'a> {
     /// a cgroup, its processes) every [`MEASURE_EVERY`].
     fn look(&mut self, dir: &Path, running: &Running, pgid: Pid) -> Option<LimitHit> {
         let run = self.limits.run;
-        if let (Some(n), Some(cg)) = (run.processes, self.cgroup) {
-            if cg.pids_max_reached() || self.over_processes(n, cg.place.members().map(|m| m.len())) {
-                return Some(LimitHit::Processes(n));
-            }
+        if let (Some(n), Some(cg)) = (run.processes, self.cgroup)
+            && (cg.pids_max_reached() || self.over_processes(n, cg.place.members().map(|m| m.len())))
+        {
+            return Some(LimitHit::Processes(n));
         }
         if self.measured.elapsed() < MEASURE_EVERY {
             return None;
