@@ -411,6 +411,9 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
         lease_file: None,
         run_as_user: false,
         cgroups: None,
+        task_user: None,
+        limits: Default::default(),
+        private_tmp: false,
     };
     let mut order = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -36,10 +36,14 @@ impl WorkerClient {
     /// ./fairsched.tokens) registering with the worker token `c.token`.
     pub fn new(c: &Conn) -> Result<WorkerClient, ClientError> {
         let broker = c.broker.as_deref().unwrap_or_default();
-        let agent = agent_config(c.ca_cert.as_deref())?
+        let config = agent_config(c.ca_cert.as_deref())?
             .timeout_connect(Some(CONNECT))
-            .build()
-            .into();
+            .build();
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::default(),
+            NoThreadResolver,
+        );
         Ok(WorkerClient {
             agent,
             base: base_url(broker)?,
@@ -227,5 +231,45 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.is_usage(), "{e}");
+    }
+}
+
+/// The worker's name resolution: an IP address (a broker's usual URL) is
+/// taken as it is, without ureq's resolver, which starts a thread for each
+/// look-up under a timeout and panics when it cannot (the worker's tasks
+/// may hold every process of its account, a fork bomb); a host name goes
+/// to ureq's resolver, a failed thread start an error rather than a panic.
+#[derive(Debug)]
+struct NoThreadResolver;
+
+impl ureq::unversioned::resolver::Resolver for NoThreadResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        use ureq::unversioned::resolver::DefaultResolver;
+        if let Some(authority) = uri.authority() {
+            let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+            let port = authority.port_u16().or_else(|| match uri.scheme_str() {
+                Some("https") => Some(443),
+                Some("http") => Some(80),
+                _ => None,
+            });
+            if let (Ok(ip), Some(port)) = (host.parse::<std::net::IpAddr>(), port) {
+                let mut out = self.empty();
+                out.push(std::net::SocketAddr::new(ip, port));
+                return Ok(out);
+            }
+        }
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            DefaultResolver::default().resolve(uri, config, timeout)
+        }))
+        .unwrap_or_else(|_| {
+            Err(ureq::Error::Io(std::io::Error::other(
+                "cannot look up the broker's name (no thread could be started)",
+            )))
+        })
     }
 }

@@ -202,6 +202,41 @@ pub struct Report {
     pub task: TaskId,
     pub attempt: u32,
     pub event: ReportEvent,
+    /// With an exit: the limit of the worker's (`fairsched worker
+    /// --max-…`) at which it killed the run; `"limit"` on the wire,
+    /// absent when none (and from older workers).
+    pub limit: Option<LimitKind>,
+}
+
+/// A worker's per-run limit that ended a run ([`Report::limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// Its processes (`--max-processes`: `pids.max`, or `RLIMIT_NPROC`).
+    Processes,
+    /// The bytes in its directory (`--max-disk`).
+    Disk,
+    /// The bytes of its `stdout` and `stderr` (`--max-output`).
+    Output,
+    /// The open files of one of its processes (`--max-open-files`,
+    /// `RLIMIT_NOFILE`): not killed, it failed saying "Too many open files".
+    OpenFiles,
+}
+
+impl LimitKind {
+    /// The words of a failure reason, after "exit N: ".
+    pub fn describe(self) -> &'static str {
+        match self {
+            LimitKind::Processes => "killed at its worker's process limit (fairsched worker --max-processes)",
+            LimitKind::Disk => {
+                "killed at its worker's disk limit in its run directory (fairsched worker --max-disk)"
+            }
+            LimitKind::Output => "killed at its worker's output size limit (fairsched worker --max-output)",
+            LimitKind::OpenFiles => {
+                "a process of it reached its worker's open-file limit (fairsched worker --max-open-files)"
+            }
+        }
+    }
 }
 
 impl Report {
@@ -210,6 +245,7 @@ impl Report {
             task: key.task,
             attempt: key.attempt,
             event: ReportEvent::Phase(phase),
+            limit: None,
         }
     }
 
@@ -218,6 +254,7 @@ impl Report {
             task: key.task,
             attempt: key.attempt,
             event: ReportEvent::Exit(code),
+            limit: None,
         }
     }
 
@@ -226,7 +263,13 @@ impl Report {
             task: key.task,
             attempt: key.attempt,
             event: ReportEvent::Signal(signal),
+            limit: None,
         }
+    }
+
+    /// This report, naming the limit that ended the run.
+    pub fn with_limit(self, limit: Option<LimitKind>) -> Report {
+        Report { limit, ..self }
     }
 
     pub fn key(&self) -> RunKey {
@@ -259,6 +302,8 @@ struct RawReport {
     exit_code: Option<Option<i32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    limit: Option<LimitKind>,
 }
 
 impl From<Report> for RawReport {
@@ -274,6 +319,7 @@ impl From<Report> for RawReport {
             phase,
             exit_code,
             signal,
+            limit: r.limit,
         }
     }
 }
@@ -299,10 +345,14 @@ impl TryFrom<RawReport> for Report {
                 return Err(WireError::Report("`\"exit_code\": null` needs `signal`"));
             }
         };
+        if raw.limit.is_some() && !matches!(event, ReportEvent::Exit(_)) {
+            return Err(WireError::Report("`limit` comes with an `exit_code` only"));
+        }
         Ok(Report {
             task: raw.task,
             attempt: raw.attempt,
             event,
+            limit: raw.limit,
         })
     }
 }

@@ -117,6 +117,10 @@ struct State {
     ready: VecDeque<Job>,
     /// Runner threads waiting for a run.
     idle_runners: usize,
+    /// The free space of the work directory's filesystem (bytes) when it
+    /// was last found below `--min-free-disk`: no run starts until the
+    /// cleaner finds enough again.
+    disk_low: Option<u64>,
 }
 
 impl State {
@@ -160,6 +164,8 @@ struct Shared {
     slots: usize,
     /// Where this worker tells its task guards when its lease lapses.
     lease_file: Option<LeaseFile>,
+    /// `--min-free-disk`: below it in the work directory, no run starts.
+    min_free: Option<u64>,
 }
 
 impl Shared {
@@ -276,6 +282,26 @@ fn accept(shared: &Arc<Shared>, st: &mut State, a: Assignment) {
 /// thread, an idle one or a new one (at most one per slot).
 fn start_pending(shared: &Arc<Shared>, st: &mut State) {
     while st.active < shared.slots {
+        if st.pending.is_empty() {
+            return;
+        }
+        // A run would find no room to write its files: it waits until the
+        // cleaner made some (or the space came back).
+        if st.disk_low.is_some() {
+            return;
+        }
+        if let Some(floor) = shared.min_free
+            && let Some(free) = free_bytes(&shared.exec.workdir)
+            && free < floor
+        {
+            tracing::warn!(
+                "{free} bytes free in {}, below --min-free-disk {floor}: starting no run until there is more",
+                shared.exec.workdir.display()
+            );
+            st.disk_low = Some(free);
+            shared.rare.notify_all();
+            return;
+        }
         let Some(a) = st.pending.pop_front() else { return };
         let key = a.key();
         let Some(kill) = st.runs.get(&key).cloned() else {
@@ -448,11 +474,13 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         token: Some(opts.token.clone()),
         ca_cert: opts.ca_cert.clone(),
     })?);
-    if opts.run_as_user && !nix::unistd::geteuid().is_root() {
+    let root = nix::unistd::geteuid().is_root();
+    if opts.run_as_user && !root {
         bail!("--run-as-user: only root can run tasks as other users");
     }
+    let task_user = task_user(&opts, root)?;
     let workdir = prepare_workdir(&opts.workdir)?;
-    if opts.run_as_user {
+    if opts.run_as_user || task_user.is_some() {
         root_only(&workdir)?;
         // Each task's account reaches its own directory (0700, its own),
         // lists nothing here.
@@ -466,7 +494,16 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
             "this program did not call fairsched_worker::guard_hook: tasks will outlive this worker if it is SIGKILLed"
         );
     }
-    if opts.executor == ExecutorKind::Process && !opts.run_as_user {
+    if let Some(name) = &task_user {
+        tracing::warn!(
+            "this worker runs as root: every task runs as `{name}` (--task-user; --run-as-user runs each as its user's account)"
+        );
+    } else if root && !opts.run_as_user {
+        tracing::warn!(
+            "--allow-root-tasks: tasks run as root, and can read and change anything of this machine's"
+        );
+    }
+    if opts.executor == ExecutorKind::Process && !opts.run_as_user && task_user.is_none() {
         tracing::warn!(
             uid = nix::unistd::getuid().as_raw(),
             "tasks run under this worker's user: they can read this process (/proc/{}/environ, its memory), \
@@ -490,16 +527,31 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         work: Condvar::new(),
         exec: ExecConfig {
             executor: opts.executor,
-            workdir,
             grace: opts.grace,
             guard,
             lease_file: lease_file.as_ref().map(|f| f.path.clone()),
             run_as_user: opts.run_as_user,
+            // Not for tasks that run as root (--allow-root-tasks): they
+            // could leave the namespace, and may want the machine's /tmp.
+            private_tmp: opts.executor == ExecutorKind::Process
+                && root
+                && (opts.run_as_user || task_user.is_some())
+                && crate::guard::private_tmp_works(&workdir),
+            workdir,
             cgroups,
+            task_user,
+            limits: opts.run_limits(),
         },
         slots: usize::try_from(slots).context("--slots")?,
         lease_file,
+        min_free: opts
+            .min_free_disk
+            .0
+            .filter(|_| opts.executor == ExecutorKind::Process),
     });
+    if shared.exec.private_tmp {
+        tracing::info!("each run has a /tmp of its own (its directory's tmp, in a mount namespace)");
+    }
     let drain_at = drain_deadline(&opts)?;
 
     let mut signals =
@@ -574,10 +626,15 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
                     if removed > 0 {
                         tracing::info!("removed {removed} run directories older than {keep:?}");
                     }
+                    let low = make_room(&shared, &running);
                     let st = shared.lock();
+                    // Short of space, looked at again soon.
+                    let wait = if low { every.min(LOW_DISK_LOOK) } else { every };
                     let (st, _) = shared
                         .rare
-                        .wait_timeout_while(st, every, |st| st.stop.is_none())
+                        .wait_timeout_while(st, wait, |st| {
+                            st.stop.is_none() && (low || st.disk_low.is_none())
+                        })
                         .unwrap_or_else(PoisonError::into_inner);
                     if st.stop.is_some() {
                         return;
@@ -598,6 +655,90 @@ pub(crate) fn run(opts: Opts) -> anyhow::Result<()> {
         cg.remove();
     }
     result
+}
+
+/// How often the cleaner looks at the work directory's free space while
+/// it is below `--min-free-disk`.
+const LOW_DISK_LOOK: Duration = Duration::from_millis(500);
+
+/// The bytes an unprivileged user may still write on `dir`'s filesystem.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    let s = nix::sys::statvfs::statvfs(dir).ok()?;
+    Some((s.blocks_available() as u64).saturating_mul(s.fragment_size() as u64))
+}
+
+/// Below `--min-free-disk`: removes the directories of ended runs (not
+/// those of `running`), oldest first, until there is enough; lets runs
+/// start again once there is. Whether space is still short.
+fn make_room(shared: &Arc<Shared>, running: &HashSet<std::ffi::OsString>) -> bool {
+    let Some(floor) = shared.min_free else {
+        return false;
+    };
+    let workdir = &shared.exec.workdir;
+    let mut free = free_bytes(workdir).unwrap_or(u64::MAX);
+    if free < floor {
+        let mut removed = 0;
+        for dir in crate::executor::ended_runs_oldest_first(workdir, running) {
+            if free >= floor {
+                break;
+            }
+            if std::fs::remove_dir_all(&dir).is_ok() {
+                removed += 1;
+            }
+            free = free_bytes(workdir).unwrap_or(u64::MAX);
+        }
+        if removed > 0 {
+            tracing::warn!(
+                "{} short of space (below --min-free-disk {floor}): removed {removed} directories of ended runs before --keep-runs",
+                workdir.display()
+            );
+        }
+    }
+    let mut st = shared.lock();
+    if free >= floor {
+        if st.disk_low.take().is_some() {
+            tracing::info!("{free} bytes free in {}: starting runs again", workdir.display());
+            start_pending(shared, &mut st);
+            shared.changed.notify_all();
+        }
+        false
+    } else {
+        if st.disk_low.is_none() {
+            tracing::warn!(
+                "{free} bytes free in {}, below --min-free-disk {floor}: starting no run until there is more",
+                workdir.display()
+            );
+        }
+        st.disk_low = Some(free);
+        true
+    }
+}
+
+/// The account every task runs as: none for a worker that is not root,
+/// or runs each task as its user's (`--run-as-user`), or was told to run
+/// them as root (`--allow-root-tasks`); else `--task-user`, or `nobody`,
+/// which must exist and not be root.
+fn task_user(opts: &Opts, root: bool) -> anyhow::Result<Option<String>> {
+    if !root {
+        if opts.task_user.is_some() {
+            bail!("--task-user: only a worker started as root can run tasks as another account");
+        }
+        return Ok(None);
+    }
+    if opts.run_as_user || opts.allow_root_tasks || opts.executor == ExecutorKind::Noop {
+        return Ok(None);
+    }
+    let name = opts.task_user.clone().unwrap_or_else(|| "nobody".into());
+    let ways_out = "give --task-user ACCOUNT (an unprivileged local account), --run-as-user (each task as its user's account, `fairsched admin user run-as`), --allow-root-tasks (tasks as root: a machine of one trusted user only), or start the worker as an unprivileged user";
+    match nix::unistd::User::from_name(&name) {
+        Ok(Some(u)) if !u.uid.is_root() && u.gid.as_raw() != 0 => Ok(Some(name)),
+        Ok(Some(_)) => bail!(
+            "this worker runs as root, and runs no task as root unless told: the account `{name}` is root or in group root; {ways_out}"
+        ),
+        Ok(None) | Err(_) => bail!(
+            "this worker runs as root, and runs no task as root unless told: it would run them as `{name}`, and there is no such account here; {ways_out}"
+        ),
+    }
 }
 
 /// Ends the session once the lease lapses without a call answered.

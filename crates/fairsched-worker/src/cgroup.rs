@@ -226,6 +226,8 @@ struct Layout {
     /// processes without a v2 one, their memory limit with `MemoryBy::V1`.
     v1: Option<PathBuf>,
     memory: MemoryBy,
+    /// The runs' cgroups v2 have the `pids` controller (`pids.max`).
+    pids: bool,
     required: bool,
     /// The cgroups of ended runs without a memory limit of their own,
     /// empty, kept for the next such runs: making and removing a cgroup
@@ -338,10 +340,19 @@ impl Cgroups {
         for why in why_not {
             tracing::warn!("cgroups: {why}");
         }
+        // The runs' process limit, where the v2 hierarchy has `pids` (best
+        // effort: else RLIMIT_NPROC).
+        let pids = match (&v2, &found.v2) {
+            (Some(dir), Some(parent)) => enable_controller(parent, dir, "pids")
+                .map_err(|e| tracing::info!("cgroup v2 pids controller not usable for the runs: {e}"))
+                .is_ok(),
+            _ => false,
+        };
         Ok(Cgroups(Arc::new(Layout {
             v2,
             v1,
             memory,
+            pids,
             required,
             pool: Mutex::new(Pool::default()),
         })))
@@ -392,7 +403,31 @@ impl Cgroups {
     /// new one, `task-ID-ATTEMPT`, with that limit (removed after the
     /// run); else an empty one of the pool, `run-N` (made if none is
     /// free, back in the pool after the run once empty).
-    pub(crate) fn make_run(&self, key: RunKey, memory_bytes: Option<u64>) -> io::Result<RunCgroup> {
+    pub(crate) fn make_run(
+        &self,
+        key: RunKey,
+        memory_bytes: Option<u64>,
+        processes: Option<u64>,
+    ) -> io::Result<RunCgroup> {
+        let mut run = self.make_run_cgroup(key, memory_bytes)?;
+        if let Some(n) = processes.filter(|_| self.0.pids && self.0.v2.is_some()) {
+            let dir = &run.place.dir;
+            let events = dir.join("pids.events");
+            let path = dir.join("pids.max");
+            write_file(&path, &n.to_string())
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+            let before = fs::read_to_string(&events)
+                .ok()
+                .and_then(|t| counter(&t, "max"))
+                .unwrap_or(0);
+            run.pids = Some((before, events));
+        } else if self.0.pids && self.0.v2.is_some() {
+            let _ = write_file(&run.place.dir.join("pids.max"), "max");
+        }
+        Ok(run)
+    }
+
+    fn make_run_cgroup(&self, key: RunKey, memory_bytes: Option<u64>) -> io::Result<RunCgroup> {
         let l = &self.0;
         let parent =
             l.v2.as_ref()
@@ -441,6 +476,7 @@ impl Cgroups {
                     v1_memory: None,
                 },
                 memory: None,
+                pids: None,
                 made: Vec::new(),
                 enter: vec![pooled.procs],
                 reset: pooled.reset,
@@ -458,6 +494,7 @@ impl Cgroups {
         let mut run = RunCgroup {
             place: Placement { dir, v1_memory },
             memory: None,
+            pids: None,
             made: Vec::new(),
             enter: Vec::new(),
             reset: Vec::new(),
@@ -642,6 +679,26 @@ fn enable_memory(parent: &Path, dir: &Path) -> io::Result<()> {
     write_file(&sub, "+memory").map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", sub.display())))
 }
 
+/// `+NAME` in `parent`'s and `dir`'s `cgroup.subtree_control`, if the
+/// controller is available there (and not on already).
+fn enable_controller(parent: &Path, dir: &Path, name: &str) -> io::Result<()> {
+    let has = |p: &Path| fs::read_to_string(p).is_ok_and(|t| t.split_whitespace().any(|c| c == name));
+    if !has(&parent.join("cgroup.controllers")) {
+        return Err(io::Error::other(format!(
+            "no `{name}` in {}/cgroup.controllers",
+            parent.display()
+        )));
+    }
+    for d in [parent, dir] {
+        let control = d.join("cgroup.subtree_control");
+        if !has(&control) {
+            write_file(&control, &format!("+{name}"))
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", control.display())))?;
+        }
+    }
+    Ok(())
+}
+
 /// The processes listed in a `cgroup.procs` file (lines it cannot read skipped).
 fn read_pids(path: &Path) -> io::Result<Vec<Pid>> {
     Ok(fs::read_to_string(path)?
@@ -768,6 +825,10 @@ pub(crate) struct RunCgroup {
     pub place: Placement,
     /// The memory limit the cgroup enforces, and the file that counts its OOM kills.
     memory: Option<(u64, PathBuf)>,
+    /// Its `pids.max` is set: the `max` count of its `pids.events` when
+    /// the run started (a pooled cgroup's counts from earlier runs), and
+    /// that file.
+    pids: Option<(u64, PathBuf)>,
     /// The directories made, to remove.
     made: Vec<PathBuf>,
     /// Its `cgroup.procs` files, open for writing: a run's shell enters
@@ -821,6 +882,21 @@ impl RunCgroup {
     /// that still has its `cgroup.procs` open then cannot enter it).
     pub fn not_reused(&self) {
         self.reuse.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the cgroup holds the run's process limit (`pids.max`).
+    pub fn limits_pids(&self) -> bool {
+        self.pids.is_some()
+    }
+
+    /// Whether a fork of the run failed at its `pids.max` since it started.
+    pub fn pids_max_reached(&self) -> bool {
+        self.pids.as_ref().is_some_and(|(before, file)| {
+            fs::read_to_string(file)
+                .ok()
+                .and_then(|t| counter(&t, "max"))
+                .is_some_and(|n| n > *before)
+        })
     }
 
     /// The memory limit the cgroup enforces (none: rlimits do, if any).

@@ -23,7 +23,7 @@ use nix::unistd::Pid;
 
 use crate::cgroup::{self, Cgroups, RunCgroup};
 use crate::guard::{self, Spec};
-use crate::wire::{Assignment, OUTPUT_TAIL, OutputRequest, Phase, Report, RunKey};
+use crate::wire::{Assignment, LimitKind, OUTPUT_TAIL, OutputRequest, Phase, Report, RunKey};
 use crate::zygote::GuardedRun;
 pub use crate::zygote::Guards;
 
@@ -37,9 +37,10 @@ pub use fairsched_proto::wire::{MEMORY_LIMIT_EXIT, TIME_LIMIT_EXIT};
 /// The variables of the worker's environment a task's scripts get, when
 /// the worker has them (and every `LC_*`): nothing else of it, so no token
 /// (`FAIRSCHED_TOKEN`) and no other `FAIRSCHED_*` reaches a task. The
-/// executor adds `FAIRSCHED_TASK` and `FAIRSCHED_ATTEMPT`, and `PATH`
-/// ([`DEFAULT_PATH`]) when the worker has none. `SLURM_JOB_ID` (a pilot's
-/// job, an id and no credential) lets a task name its scratch space.
+/// executor adds `FAIRSCHED_TASK` and `FAIRSCHED_ATTEMPT`, `TMPDIR` (the
+/// run's own, [`RUN_TMP`]), and `PATH` ([`DEFAULT_PATH`]) when the worker
+/// has none. `SLURM_JOB_ID` (a pilot's job, an id and no credential) lets a
+/// task name its scratch space.
 pub const TASK_ENV: &[&str] = &[
     "PATH",
     "HOME",
@@ -50,9 +51,17 @@ pub const TASK_ENV: &[&str] = &[
     "LANG",
     "LANGUAGE",
     "TZ",
-    "TMPDIR",
     "SLURM_JOB_ID",
 ];
+
+/// The run's private temporary directory, in its directory (mode 0700,
+/// the task's): its `TMPDIR`, and its `/tmp` where the worker can give it
+/// a mount namespace of its own ([`ExecConfig::private_tmp`]).
+pub const RUN_TMP: &str = "tmp";
+
+/// The file mode creation mask of every task's shell: what a task writes
+/// is its own (0600, 0700), in a shared `/tmp` too.
+pub const TASK_UMASK: u32 = 0o077;
 
 /// A task's `PATH` when the worker has none.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -109,7 +118,85 @@ pub struct ExecConfig {
     /// killed there; `None`: each process's `RLIMIT_AS`, and the processes
     /// found through the guard's subtree (or the process group).
     pub cgroups: Option<Cgroups>,
+    /// Every task runs as this local account (never root): a root worker
+    /// without `--run-as-user` and `--allow-root-tasks` (`--task-user`,
+    /// `nobody` by default). Ignored with `run_as_user`.
+    pub task_user: Option<String>,
+    /// The operator's limits of every run ([`RunLimits`]).
+    pub limits: RunLimits,
+    /// Give each run a mount namespace of its own with its [`RUN_TMP`] on
+    /// `/tmp` (the worker is root and can, [`private_tmp_works`]); else
+    /// only its `TMPDIR` is private.
+    pub private_tmp: bool,
 }
+
+/// The operator's limits of each run (`fairsched worker --max-…`); `None`:
+/// no limit. A run that reaches one is killed and fails alone, the limit
+/// named in its `stderr` and its failure reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunLimits {
+    /// Processes (and threads) of the run at once: its cgroup's `pids.max`
+    /// where the worker has a cgroup v2 with the `pids` controller, else
+    /// each process's `RLIMIT_NPROC` (which counts every process of the
+    /// task's uid, across runs: see docs/security.md); the worker kills
+    /// the run once it counts that many.
+    pub processes: Option<u64>,
+    /// Open files of each of its processes (`RLIMIT_NOFILE`).
+    pub open_files: Option<u64>,
+    /// Bytes in the run's directory (its files' blocks), measured by the
+    /// worker about every [`MEASURE_EVERY`]; also the size of each file a
+    /// process of it writes (`RLIMIT_FSIZE`: a writer past it gets
+    /// SIGXFSZ), so that one file cannot outgrow it between two looks.
+    pub disk_bytes: Option<u64>,
+    /// Bytes of its `stdout` and `stderr` together, measured likewise.
+    pub output_bytes: Option<u64>,
+}
+
+/// How often the worker measures a run's disk and output.
+pub const MEASURE_EVERY: Duration = Duration::from_millis(200);
+
+/// Which of [`RunLimits`] ended a run: the line of its `stderr` and the
+/// log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitHit {
+    Processes(u64),
+    Disk(u64),
+    Output(u64),
+    /// Not killed: it failed saying "Too many open files".
+    OpenFiles(u64),
+}
+
+impl LimitHit {
+    /// Which limit, as the report names it.
+    pub fn kind(self) -> LimitKind {
+        match self {
+            LimitHit::Processes(_) => LimitKind::Processes,
+            LimitHit::Disk(_) => LimitKind::Disk,
+            LimitHit::Output(_) => LimitKind::Output,
+            LimitHit::OpenFiles(_) => LimitKind::OpenFiles,
+        }
+    }
+}
+
+impl std::fmt::Display for LimitHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitHit::Processes(n) => write!(f, "process limit of {n} reached (--max-processes)"),
+            LimitHit::Disk(b) => write!(f, "disk limit of {b} bytes in its directory reached (--max-disk)"),
+            LimitHit::Output(b) => write!(
+                f,
+                "output limit of {b} bytes of stdout and stderr reached (--max-output)"
+            ),
+            LimitHit::OpenFiles(n) => {
+                write!(f, "open-file limit of {n} per process reached (--max-open-files)")
+            }
+        }
+    }
+}
+
+/// The exit code reported for a run killed at one of the worker's limits
+/// ([`RunLimits`]): 128 + SIGKILL, as [`MEMORY_LIMIT_EXIT`].
+pub const RESOURCE_LIMIT_EXIT: i32 = 137;
 
 impl ExecConfig {
     /// The directory of one run.
@@ -229,26 +316,51 @@ pub fn run_assignment(
             for phase in Phase::ALL {
                 emit(Report::phase(key, phase));
             }
-            Outcome::Exited(0)
+            (Outcome::Exited(0), None)
         }
         ExecutorKind::Process => run_process(cfg, assignment, &emit, kill),
     };
+    let (outcome, hit) = outcome;
     if kill.is_killed() {
         return Outcome::Killed;
     }
     match outcome {
-        Outcome::Exited(code) => emit(Report::exit(key, code)),
+        Outcome::Exited(code) => emit(Report::exit(key, code).with_limit(hit.map(LimitHit::kind))),
         Outcome::Signaled(sig) => emit(Report::signal(key, sig)),
         Outcome::Killed => {}
     }
     outcome
 }
 
-fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &KillHandle) -> Outcome {
+/// Runs the process executor's phases: how the run ended, and the limit
+/// of the worker's it was killed at, if it was.
+fn run_process(
+    cfg: &ExecConfig,
+    a: &Assignment,
+    emit: &dyn Fn(Report),
+    kill: &KillHandle,
+) -> (Outcome, Option<LimitHit>) {
+    let hit = std::cell::Cell::new(None);
+    let outcome = run_phases(cfg, a, emit, kill, &hit);
+    (outcome, hit.get())
+}
+
+fn run_phases(
+    cfg: &ExecConfig,
+    a: &Assignment,
+    emit: &dyn Fn(Report),
+    kill: &KillHandle,
+    hit: &std::cell::Cell<Option<LimitHit>>,
+) -> Outcome {
     let key = a.key();
     let dir = cfg.run_dir(key);
-    let account = if cfg.run_as_user {
-        match Account::of(a.run_as.as_deref()) {
+    let account = if cfg.run_as_user || cfg.task_user.is_some() {
+        let name = if cfg.run_as_user {
+            a.run_as.as_deref()
+        } else {
+            cfg.task_user.as_deref()
+        };
+        match Account::of(name) {
             Ok(acc) => Some(acc),
             Err(why) => {
                 // Fail closed: never as the worker's own user.
@@ -266,7 +378,10 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         .time_limit_ms
         .map(|ms| (ms, Instant::now() + Duration::from_millis(ms)));
     emit(Report::phase(key, Phase::Setup));
-    if let Err(e) = make_run_dir(&dir, account.is_some()).and_then(|()| own(&dir, account)) {
+    let made = make_run_dir(&dir, account.is_some())
+        .and_then(|()| own(&dir, account))
+        .and_then(|()| make_run_tmp(&dir, account));
+    if let Err(e) = made {
         tracing::error!(
             task = key.task,
             attempt = key.attempt,
@@ -278,7 +393,7 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
     // Made before the first script and removed (dropped) when the run ends.
     let cgroup = match &cfg.cgroups {
         None => None,
-        Some(cgroups) => match cgroups.make_run(key, a.memory_bytes) {
+        Some(cgroups) => match cgroups.make_run(key, a.memory_bytes, cfg.limits.processes) {
             Ok(run) => Some(run),
             Err(e) if cgroups.required() => {
                 tracing::error!(task = key.task, attempt = key.attempt, "--cgroups required: {e}");
@@ -303,6 +418,13 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         rlimit_bytes: a
             .memory_bytes
             .filter(|_| cgroup.as_ref().is_none_or(|c| c.memory_limit().is_none())),
+        nproc: cfg
+            .limits
+            .processes
+            .filter(|_| cgroup.as_ref().is_none_or(|c| !c.limits_pids())),
+        run: cfg.limits,
+        private_tmp: cfg.private_tmp.then(|| dir.join(RUN_TMP)),
+        hit: std::cell::Cell::new(None),
         cgroup,
     };
     let scripts = [
@@ -320,7 +442,9 @@ fn run_process(cfg: &ExecConfig, a: &Assignment, emit: &dyn Fn(Report), kill: &K
         if kill.is_killed() {
             return Outcome::Killed;
         }
-        match run_script(cfg, &dir, key, phase, script, &limits, account, kill) {
+        let ran = run_script(cfg, &dir, key, phase, script, &limits, account, kill);
+        hit.set(limits.hit.get());
+        match ran {
             Ok(Outcome::Exited(0)) => {}
             Ok(end) => return end,
             Err(e) => {
@@ -341,6 +465,15 @@ struct Limits {
     rlimit_bytes: Option<u64>,
     /// The run's cgroup, if it has one.
     cgroup: Option<RunCgroup>,
+    /// The process limit, when each shell's `RLIMIT_NPROC` holds it (no
+    /// `pids.max`).
+    nproc: Option<u64>,
+    /// The operator's limits, which the worker watches.
+    run: RunLimits,
+    /// The run's `tmp`, mounted on `/tmp` in a namespace of its own.
+    private_tmp: Option<PathBuf>,
+    /// The limit the worker killed the run at, if it did.
+    hit: std::cell::Cell<Option<LimitHit>>,
 }
 
 /// The local account a task runs as (`--run-as-user`).
@@ -412,6 +545,21 @@ fn make_run_dir(dir: &Path, fresh: bool) -> io::Result<()> {
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
 }
 
+/// Creates the run's private temporary directory ([`RUN_TMP`], 0700, the
+/// task's).
+fn make_run_tmp(dir: &Path, account: Option<&Account>) -> io::Result<()> {
+    let tmp = dir.join(RUN_TMP);
+    match fs::symlink_metadata(&tmp) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            fs::remove_file(&tmp)?;
+            fs::DirBuilder::new().mode(0o700).create(&tmp)?;
+        }
+        Err(_) => fs::DirBuilder::new().mode(0o700).create(&tmp)?,
+    }
+    own(&tmp, account)
+}
+
 /// The file a phase's script is written to, in the run's directory: the
 /// script never appears in a command line (`ps` shows every user's).
 fn script_file(phase: Phase) -> &'static str {
@@ -461,10 +609,42 @@ fn run_script(
     let stderr = append(&dir.join("stderr"), account)?;
     let file = script_file(phase);
     write_private(&dir.join(file), script, account)?;
-    // The file stays (until the run's directory goes): deleting it costs
-    // more than it saves (ext4 skips recently freed inodes one by one at
-    // each new file, bench/README.md).
-    let outcome = run_script_file(cfg, dir, key, file, limits, account, kill, stdout, stderr)?;
+    let outcome = run_script_file(cfg, dir, key, file, limits, account, kill, stdout, stderr);
+    // The script is the task's command: not left beside its output (the
+    // shell read it, and the broker has it).
+    let _ = fs::remove_file(dir.join(file));
+    let outcome = outcome?;
+    if let Some(hit) = limits.hit.get() {
+        tracing::info!(task = key.task, attempt = key.attempt, "{hit}: killed");
+        return Ok(Outcome::Exited(RESOURCE_LIMIT_EXIT));
+    }
+    // A process of the run wrote a file up to the disk limit and was
+    // stopped there (SIGXFSZ): the run's disk limit, said so.
+    let xfsz = Signal::SIGXFSZ as i32;
+    if let (Some(max), Outcome::Exited(c) | Outcome::Signaled(c)) = (limits.run.disk_bytes, outcome)
+        && (c == xfsz || c == 128 + xfsz)
+    {
+        let hit = LimitHit::Disk(max);
+        tracing::info!(task = key.task, attempt = key.attempt, "{hit}: a file of it");
+        note_in_stderr(
+            dir,
+            &format!("fairsched-worker: {hit}: a file of it stopped there"),
+        );
+        limits.hit.set(Some(hit));
+        return Ok(Outcome::Exited(RESOURCE_LIMIT_EXIT));
+    }
+    // A process of the run failed at its open-file limit, and the script
+    // with it: said so (the failure is the task's own, its cause the
+    // operator's limit).
+    if let (Some(n), Outcome::Exited(1..) | Outcome::Signaled(_)) = (limits.run.open_files, outcome)
+        && stderr_tail(dir).contains("Too many open files")
+    {
+        note_in_stderr(
+            dir,
+            &format!("fairsched-worker: each process of this run may open {n} files (--max-open-files)"),
+        );
+        limits.hit.set(Some(LimitHit::OpenFiles(n)));
+    }
     if outcome == Outcome::Exited(TIME_LIMIT_EXIT)
         && let Some((ms, _)) = limits.deadline
     {
@@ -520,7 +700,11 @@ fn run_script_file(
                 cgroup: cgroup.map(|c| c.place.clone()),
                 file: file.into(),
                 dir: dir.to_path_buf(),
-                env: run_env(key, account),
+                env: run_env(key, account, dir, limits),
+                open_files: limits.run.open_files,
+                processes: limits.nproc,
+                file_bytes: limits.run.disk_bytes,
+                private_tmp: limits.private_tmp.clone(),
             };
             let run = guards
                 .start(
@@ -548,6 +732,7 @@ fn run_script_file(
     // at the run, sleeping on the kill handle between looks, 1 ms at first
     // (short scripts end fast) and up to 50 ms (a guard's end wakes it).
     let mut pause = Duration::from_millis(1);
+    let mut watch = Watch::new(limits, cgroup);
     loop {
         let ended = running.try_wait().inspect_err(|_| {
             // The guard's end is unknown (its zygote is gone): whatever it
@@ -590,14 +775,164 @@ fn run_script_file(
             stop_run(&mut running, pgid, grace, cgroup);
             return Ok(Outcome::Killed);
         }
+        if let Some(hit) = watch.look(dir, &running, pgid) {
+            note_in_stderr(dir, &format!("fairsched-worker: {hit}: killed"));
+            stop_run(&mut running, pgid, grace, cgroup);
+            limits.hit.set(Some(hit));
+            return Ok(Outcome::Exited(RESOURCE_LIMIT_EXIT));
+        }
         pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
+/// What the worker watches of a running script against [`RunLimits`].
+struct Watch<'a> {
+    limits: &'a Limits,
+    cgroup: Option<&'a RunCgroup>,
+    /// When the disk and output were last measured.
+    measured: Instant,
+}
+
+impl<'a> Watch<'a> {
+    fn new(limits: &'a Limits, cgroup: Option<&'a RunCgroup>) -> Watch<'a> {
+        Watch {
+            limits,
+            cgroup,
+            measured: Instant::now(),
+        }
+    }
+
+    /// The limit the run has reached, if any: its processes at each look
+    /// (a cgroup's are cheap to count), its disk and output (and, without
+    /// a cgroup, its processes) every [`MEASURE_EVERY`].
+    fn look(&mut self, dir: &Path, running: &Running, pgid: Pid) -> Option<LimitHit> {
+        let run = self.limits.run;
+        if let (Some(n), Some(cg)) = (run.processes, self.cgroup)
+            && (cg.pids_max_reached() || self.over_processes(n, cg.place.members().map(|m| m.len())))
+        {
+            return Some(LimitHit::Processes(n));
+        }
+        if self.measured.elapsed() < MEASURE_EVERY {
+            return None;
+        }
+        self.measured = Instant::now();
+        if let (Some(n), None) = (run.processes, self.cgroup) {
+            let count = match running {
+                Running::Guarded(g) => guard::descendants(g.pid).len(),
+                Running::Sh(_) => group_members(pgid),
+            };
+            if self.over_processes(n, Some(count)) {
+                return Some(LimitHit::Processes(n));
+            }
+        }
+        // Under RLIMIT_NPROC a fork bomb may die out between two counts
+        // (each failed fork ends a shell): its shells' complaint says it
+        // reached the limit.
+        if let Some(n) = self.limits.nproc
+            && fork_refused(&stderr_tail(dir))
+        {
+            return Some(LimitHit::Processes(n));
+        }
+        if let Some(max) = run.output_bytes {
+            let len = |f: &str| fs::symlink_metadata(dir.join(f)).map_or(0, |m| m.len());
+            if len("stdout").saturating_add(len("stderr")) > max {
+                return Some(LimitHit::Output(max));
+            }
+        }
+        // At the limit is over it: a file stopped there by RLIMIT_FSIZE.
+        if let Some(max) = run.disk_bytes
+            && disk_usage(dir, max) >= max
+        {
+            return Some(LimitHit::Disk(max));
+        }
+        None
+    }
+
+    /// Whether `count` processes reach the limit `n`: all of it under
+    /// `pids.max` (never more), else 7/8 of it (`RLIMIT_NPROC` counts the
+    /// uid's other processes too, so the run alone may never reach `n`).
+    fn over_processes(&self, n: u64, count: Option<usize>) -> bool {
+        let Some(count) = count else { return false };
+        let count = count as u64;
+        match self.limits.nproc {
+            Some(_) => count >= n - n / 8,
+            None => count >= n,
+        }
+    }
+}
+
+/// Whether a run's `stderr` says a fork failed for lack of processes
+/// (dash, bash, busybox and most programs say so in one of these ways).
+fn fork_refused(stderr: &str) -> bool {
+    stderr.contains("Cannot fork")
+        || stderr.contains("fork: Resource temporarily unavailable")
+        || stderr.contains("fork: retry")
+        || stderr.contains("can't fork")
+}
+
+/// The processes of group `pgid` (zombies left out).
+fn group_members(pgid: Pid) -> usize {
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return 0;
+    };
+    procs
+        .flatten()
+        .filter(|e| {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                return false;
+            };
+            guard::proc_stat(pid).is_some_and(|stat| {
+                let mut f = stat.split_whitespace();
+                let state = f.next();
+                f.nth(1).and_then(|g| g.parse::<i32>().ok()) == Some(pgid.as_raw()) && state != Some("Z")
+            })
+        })
+        .count()
+}
+
+/// The bytes the files under `dir` take on disk (their blocks; a sparse
+/// file counts what it holds), not following links nor leaving its
+/// filesystem; the walk stops once at `stop`, or after [`MAX_WALK`]
+/// entries.
+pub(crate) fn disk_usage(dir: &Path, stop: u64) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(top) = fs::symlink_metadata(dir) else {
+        return 0;
+    };
+    let dev = top.dev();
+    let mut total = top.blocks().saturating_mul(512);
+    let mut todo = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > MAX_WALK || total >= stop {
+                return total;
+            }
+            let Ok(m) = e.metadata() else { continue };
+            total = total.saturating_add(m.blocks().saturating_mul(512));
+            if m.is_dir() && m.dev() == dev {
+                todo.push(e.path());
+            }
+        }
+    }
+    total
+}
+
+/// The most entries [`disk_usage`] looks at in one walk.
+const MAX_WALK: usize = 200_000;
+
 /// The environment of a run's shell: [`task_env`], with `HOME`, `USER` and
-/// `LOGNAME` of the task's account when it runs as one.
-fn run_env(key: RunKey, account: Option<&Account>) -> Vec<(OsString, OsString)> {
+/// `LOGNAME` of the task's account when it runs as one, and `TMPDIR` the
+/// run's own ([`RUN_TMP`]: `/tmp` when it is mounted there).
+fn run_env(key: RunKey, account: Option<&Account>, dir: &Path, limits: &Limits) -> Vec<(OsString, OsString)> {
     let mut env = task_env(key);
+    let tmp = match limits.private_tmp {
+        Some(_) => PathBuf::from("/tmp"),
+        None => dir.join(RUN_TMP),
+    };
+    env.push(("TMPDIR".into(), tmp.into_os_string()));
     if let Some(acc) = account {
         env.retain(|(k, _)| !matches!(k.to_str(), Some("HOME" | "USER" | "LOGNAME")));
         env.push(("HOME".into(), acc.home.clone().into_os_string()));
@@ -623,7 +958,7 @@ fn spawn_sh(
     c.arg(file)
         .current_dir(dir)
         .env_clear()
-        .envs(run_env(key, account));
+        .envs(run_env(key, account, dir, limits));
     // The shell enters the run's cgroup before anything else.
     if let Some(cg) = &limits.cgroup {
         let fds = cg
@@ -640,6 +975,20 @@ fn spawn_sh(
         // SAFETY: setrlimit is async-signal-safe.
         unsafe {
             c.pre_exec(move || limit_memory(bytes));
+        }
+    }
+    let (open_files, processes, file_bytes) = (limits.run.open_files, limits.nproc, limits.run.disk_bytes);
+    // SAFETY: umask and setrlimit are async-signal-safe.
+    unsafe {
+        c.pre_exec(move || guard::task_limits(open_files, processes, file_bytes));
+    }
+    if let Some(tmp) = &limits.private_tmp {
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = std::ffi::CString::new(tmp.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        // SAFETY: unshare and mount are async-signal-safe; the path is
+        // made before the fork.
+        unsafe {
+            c.pre_exec(move || guard::private_tmp(&tmp));
         }
     }
     if let Some(acc) = account {
@@ -845,6 +1194,20 @@ fn give(f: &File, account: Option<&Account>) -> io::Result<()> {
     }
 }
 
+/// The last few KiB of a run's `stderr` (not through a link).
+fn stderr_tail(dir: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = open_in_run(&dir.join("stderr"), OpenOptions::new().read(true)) else {
+        return String::new();
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(len.saturating_sub(4096))).is_ok() {
+        let _ = f.take(4096).read_to_end(&mut buf);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 /// Best effort: tell the task's owner why the worker gave up on it.
 fn note_in_stderr(dir: &Path, line: &str) {
     if let Ok(mut f) = append(&dir.join("stderr"), None) {
@@ -913,4 +1276,36 @@ pub(crate) fn remove_old_runs(
         }
     }
     removed
+}
+
+/// The run directories (`task-ID-ATTEMPT`) of `workdir` not named in
+/// `running` and unchanged for a second at least (an ended run's output is
+/// read once it ended), the least recently changed first.
+pub(crate) fn ended_runs_oldest_first(
+    workdir: &Path,
+    running: &std::collections::HashSet<std::ffi::OsString>,
+) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(workdir) else {
+        return Vec::new();
+    };
+    let now = std::time::SystemTime::now();
+    let mut runs: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("task-") && !running.contains(&e.file_name()))
+        .filter_map(|e| {
+            let newest = fs::read_dir(e.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|f| f.metadata().ok()?.modified().ok())
+                .chain(e.metadata().ok().and_then(|m| m.modified().ok()))
+                .max()?;
+            let settled = now
+                .duration_since(newest)
+                .is_ok_and(|age| age >= Duration::from_secs(1));
+            settled.then(|| (newest, e.path()))
+        })
+        .collect();
+    runs.sort();
+    runs.into_iter().map(|(_, p)| p).collect()
 }

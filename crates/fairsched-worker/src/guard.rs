@@ -129,6 +129,93 @@ pub(crate) struct Spec {
     pub dir: PathBuf,
     /// The shell's whole environment.
     pub env: Vec<(OsString, OsString)>,
+    /// The open files of each process of the run (`RLIMIT_NOFILE`).
+    pub open_files: Option<u64>,
+    /// The processes of the task's uid (`RLIMIT_NPROC`), when no
+    /// `pids.max` holds the run's.
+    pub processes: Option<u64>,
+    /// The size of each file a process of the run writes
+    /// (`RLIMIT_FSIZE`: the run's disk limit).
+    pub file_bytes: Option<u64>,
+    /// The run's `tmp`, mounted on `/tmp` in a mount namespace of the
+    /// run's own (the guard is root).
+    pub private_tmp: Option<PathBuf>,
+}
+
+/// What every process of a run starts with, in the process about to start
+/// its shell (the guard, or the shell itself before it execs): the task's
+/// umask, and its open-file and process limits. Async-signal-safe.
+pub(crate) fn task_limits(
+    open_files: Option<u64>,
+    processes: Option<u64>,
+    file_bytes: Option<u64>,
+) -> std::io::Result<()> {
+    use nix::sys::resource::{Resource, setrlimit};
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+        crate::executor::TASK_UMASK,
+    ));
+    if let Some(n) = open_files {
+        setrlimit(Resource::RLIMIT_NOFILE, n, n).map_err(std::io::Error::from)?;
+    }
+    if let Some(n) = processes {
+        setrlimit(Resource::RLIMIT_NPROC, n, n).map_err(std::io::Error::from)?;
+    }
+    if let Some(n) = file_bytes {
+        setrlimit(Resource::RLIMIT_FSIZE, n, n).map_err(std::io::Error::from)?;
+    }
+    Ok(())
+}
+
+/// Puts this process (single-threaded, root, in the run's directory
+/// already: `/tmp` may hold it) in a mount namespace of its own whose
+/// `/tmp` is `tmp` (a C path). Async-signal-safe.
+pub(crate) fn private_tmp(tmp: &std::ffi::CStr) -> std::io::Result<()> {
+    use nix::libc;
+    // SAFETY: plain system calls on NUL-terminated paths.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0
+            || libc::mount(
+                c"none".as_ptr(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            || libc::mount(
+                tmp.as_ptr(),
+                c"/tmp".as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether this worker can give its runs a private `/tmp`: it is root and
+/// a child of its can make a mount namespace and bind a directory on
+/// `/tmp` (not in every container).
+pub fn private_tmp_works(workdir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if !nix::unistd::geteuid().is_root() {
+        return false;
+    }
+    let Ok(tmp) = std::ffi::CString::new(workdir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut c = Command::new("/bin/sh");
+    c.args(["-c", "exit 0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: private_tmp is async-signal-safe.
+    unsafe {
+        c.pre_exec(move || private_tmp(&tmp));
+    }
+    c.status().is_ok_and(|s| s.success())
 }
 
 /// Drops to `uid`:`gid` with no supplementary group, failing closed: in a
@@ -178,6 +265,10 @@ pub(crate) fn guard(
         file,
         dir,
         env,
+        open_files,
+        processes,
+        file_bytes,
+        private_tmp: tmp,
     } = spec;
     // Taken with sigwait, not handled: blocked before anything can send
     // them (and unblocked again in the script's shell).
@@ -245,13 +336,31 @@ pub(crate) fn guard(
             .map(|(_, procs)| Some(procs)),
         Some(_) => None,
     };
+    // Inherited by the shell: the task's umask and limits, its /tmp.
+    if let Err(e) = task_limits(open_files, processes, file_bytes) {
+        return fail(&format!("cannot set the run's limits: {e}"));
+    }
+    if let Some(tmp) = &tmp {
+        use std::os::unix::ffi::OsStrExt;
+        if let Err(e) = nix::unistd::chdir(&dir) {
+            return fail(&format!("cannot enter {}: {e}", dir.display()));
+        }
+        let Ok(c) = std::ffi::CString::new(tmp.as_os_str().as_bytes()) else {
+            return fail("a NUL byte in the run's directory");
+        };
+        if let Err(e) = private_tmp(&c) {
+            return fail(&format!("cannot give the run a private /tmp: {e}"));
+        }
+    }
     let sh: Result<Pid, String> = match home {
         Some(home) if memory.is_none() && run_as.is_none() => {
             // Nothing to do between fork and exec: the shell is started
             // with posix_spawn (a vfork, no copy of this process), with
             // no signal blocked. It is born in the run's cgroup, which
             // this guard enters for that moment only.
-            if let Err(e) = nix::unistd::chdir(&dir) {
+            if tmp.is_none()
+                && let Err(e) = nix::unistd::chdir(&dir)
+            {
                 return fail(&format!("cannot enter {}: {e}", dir.display()));
             }
             if let Err(e) = cgroup::enter(&enter) {
@@ -271,7 +380,11 @@ pub(crate) fn guard(
         }
         _ => {
             let mut command = Command::new("/bin/sh");
-            command.arg(&file).current_dir(&dir).env_clear().envs(env);
+            command.arg(&file).env_clear().envs(env);
+            // Not through /tmp once it is the run's own: entered before.
+            if tmp.is_none() {
+                command.current_dir(&dir);
+            }
             // The shell enters the run's cgroups and takes its limits
             // before it execs (as root, before it drops to the task's
             // account).
@@ -289,10 +402,20 @@ pub(crate) fn guard(
                     watched.thread_unblock().map_err(std::io::Error::from)
                 });
             }
-            command
-                .spawn()
-                .map(|c| Pid::from_raw(c.id() as i32))
-                .map_err(|e| format!("cannot start sh: {e}"))
+            // A fork bomb of the same uid may hold every process it may
+            // have for a moment (RLIMIT_NPROC, until the worker kills it):
+            // tried again for a while, not failed at once.
+            let mut tries = 0;
+            loop {
+                match command.spawn() {
+                    Ok(c) => break Ok(Pid::from_raw(c.id() as i32)),
+                    Err(e) if e.raw_os_error() == Some(nix::libc::EAGAIN) && tries < SPAWN_TRIES => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Err(e) => break Err(format!("cannot start sh: {e}")),
+                }
+            }
         }
     };
     let sh = match sh {
@@ -403,6 +526,10 @@ fn spawn_sh(file: &OsStr, env: &[(OsString, OsString)], watched: &SigSet) -> Res
     posix_spawn(c"/bin/sh", &actions, &attr, &args, &envp).map_err(why)
 }
 
+/// How many times a guard tries again to start a shell that the system
+/// refused for lack of processes (50 ms apart).
+const SPAWN_TRIES: u32 = 100;
+
 /// How often a guard reads its worker's lease file.
 const LEASE_TICK: Duration = Duration::from_millis(50);
 
@@ -429,7 +556,7 @@ fn lease_lapsed(file: &std::fs::File) -> Option<(u64, u64)> {
 }
 
 /// A running (not zombie) descendant of the guard: its pid and process group.
-struct Descendant {
+pub(crate) struct Descendant {
     pid: Pid,
     pgrp: Pid,
 }
@@ -483,7 +610,7 @@ pub(crate) fn proc_stat(pid: i32) -> Option<String> {
 
 /// Every running process whose chain of parents leads to `root` (zombies
 /// left out: they run nothing, and the guard reaps those that are its own).
-fn descendants(root: Pid) -> Vec<Descendant> {
+pub(crate) fn descendants(root: Pid) -> Vec<Descendant> {
     // pid → (parent, group, zombie)
     let mut procs: HashMap<i32, (i32, i32, bool)> = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {

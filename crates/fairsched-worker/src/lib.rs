@@ -48,6 +48,15 @@
 //! SIGINT the worker kills its runs, sends its last reports, leaves
 //! (`/leave`) and [`run`] returns `Ok`.
 //!
+//! A worker started as root runs no task as root unless told
+//! (`--allow-root-tasks`): without `--run-as-user`, every task runs as
+//! `--task-user` (`nobody` by default). Each run has the operator's limits
+//! ([`RunLimits`]: processes, open files, disk, output), umask 077 and a
+//! `TMPDIR` of its own (its `/tmp` too, in a mount namespace, where the
+//! worker is root and can). Below `--min-free-disk` in the work
+//! directory, the worker starts no new run and removes ended runs'
+//! directories, oldest first.
+//!
 //! # Running one assignment without a broker
 //!
 //! ```
@@ -60,6 +69,7 @@
 //! let cfg = ExecConfig {
 //!     executor: ExecutorKind::Process, workdir: dir.clone(), grace: Duration::from_secs(1),
 //!     guard: None, lease_file: None, run_as_user: false, cgroups: None,
+//!     task_user: None, limits: Default::default(), private_tmp: false,
 //! };
 //! let a = Assignment {
 //!     task: 7, attempt: 1, name: "hello".into(), command: "echo hi".into(),
@@ -94,10 +104,11 @@ pub use cgroup::{CgroupMode, Cgroups, cgroups_of};
 pub use duration::parse_duration;
 pub use errors::{CgroupError, ParseDurationError, WireError};
 pub use executor::{
-    DEFAULT_PATH, ExecConfig, ExecutorKind, Guards, KillHandle, MEMORY_LIMIT_EXIT, Outcome, ReportSink,
-    TASK_ENV, TIME_LIMIT_EXIT, WORKER_ERROR_EXIT, run_assignment, task_env,
+    DEFAULT_PATH, ExecConfig, ExecutorKind, Guards, KillHandle, LimitHit, MEASURE_EVERY, MEMORY_LIMIT_EXIT,
+    Outcome, RESOURCE_LIMIT_EXIT, RUN_TMP, ReportSink, RunLimits, TASK_ENV, TASK_UMASK, TIME_LIMIT_EXIT,
+    WORKER_ERROR_EXIT, run_assignment, task_env,
 };
-pub use guard::guard_hook;
+pub use guard::{guard_hook, private_tmp_works};
 pub use slurm::{job_time_left, parse_slurm_time};
 
 /// Lend this machine's processors to a fairsched broker and run the tasks it hands out.
@@ -159,6 +170,42 @@ pub struct Opts {
     #[arg(long)]
     pub run_as_user: bool,
 
+    /// A worker started as root without --run-as-user runs every task as this local account
+    /// (never root) [default: nobody]
+    #[arg(long, value_name = "ACCOUNT", conflicts_with_all = ["run_as_user", "allow_root_tasks"])]
+    pub task_user: Option<String>,
+
+    /// A worker started as root without --run-as-user runs its tasks as root, which can then
+    /// read its token, the other tasks' files and anything of the machine's. Only for a machine
+    /// given to one trusted user
+    #[arg(long, conflicts_with = "run_as_user")]
+    pub allow_root_tasks: bool,
+
+    /// The processes (and threads) a run may have at once: its cgroup's pids.max, else each
+    /// process's RLIMIT_NPROC (which counts all processes of the task's account, across runs);
+    /// the run is killed once it has them. `none`: no limit
+    #[arg(long, value_name = "N", default_value = "1024", value_parser = parse_count)]
+    pub max_processes: Limit,
+
+    /// Open files of each process of a run (RLIMIT_NOFILE). `none`: the worker's own limit
+    #[arg(long, value_name = "N", default_value = "4096", value_parser = parse_count)]
+    pub max_open_files: Limit,
+
+    /// Bytes a run may keep in its directory (measured about every 200 ms); the run is killed
+    /// past it. Bytes or K, M, G, T (powers of 1024); `none`: no limit
+    #[arg(long, value_name = "SIZE", default_value = "10G", value_parser = parse_size)]
+    pub max_disk: Limit,
+
+    /// Bytes of a run's stdout and stderr together; the run is killed past it. `none`: no limit
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub max_output: Limit,
+
+    /// Below this much free space in the work directory's filesystem the worker starts no new
+    /// run (they wait) and removes the directories of ended runs, oldest first, before
+    /// --keep-runs. `none`: no floor
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
+    pub min_free_disk: Limit,
+
     /// Run directories (task-ID-ATTEMPT, with their output) are removed this long after their
     /// last change (e.g. 7d, 12h); the broker keeps the end of each run's output
     /// (`fairsched output`)
@@ -190,6 +237,59 @@ pub struct Opts {
     /// The name this worker registers under [default: $HOSTNAME, the system's host name, or localhost]
     #[arg(long, value_name = "NAME", default_value_t = default_host(), hide_default_value = true)]
     pub host: String,
+}
+
+/// A limit of the worker's flags: `None` for `none` (no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit(pub Option<u64>);
+
+/// A count (`--max-processes`, `--max-open-files`), or `none`.
+pub fn parse_count(s: &str) -> Result<Limit, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(Limit(None));
+    }
+    match t.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Limit(Some(n))),
+        _ => Err(format!("`{s}`: expected a number above 0, or `none`")),
+    }
+}
+
+/// Bytes, with K, M, G or T (powers of 1024), or `none`: `--max-disk`,
+/// `--max-output`, `--min-free-disk`.
+pub fn parse_size(s: &str) -> Result<Limit, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(Limit(None));
+    }
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{s}`: expected bytes, a number with K, M, G or T (e.g. 512M), or `none`"))?;
+    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (K, M, G or T)")),
+    };
+    n.checked_mul(1 << shift)
+        .filter(|&b| b > 0)
+        .map(|b| Limit(Some(b)))
+        .ok_or_else(|| format!("`{s}`: expected more than 0 and less than 16 EiB, or `none`"))
+}
+
+impl Opts {
+    /// The per-run limits these flags set.
+    pub fn run_limits(&self) -> RunLimits {
+        RunLimits {
+            processes: self.max_processes.0,
+            open_files: self.max_open_files.0,
+            disk_bytes: self.max_disk.0,
+            output_bytes: self.max_output.0,
+        }
+    }
 }
 
 /// Seconds (a whole number) or a duration with its unit (`90s`, `2m`):

@@ -159,7 +159,11 @@ fn encode_start(id: u64, spec: &Spec) -> Message {
             spec.cgroup.as_ref().and_then(|c| c.v1_memory.as_deref()),
         ))
         .field(spec.file.as_bytes())
-        .field(spec.dir.as_os_str().as_bytes());
+        .field(spec.dir.as_os_str().as_bytes())
+        .field(opt_number(spec.open_files).as_bytes())
+        .field(opt_number(spec.processes).as_bytes())
+        .field(opt_number(spec.file_bytes).as_bytes())
+        .field(opt_path(spec.private_tmp.as_deref()));
     for (k, v) in &spec.env {
         m = m.field(k.as_bytes()).field(v.as_bytes());
     }
@@ -186,6 +190,10 @@ fn decode_start(f: &mut Fields) -> Option<Spec> {
     let cgroup = cgroup.map(|c| Placement { v1_memory, ..c });
     let file = OsString::from_vec(f.next()?.to_vec());
     let dir = PathBuf::from(OsString::from_vec(f.next()?.to_vec()));
+    let open_files = number_or_none(f.next()?)?;
+    let processes = number_or_none(f.next()?)?;
+    let file_bytes = number_or_none(f.next()?)?;
+    let private_tmp = path_or_none(f.next()?);
     let mut env = Vec::new();
     while !f.at_end() {
         let k = OsString::from_vec(f.next()?.to_vec());
@@ -201,7 +209,24 @@ fn decode_start(f: &mut Fields) -> Option<Spec> {
         file,
         dir,
         env,
+        open_files,
+        processes,
+        file_bytes,
+        private_tmp,
     })
+}
+
+/// An optional number as a field: empty for none.
+fn opt_number(n: Option<u64>) -> String {
+    n.map(|n| n.to_string()).unwrap_or_default()
+}
+
+/// `Some(None)` for an empty field, `None` for one that is no number.
+fn number_or_none(b: &[u8]) -> Option<Option<u64>> {
+    match b {
+        [] => Some(None),
+        b => Some(Some(std::str::from_utf8(b).ok()?.parse().ok()?)),
+    }
 }
 
 /// Sends one message (and `fds`) on `sock`.
@@ -825,6 +850,10 @@ mod tests {
                 ("LANG".into(), OsString::from_vec(b"\xff not utf-8".to_vec())),
                 ("EMPTY".into(), "".into()),
             ],
+            open_files: Some(1024),
+            processes: Some(64),
+            file_bytes: Some(1 << 30),
+            private_tmp: Some("/w/task-1-1/tmp".into()),
         };
         let m = encode_start(42, &spec);
         let mut f = Fields::parse(&m.0).unwrap();
@@ -837,6 +866,10 @@ mod tests {
             run_as: None,
             cgroup: None,
             env: Vec::new(),
+            open_files: None,
+            processes: None,
+            file_bytes: None,
+            private_tmp: None,
             ..spec
         };
         let m = encode_start(7, &bare);
@@ -854,6 +887,10 @@ mod tests {
             file: "f".into(),
             dir: "/d".into(),
             env: vec![("A".into(), "B".into())],
+            open_files: None,
+            processes: None,
+            file_bytes: None,
+            private_tmp: None,
         };
         let m = encode_start(1, &spec);
         // Cut inside a field, or between a key and its value.

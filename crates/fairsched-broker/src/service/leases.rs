@@ -285,6 +285,9 @@ impl Broker {
                     ended.insert(r.task);
                     let limits = self.live_task(r.task).map(|(_, d)| d.limits).unwrap_or_default();
                     let how = match code {
+                        _ if r.limit.is_some() => {
+                            format!("exit {code}: {}", r.limit.map_or("", |l| l.describe()))
+                        }
                         TIME_LIMIT_EXIT if limits.time_limit_ms.is_some() => {
                             format!("exit {code}: its time limit passed")
                         }

@@ -57,6 +57,9 @@ fn config(dir: &std::path::Path, cgroups: Cgroups) -> ExecConfig {
         lease_file: None,
         run_as_user: false,
         cgroups: Some(cgroups),
+        task_user: None,
+        limits: Default::default(),
+        private_tmp: false,
     }
 }
 

@@ -5,10 +5,10 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use fairsched_worker::wire::{Assignment, Phase, Report, RunKey};
+use fairsched_worker::wire::{Assignment, LimitKind, Phase, Report, RunKey};
 use fairsched_worker::{
-    ExecConfig, ExecutorKind, KillHandle, Outcome, TASK_ENV, TIME_LIMIT_EXIT, WORKER_ERROR_EXIT,
-    run_assignment,
+    ExecConfig, ExecutorKind, KillHandle, Outcome, RESOURCE_LIMIT_EXIT, RunLimits, TASK_ENV, TIME_LIMIT_EXIT,
+    WORKER_ERROR_EXIT, run_assignment,
 };
 
 const KEY: RunKey = RunKey { task: 17, attempt: 2 };
@@ -36,6 +36,9 @@ fn config(dir: &Path, grace: Duration) -> ExecConfig {
         lease_file: None,
         run_as_user: false,
         cgroups: None,
+        task_user: None,
+        limits: Default::default(),
+        private_tmp: false,
     }
 }
 
@@ -282,7 +285,7 @@ fn a_task_gets_only_the_allowlisted_environment() {
             TASK_ENV.contains(name)
                 || name.starts_with("LC_")
                 || shell.contains(name)
-                || ["FAIRSCHED_TASK", "FAIRSCHED_ATTEMPT"].contains(name),
+                || ["FAIRSCHED_TASK", "FAIRSCHED_ATTEMPT", "TMPDIR"].contains(name),
             "{name} reached the task:\n{env}"
         );
     }
@@ -303,14 +306,168 @@ fn the_run_directory_and_its_files_are_the_worker_user_s_only() {
     assert_eq!(mode(run_dir.clone()), 0o700);
     assert_eq!(mode(run_dir.join("stdout")), 0o600);
     assert_eq!(mode(run_dir.join("stderr")), 0o600);
-    // The script's file stays with the run (as private as its output).
-    assert_eq!(mode(run_dir.join(".fairsched-exec.sh")), 0o600);
+    assert_eq!(mode(run_dir.join("tmp")), 0o700);
+    // The script's file is gone once the run ended (issue 38, finding 8):
+    // the output and the run's own temporary directory are left.
     let mut left: Vec<_> = std::fs::read_dir(&run_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     left.sort();
-    assert_eq!(left, [".fairsched-exec.sh", "stderr", "stdout"]);
+    assert_eq!(left, ["stderr", "stdout", "tmp"]);
+}
+
+#[test]
+fn every_phase_s_script_file_is_removed_when_the_run_ends_even_a_failed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let a = Assignment {
+        stage_in: Some("true".into()),
+        stage_out: Some("exit 3".into()),
+        ..assignment("ls -a > during")
+    };
+    let (outcome, _) = run(&cfg, &a);
+    assert_eq!(outcome, Outcome::Exited(3));
+    let run_dir = cfg.run_dir(KEY);
+    // It was there while its script ran, and the input's was gone.
+    assert_eq!(
+        read(run_dir.join("during")),
+        ".\n..\n.fairsched-exec.sh\nduring\nstderr\nstdout\ntmp\n"
+    );
+    for f in [
+        ".fairsched-input.sh",
+        ".fairsched-exec.sh",
+        ".fairsched-output.sh",
+    ] {
+        assert!(!run_dir.join(f).exists(), "{f} left");
+    }
+}
+
+#[test]
+fn a_task_s_files_are_its_own_and_its_tmpdir_is_in_its_directory() {
+    // Issue 38, finding 7: with the worker's umask (often 022), a file a
+    // task wrote in a shared /tmp was readable by every other task.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), Duration::from_secs(1));
+    let (outcome, _) = run(
+        &cfg,
+        &assignment(
+            r#"echo x > f; mkdir d; echo y > "$TMPDIR/t"; stat -c %a f d "$TMPDIR/t" > modes; echo "$TMPDIR" > where"#,
+        ),
+    );
+    assert_eq!(outcome, Outcome::Exited(0));
+    let run_dir = cfg.run_dir(KEY);
+    assert_eq!(read(run_dir.join("modes")), "600\n700\n600\n");
+    assert_eq!(
+        read(run_dir.join("where")).trim_end(),
+        run_dir.join("tmp").to_str().unwrap()
+    );
+    assert_eq!(read(run_dir.join("tmp/t")), "y\n");
+}
+
+/// Whether a test that needs root runs: it does as root; otherwise it is
+/// skipped with a reason, unless FAIRSCHED_CGROUPS=required (CI, as root),
+/// where it fails.
+fn as_root(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert_ne!(
+        std::env::var("FAIRSCHED_CGROUPS").as_deref(),
+        Ok("required"),
+        "{test} needs root (FAIRSCHED_CGROUPS=required)"
+    );
+    eprintln!("skipping {test}: RLIMIT_NPROC counts all of this user's processes; it needs root");
+    false
+}
+
+fn limited(dir: &Path, limits: RunLimits) -> ExecConfig {
+    ExecConfig {
+        limits,
+        ..config(dir, Duration::from_millis(200))
+    }
+}
+
+#[test]
+fn a_run_with_too_many_processes_is_killed_at_its_process_limit() {
+    if !as_root("a_run_with_too_many_processes_is_killed_at_its_process_limit") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = limited(
+        dir.path(),
+        RunLimits {
+            processes: Some(16),
+            ..Default::default()
+        },
+    );
+    let started = Instant::now();
+    let (outcome, reports) = run(&cfg, &assignment("for i in $(seq 40); do sleep 30 & done; wait"));
+    assert_eq!(outcome, Outcome::Exited(RESOURCE_LIMIT_EXIT));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        reports.last(),
+        Some(&Report::exit(KEY, RESOURCE_LIMIT_EXIT).with_limit(Some(LimitKind::Processes)))
+    );
+    let err = read(cfg.run_dir(KEY).join("stderr"));
+    assert!(err.contains("process limit of 16 reached"), "{err}");
+}
+
+#[test]
+fn a_run_that_fills_its_directory_is_killed_at_its_disk_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = limited(
+        dir.path(),
+        RunLimits {
+            disk_bytes: Some(4 << 20),
+            ..Default::default()
+        },
+    );
+    let (outcome, reports) = run(&cfg, &assignment("head -c 9M /dev/zero > big; sleep 30"));
+    assert_eq!(outcome, Outcome::Exited(RESOURCE_LIMIT_EXIT));
+    assert_eq!(reports.last().and_then(|r| r.limit), Some(LimitKind::Disk));
+    let err = read(cfg.run_dir(KEY).join("stderr"));
+    assert!(err.contains("disk limit of 4194304 bytes"), "{err}");
+}
+
+#[test]
+fn a_run_that_writes_too_much_output_is_killed_at_its_output_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = limited(
+        dir.path(),
+        RunLimits {
+            output_bytes: Some(1 << 20),
+            ..Default::default()
+        },
+    );
+    let (outcome, reports) = run(&cfg, &assignment("head -c 3M /dev/zero; sleep 30"));
+    assert_eq!(outcome, Outcome::Exited(RESOURCE_LIMIT_EXIT));
+    assert_eq!(reports.last().and_then(|r| r.limit), Some(LimitKind::Output));
+}
+
+#[test]
+fn a_run_has_its_open_file_limit_and_runs_within_its_limits_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = limited(
+        dir.path(),
+        RunLimits {
+            processes: Some(64),
+            open_files: Some(48),
+            disk_bytes: Some(64 << 20),
+            output_bytes: Some(1 << 20),
+        },
+    );
+    let (outcome, reports) = run(
+        &cfg,
+        &assignment("ulimit -n; head -c 1M /dev/zero > f; sleep 0.5"),
+    );
+    assert_eq!(outcome, Outcome::Exited(0));
+    assert_eq!(reports.last(), Some(&Report::exit(KEY, 0)));
+    assert_eq!(read(cfg.run_dir(KEY).join("stdout")), "48\n");
 }
 
 #[test]

@@ -363,8 +363,30 @@ impl Broker {
         self.worker_with(name, token, slots, workdir, executor, &[])
     }
 
-    /// [`Broker::worker`] with more options.
+    /// [`Broker::worker`] with more options. Started as root without
+    /// `--run-as-user` or `--task-user`, it gets `--allow-root-tasks`: the
+    /// tests of other things keep their tasks as the test's own user
+    /// (`live_limits` tests the default, [`Broker::worker_exact`]).
     pub fn worker_with(
+        &self,
+        name: &str,
+        token: &str,
+        slots: u32,
+        workdir: &Path,
+        executor: &str,
+        more: &[&str],
+    ) -> Proc {
+        let mut more = more.to_vec();
+        if nix::unistd::geteuid().is_root()
+            && !more.iter().any(|a| ["--run-as-user", "--task-user"].contains(a))
+        {
+            more.push("--allow-root-tasks");
+        }
+        self.worker_exact(name, token, slots, workdir, executor, &more)
+    }
+
+    /// [`Broker::worker_with`] with exactly these options.
+    pub fn worker_exact(
         &self,
         name: &str,
         token: &str,

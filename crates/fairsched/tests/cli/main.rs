@@ -21,6 +21,7 @@ mod live_files;
 mod live_hostile;
 mod live_isolation;
 mod live_kill;
+mod live_limits;
 mod live_log_bounds;
 mod live_operator;
 mod live_optional;
