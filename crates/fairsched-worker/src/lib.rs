@@ -177,8 +177,9 @@ pub struct Opts {
 
     /// A worker started as root without --run-as-user runs its tasks as root, which can then
     /// read its token, the other tasks' files and anything of the machine's. Only for a machine
-    /// given to one trusted user
-    #[arg(long, conflicts_with = "run_as_user")]
+    /// given to one trusted user. Also FAIRSCHED_ALLOW_ROOT_TASKS=true in the worker's
+    /// environment (a pilot's, through sbatch)
+    #[arg(long, conflicts_with = "run_as_user", env = "FAIRSCHED_ALLOW_ROOT_TASKS")]
     pub allow_root_tasks: bool,
 
     /// The processes (and threads) a run may have at once: its cgroup's pids.max, else each

@@ -518,9 +518,10 @@ fn too_many_organizations_name_the_flag() {
         "--out",
         &out_in(tmp.path(), "o"),
     ]);
-    assert_eq!(code, Some(1), "{err}");
+    // A flag error (exit 2), naming the flag and its range.
+    assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("--orgs 1000000") && err.contains("only 100"),
+        err.contains("--orgs 1000000") && err.contains("1 to 100"),
         "{err}"
     );
 }
