@@ -884,8 +884,8 @@ impl Observer for Checker<'_> {
                 }
                 St::Running { slots, start, .. } => {
                     assert_eq!(
-                        (v.held_slots().to_vec(), v.start()),
-                        (slots.clone(), Some(*start)),
+                        (v.held_slots(), v.start()),
+                        (&slots[..], Some(*start)),
                         "task {id}"
                     );
                     *running.entry(m).or_default() += 1;
