@@ -92,7 +92,9 @@ pub struct EndRecord {
     pub phases: [Option<Time>; 4],
 }
 
-pub use crate::slots::SlotList;
+/// The slots a run holds: inline up to four (no allocation for sequential
+/// tasks and small jobs).
+pub type SlotList = smallvec::SmallVec<[SlotId; 4]>;
 
 /// One run of a task: where, when, and how it stopped. Plain data: the
 /// run's full list of slots is in its [`Action::Start`].

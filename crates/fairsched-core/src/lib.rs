@@ -117,7 +117,6 @@ pub mod registry;
 pub mod scheduler;
 pub mod shapley;
 pub mod sink;
-pub mod slots;
 pub mod snapshot;
 pub mod state;
 pub mod time;

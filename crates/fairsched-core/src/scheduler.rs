@@ -633,21 +633,16 @@ impl Scheduler {
                 }
             }
             Event::SlotLeave { slot } => self.slot_leave(slot, out),
-            Event::SlotDrain { slot } => {
-                if !self
-                    .state
-                    .slots
-                    .get(slot.index())
-                    .is_some_and(|s| s.present && !s.draining)
-                {
-                    self.stats.ignored_events += 1;
-                } else if self.state.slot_task(slot).is_some() {
-                    self.state.slots[slot.index()].draining = true;
-                    self.state.draining += 1;
-                } else {
-                    self.slot_leave(slot, out);
+            Event::SlotDrain { slot } => match self.state.slots.get_mut(slot.index()) {
+                Some(s) if s.present && !s.draining => {
+                    if s.task.is_some() {
+                        s.draining = true;
+                    } else {
+                        self.slot_leave(slot, out);
+                    }
                 }
-            }
+                _ => self.stats.ignored_events += 1,
+            },
             Event::Timer { token } => {
                 // Timers are requested by the Control; without one, a
                 // stray timer has no reader.
@@ -773,7 +768,6 @@ impl Scheduler {
             machines,
             slots: slot_state,
             busy_slots,
-            draining,
             ..
         } = &mut self.state;
         let t = tasks.get_mut(&task)?;
@@ -783,33 +777,27 @@ impl Scheduler {
         let Run { start, slots } = *run;
         let machine = t.machine;
         let mut drained = false;
-        if *draining == 0 {
-            // Every slot it held is present and stays: given back whole,
-            // one step per run of slots.
-            machines[machine.index()].free.push_list(&slots, slot_state);
-        } else {
-            for s in slots.iter().rev() {
-                let st = &slot_state[s.index()];
-                if st.draining {
-                    drained = true;
-                } else if st.present {
-                    push_free(slot_state, machines, s);
-                }
+        for &s in slots.iter().rev() {
+            let st = &mut slot_state[s.index()];
+            st.task = None;
+            if st.draining {
+                drained = true;
+            } else if st.present {
+                push_free(slot_state, machines, s);
             }
         }
         machines[machine.index()].running -= 1;
         *busy_slots -= slots.len() as u64;
         let run = Attempt {
             machine,
-            slot: *slots.first().expect("a run holds a slot"),
+            slot: slots[0],
             slots: slots.len() as u32,
             start,
             stop: *now,
             end: how,
         };
-        self.state.unhold(&slots);
         if drained {
-            for s in slots.iter() {
+            for &s in slots.iter() {
                 if self.state.slots[s.index()].draining {
                     self.drop_slot(s);
                 }
@@ -924,7 +912,7 @@ impl Scheduler {
             return;
         }
         let machine = s.machine;
-        if let Some(task) = self.state.slot_task(slot) {
+        if let Some(task) = s.task {
             out.push(Action::Stop {
                 task,
                 machine,
@@ -943,9 +931,6 @@ impl Scheduler {
         self.state.take_free(slot);
         let s = &mut self.state.slots[slot.index()];
         let (machine, owner) = (s.machine, s.owner);
-        if s.draining {
-            self.state.draining -= 1;
-        }
         s.present = false;
         s.draining = false;
         self.state.machines[machine.index()].capacity -= 1;
@@ -1085,7 +1070,9 @@ impl Scheduler {
             }
         };
         let now = self.state.now;
-        self.state.hold(task, &slots);
+        for &s in &slots {
+            self.state.slots[s.index()].task = Some(task);
+        }
         let t = self.state.tasks.get_mut(&task).expect("checked");
         t.status = Status::Running(Box::new(Run {
             start: now,
@@ -1630,7 +1617,7 @@ mod tests {
         let started: Vec<_> = out
             .iter()
             .filter_map(|a| match a {
-                Action::Start { task, slots, .. } => Some((*task, *slots.first().unwrap())),
+                Action::Start { task, slots, .. } => Some((*task, slots[0])),
                 _ => None,
             })
             .collect();

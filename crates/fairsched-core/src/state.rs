@@ -13,10 +13,8 @@ use crate::event::{Attempt, SlotList};
 use crate::ids::{MachineId, OrgId, SlotId, TaskId, UserId};
 use crate::model::{Phase, TaskSpec, WorkflowRef};
 use crate::prelude::*;
-use crate::slots::{FreePool, Positions};
 use crate::snapshot::SnapshotError;
 use crate::time::Time;
-use alloc::collections::BTreeMap;
 use core::hash::BuildHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -378,261 +376,44 @@ impl<'de> Deserialize<'de> for TaskTable {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct MachineState {
     /// Present slots (joined and not left).
     pub capacity: u32,
     /// Free present slots; a stack, so the choice is deterministic.
-    pub free: FreePool,
+    pub free: Vec<SlotId>,
     pub waiting: u32,
     pub waiting_slots: u64,
     pub running: u32,
 }
 
-/// A slot's fixed facts. Which task holds it is in [`State::busy`] (a
-/// run's start and end write one entry per run of slots, not one per
-/// slot).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct SlotState {
     pub machine: MachineId,
     pub owner: OrgId,
+    pub task: Option<TaskId>,
     pub present: bool,
     /// Leaves when its task's run ends ([`crate::Event::SlotDrain`]).
     pub draining: bool,
-    /// Position in its machine's free stack, once that is a stack of
-    /// single slots ([`FreePool::Slots`]); `None` otherwise.
+    /// Position in its machine's free list, if free.
     pub free_pos: Option<u32>,
-}
-
-impl Positions for [SlotState] {
-    fn set_pos(&mut self, slot: SlotId, pos: Option<u32>) {
-        self[slot.index()].free_pos = pos;
-    }
-}
-
-impl Positions for Vec<SlotState> {
-    fn set_pos(&mut self, slot: SlotId, pos: Option<u32>) {
-        self[slot.index()].free_pos = pos;
-    }
 }
 
 /// Everything the core tracks. Memory is O(live tasks + slots + orgs).
 ///
 /// Its serde form is the snapshot format's ([`crate::snapshot`]), not a
-/// stable interface: written as the per-slot state it replaced (format
-/// 1, byte for byte), whatever runs the free slots and busy slots are
-/// kept in.
-#[derive(Clone, Debug)]
+/// stable interface.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct State {
     pub(crate) now: Time,
     pub(crate) tasks: TaskTable,
     pub(crate) machines: Vec<MachineState>,
     pub(crate) slots: Vec<SlotState>,
-    /// The busy slots: each run of consecutive slots a running task holds,
-    /// by its first slot id, with its length and the task.
-    pub(crate) busy: BTreeMap<u32, (u32, TaskId)>,
-    /// Present slots that drain (their runs' ends look at each slot only
-    /// while there is one).
-    pub(crate) draining: u32,
-    /// Empty: what [`TaskView::held_slots`] shows of a waiting task.
-    pub(crate) no_slots: SlotList,
     /// Present slots owned by each organization.
     pub(crate) org_slots: Vec<u32>,
     pub(crate) next_seq: u64,
     pub(crate) waiting: u64,
     pub(crate) busy_slots: u64,
-}
-
-/// A machine in the snapshot format.
-#[derive(Serialize, Deserialize)]
-struct MachineRepr {
-    capacity: u32,
-    /// Bottom to top.
-    free: Vec<SlotId>,
-    waiting: u32,
-    waiting_slots: u64,
-    running: u32,
-}
-
-/// A slot in the snapshot format.
-#[derive(Serialize, Deserialize)]
-struct SlotRepr {
-    machine: MachineId,
-    owner: OrgId,
-    task: Option<TaskId>,
-    present: bool,
-    draining: bool,
-    free_pos: Option<u32>,
-}
-
-#[derive(Serialize)]
-struct StateOut<'a> {
-    now: Time,
-    tasks: &'a TaskTable,
-    machines: Vec<MachineRepr>,
-    slots: Vec<SlotRepr>,
-    org_slots: &'a [u32],
-    next_seq: u64,
-    waiting: u64,
-    busy_slots: u64,
-}
-
-#[derive(Deserialize)]
-struct StateIn {
-    now: Time,
-    tasks: TaskTable,
-    machines: Vec<MachineRepr>,
-    slots: Vec<SlotRepr>,
-    org_slots: Vec<u32>,
-    next_seq: u64,
-    waiting: u64,
-    busy_slots: u64,
-}
-
-impl Serialize for State {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let machines: Vec<MachineRepr> = self
-            .machines
-            .iter()
-            .map(|m| MachineRepr {
-                capacity: m.capacity,
-                free: m.free.to_stack(),
-                waiting: m.waiting,
-                waiting_slots: m.waiting_slots,
-                running: m.running,
-            })
-            .collect();
-        let mut slots: Vec<SlotRepr> = self
-            .slots
-            .iter()
-            .map(|st| SlotRepr {
-                machine: st.machine,
-                owner: st.owner,
-                task: None,
-                present: st.present,
-                draining: st.draining,
-                free_pos: None,
-            })
-            .collect();
-        for m in &machines {
-            for (p, slot) in m.free.iter().enumerate() {
-                slots[slot.index()].free_pos = Some(p as u32);
-            }
-        }
-        for (&first, &(len, task)) in &self.busy {
-            for i in first..first + len {
-                slots[i as usize].task = Some(task);
-            }
-        }
-        StateOut {
-            now: self.now,
-            tasks: &self.tasks,
-            machines,
-            slots,
-            org_slots: &self.org_slots,
-            next_seq: self.next_seq,
-            waiting: self.waiting,
-            busy_slots: self.busy_slots,
-        }
-        .serialize(s)
-    }
-}
-
-/// Read back in the runs a live state keeps; what the per-slot form says
-/// beyond them (each free slot's position, each busy slot's task) is
-/// checked against them here, the rest by [`State::check_restored`].
-impl<'de> Deserialize<'de> for State {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let r = StateIn::deserialize(d)?;
-        let bad = |why: String| D::Error::custom(why);
-        let ns = r.slots.len();
-        let mut listed = 0usize;
-        for (m, ms) in r.machines.iter().enumerate() {
-            for (p, slot) in ms.free.iter().enumerate() {
-                let ok = r
-                    .slots
-                    .get(slot.index())
-                    .is_some_and(|s| s.machine.index() == m && s.free_pos == Some(p as u32));
-                if !ok {
-                    return Err(bad(format!(
-                        "machine {m}'s free list holds slot {slot}, which is not free there"
-                    )));
-                }
-            }
-            listed += ms.free.len();
-        }
-        if r.slots.iter().filter(|s| s.free_pos.is_some()).count() != listed {
-            return Err(bad("free slots disagree with the machines' free lists".into()));
-        }
-        let mut busy: BTreeMap<u32, (u32, TaskId)> = BTreeMap::new();
-        for (&id, t) in &r.tasks {
-            if let Status::Running(run) = &t.status {
-                for sr in run.slots.runs() {
-                    let (first, len) = (sr.first.0, sr.len);
-                    let end = first as u64 + len as u64;
-                    let overlaps = end > ns as u64
-                        || busy
-                            .range(..=first)
-                            .next_back()
-                            .is_some_and(|(&f, &(l, _))| f + l > first)
-                        || busy.range(first..).next().is_some_and(|(&f, _)| (f as u64) < end);
-                    if overlaps {
-                        return Err(bad(format!(
-                            "task {id} holds slot {}, which does not run it",
-                            sr.first
-                        )));
-                    }
-                    busy.insert(first, (len, id));
-                }
-            }
-        }
-        let held = |slot: u32| {
-            busy.range(..=slot)
-                .next_back()
-                .filter(|&(&f, &(l, _))| f + l > slot)
-                .map(|(_, &(_, t))| t)
-        };
-        for (i, s) in r.slots.iter().enumerate() {
-            if s.task != held(i as u32) {
-                return Err(bad(format!("slot {i}'s task disagrees with the running tasks")));
-            }
-        }
-        let draining = r.slots.iter().filter(|s| s.present && s.draining).count() as u32;
-        Ok(State {
-            now: r.now,
-            tasks: r.tasks,
-            machines: r
-                .machines
-                .into_iter()
-                .map(|m| MachineState {
-                    capacity: m.capacity,
-                    free: FreePool::from_stack(&m.free),
-                    waiting: m.waiting,
-                    waiting_slots: m.waiting_slots,
-                    running: m.running,
-                })
-                .collect(),
-            slots: r
-                .slots
-                .into_iter()
-                .map(|s| SlotState {
-                    machine: s.machine,
-                    owner: s.owner,
-                    present: s.present,
-                    draining: s.draining,
-                    free_pos: None,
-                })
-                .collect(),
-            busy,
-            draining,
-            no_slots: SlotList::new(),
-            org_slots: r.org_slots,
-            next_seq: r.next_seq,
-            waiting: r.waiting,
-            busy_slots: r.busy_slots,
-        })
-    }
 }
 
 impl State {
@@ -642,9 +423,6 @@ impl State {
             tasks: TaskTable::default(),
             machines: Vec::with_capacity(platform.machines.len()),
             slots: Vec::new(),
-            busy: BTreeMap::new(),
-            draining: 0,
-            no_slots: SlotList::new(),
             org_slots: vec![0; platform.orgs as usize],
             next_seq: 0,
             waiting: 0,
@@ -658,7 +436,7 @@ impl State {
                 s.add_slot(MachineId(m as u32), o);
             }
             let n = owners.len() as u32;
-            s.machines[m].free = FreePool::default();
+            s.machines[m].free.clear();
             for id in (first..first + n).rev() {
                 s.push_free(SlotId(id));
             }
@@ -678,6 +456,7 @@ impl State {
         self.slots.push(SlotState {
             machine,
             owner,
+            task: None,
             present: true,
             draining: false,
             free_pos: None,
@@ -693,49 +472,32 @@ impl State {
         push_free(&mut self.slots, &mut self.machines, slot);
     }
 
-    /// Take a specific free slot out of its machine's free list (O(1)
-    /// once the machine's free slots are single slots; the first time,
-    /// O(free slots): see [`FreePool`]).
+    /// Take a specific free slot out of its machine's free list in O(1).
     pub(crate) fn take_free(&mut self, slot: SlotId) -> bool {
-        let Some(s) = self.slots.get(slot.index()) else {
+        let Some(pos) = self.slots.get(slot.index()).and_then(|s| s.free_pos) else {
             return false;
         };
-        if !s.present || self.slot_task(slot).is_some() {
-            return false;
+        let machine = self.slots[slot.index()].machine;
+        let free = &mut self.machines[machine.index()].free;
+        free.swap_remove(pos as usize);
+        if let Some(&moved) = free.get(pos as usize) {
+            self.slots[moved.index()].free_pos = Some(pos);
         }
-        let (machine, at) = (s.machine, s.free_pos);
-        self.machines[machine.index()]
-            .free
-            .take(slot, at, &mut self.slots)
+        self.slots[slot.index()].free_pos = None;
+        true
     }
 
     /// Take the `q` free slots the core hands out next (the top of the
     /// stack, in the order repeated pops would give).
     pub(crate) fn pop_free_n(&mut self, machine: MachineId, q: usize) -> SlotList {
-        self.machines[machine.index()].free.pop_n(q, &mut self.slots)
-    }
-
-    /// The task running on `slot`, if any (O(log runs)).
-    pub(crate) fn slot_task(&self, slot: SlotId) -> Option<TaskId> {
-        self.busy
-            .range(..=slot.0)
-            .next_back()
-            .filter(|&(&f, &(l, _))| f + l > slot.0)
-            .map(|(_, &(_, t))| t)
-    }
-
-    /// `task` now holds `slots`.
-    pub(crate) fn hold(&mut self, task: TaskId, slots: &SlotList) {
-        for r in slots.runs() {
-            self.busy.insert(r.first.0, (r.len, task));
+        let free = &mut self.machines[machine.index()].free;
+        let at = free.len() - q;
+        let slots: SlotList = free[at..].iter().rev().copied().collect();
+        free.truncate(at);
+        for &s in &slots {
+            self.slots[s.index()].free_pos = None;
         }
-    }
-
-    /// `slots` are held no more.
-    pub(crate) fn unhold(&mut self, slots: &SlotList) {
-        for r in slots.runs() {
-            self.busy.remove(&r.first.0);
-        }
+        slots
     }
 
     /// The whole view, estimates included: for drivers (a live broker
@@ -792,74 +554,52 @@ impl State {
         let (nm, ns, no) = (self.machines.len(), self.slots.len(), self.org_slots.len());
         let mut capacity = vec![0u32; nm];
         let mut owned = vec![0u32; no];
-        let (mut held, mut draining) = (0u64, 0u32);
-        // Which slots the machines' free lists hold (each at most once, on
-        // its own machine, at its recorded position once single slots).
-        let mut free_at = vec![false; ns];
-        for (m, ms) in self.machines.iter().enumerate() {
-            for slot in ms.free.iter() {
-                let ok = self
-                    .slots
-                    .get(slot.index())
-                    .is_some_and(|s| s.machine.index() == m)
-                    && !core::mem::replace(&mut free_at[slot.index()], true);
-                if !ok {
-                    return Err(format!(
-                        "machine {m}'s free list holds slot {slot}, which is not free there"
-                    ));
-                }
-            }
-            if let FreePool::Slots(v) = &ms.free {
-                for (p, slot) in v.iter().enumerate() {
-                    if self.slots[slot.index()].free_pos != Some(p as u32) {
-                        return Err(format!(
-                            "slot {slot}'s position in machine {m}'s free list is wrong"
-                        ));
-                    }
-                }
-            }
-        }
+        let (mut free_marked, mut held) = (0usize, 0u64);
         for (i, s) in self.slots.iter().enumerate() {
             if s.machine.index() >= nm || s.owner.index() >= no {
                 return Err(format!(
                     "slot {i} names a machine or an organization that does not exist"
                 ));
             }
-            let free = free_at[i];
-            let busy = self.slot_task(SlotId(i as u32)).is_some();
+            let free = s.free_pos.is_some();
             if s.present {
                 capacity[s.machine.index()] += 1;
                 owned[s.owner.index()] += 1;
-                if free == busy {
+                if free == s.task.is_some() {
                     return Err(format!("present slot {i} is neither free nor held (or both)"));
                 }
-            } else if free || busy {
+            } else if free || s.task.is_some() {
                 return Err(format!("slot {i} has left but is free or held"));
             }
             if s.draining && (free || !s.present) {
                 return Err(format!("draining slot {i} is free or has left"));
             }
-            let listed = free && !self.machines[s.machine.index()].free.in_runs();
-            if s.free_pos.is_some() != listed {
-                return Err(format!("slot {i} has a free-list position but is not listed"));
-            }
-            held += u64::from(busy);
-            draining += u32::from(s.present && s.draining);
+            free_marked += usize::from(free);
+            held += u64::from(s.task.is_some());
         }
         if owned != self.org_slots {
             return Err("slots owned per organization disagree with the slots".into());
         }
-        if draining != self.draining {
-            return Err("the draining slots' count disagrees with the slots".into());
-        }
+        let mut free_listed = 0usize;
         for (m, ms) in self.machines.iter().enumerate() {
             if ms.capacity != capacity[m] {
                 return Err(format!("machine {m}'s capacity disagrees with its slots"));
             }
+            for (p, slot) in ms.free.iter().enumerate() {
+                let ok = self
+                    .slots
+                    .get(slot.index())
+                    .is_some_and(|s| s.machine.index() == m && s.free_pos == Some(p as u32));
+                if !ok {
+                    return Err(format!(
+                        "machine {m}'s free list holds slot {slot}, which is not free there"
+                    ));
+                }
+            }
+            free_listed += ms.free.len();
         }
-        let busy_runs: u64 = self.busy.values().map(|&(l, _)| u64::from(l)).sum();
-        if busy_runs != held {
-            return Err("the busy runs overlap or name slots that do not exist".into());
+        if free_listed != free_marked {
+            return Err("free slots disagree with the machines' free lists".into());
         }
         let mut count = vec![(0u32, 0u64, 0u32); nm];
         let (mut waiting, mut busy) = (0u64, 0u64);
@@ -895,8 +635,7 @@ impl State {
                         let ok = self
                             .slots
                             .get(s.index())
-                            .is_some_and(|st| st.machine == t.machine)
-                            && self.slot_task(s) == Some(id)
+                            .is_some_and(|st| st.task == Some(id) && st.machine == t.machine)
                             && !core::mem::replace(&mut claimed[s.index()], true);
                         if !ok {
                             return Err(format!("task {id} holds slot {s}, which does not run it"));
@@ -926,8 +665,10 @@ impl State {
 /// Puts a slot back on top of its machine's free stack (a free function,
 /// so callers can hold other fields of [`State`] meanwhile).
 pub(crate) fn push_free(slots: &mut [SlotState], machines: &mut [MachineState], slot: SlotId) {
-    let m = &mut machines[slots[slot.index()].machine.index()];
-    m.free.push(slot, slots);
+    let s = &mut slots[slot.index()];
+    let m = &mut machines[s.machine.index()];
+    s.free_pos = Some(m.free.len() as u32);
+    m.free.push(slot);
 }
 
 /// Read-only view of the platform handed to policies.
@@ -979,7 +720,7 @@ impl<'a> View<'a> {
     }
     /// The task on `slot`, if it is busy.
     pub fn slot_task(&self, slot: SlotId) -> Option<TaskId> {
-        self.s.slot_task(slot)
+        self.s.slots.get(slot.index()).and_then(|s| s.task)
     }
     /// Whether `slot` is part of the platform (joined and not left).
     pub fn slot_present(&self, slot: SlotId) -> bool {
@@ -999,13 +740,7 @@ impl<'a> View<'a> {
     pub fn task(&self, id: TaskId) -> Option<TaskView<'a>> {
         let now = self.s.now;
         let estimates = self.estimates;
-        let none = &self.s.no_slots;
-        self.s.tasks.get(&id).map(|t| TaskView {
-            t,
-            now,
-            estimates,
-            none,
-        })
+        self.s.tasks.get(&id).map(|t| TaskView { t, now, estimates })
     }
     /// Whether this view shows the users' estimates (the policy's entry
     /// declared it reads them).
@@ -1086,7 +821,7 @@ impl<'a> MachineView<'a> {
     }
     /// Free slots, in the order the core would hand them out.
     pub fn free_slots(&self) -> impl Iterator<Item = SlotId> + 'a {
-        self.m().free.iter()
+        self.m().free.iter().rev().copied()
     }
     pub fn waiting(&self) -> u32 {
         self.m().waiting
@@ -1110,8 +845,6 @@ pub struct TaskView<'a> {
     t: &'a TaskState,
     now: Time,
     estimates: bool,
-    /// What a waiting task holds.
-    none: &'a SlotList,
 }
 
 impl<'a> TaskView<'a> {
@@ -1172,11 +905,11 @@ impl<'a> TaskView<'a> {
     pub fn age(&self) -> Time {
         self.now - self.t.submit
     }
-    /// Slots held while running (empty while waiting).
-    pub fn held_slots(&self) -> &'a SlotList {
+    /// Slots held while running.
+    pub fn held_slots(&self) -> &'a [SlotId] {
         match &self.t.status {
             Status::Running(run) => &run.slots,
-            Status::Waiting => self.none,
+            Status::Waiting => &[],
         }
     }
     /// Times it started (requeues start it again).

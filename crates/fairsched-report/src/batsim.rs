@@ -227,7 +227,7 @@ impl Observer for BatsimJobs {
     fn on_task(&mut self, rec: &EndRecord, meta: &TaskMeta) {
         let slots = self.running.remove(&rec.spec.id);
         let allocated = match (rec.last.is_some(), slots) {
-            (true, Some(s)) => interval_set(&s.to_vec()).into_boxed_str(),
+            (true, Some(s)) => interval_set(&s).into_boxed_str(),
             _ => Box::default(),
         };
         self.rows.push(Row {

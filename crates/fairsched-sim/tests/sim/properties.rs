@@ -631,7 +631,7 @@ impl Checker<'_> {
                     slots: slots.to_vec(),
                     start: now,
                 };
-                for s in slots {
+                for &s in slots {
                     let slot = self
                         .slots
                         .get(s.index())

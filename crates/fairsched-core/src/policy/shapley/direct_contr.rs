@@ -206,7 +206,7 @@ impl Order for DirectContr {
                 let Some(t) = view.task(task) else { return };
                 let o = t.org().index();
                 let held: SmallVec<[(SlotId, Option<OrgId>); 1]> =
-                    t.held_slots().iter().map(|s| (s, view.slot_owner(s))).collect();
+                    t.held_slots().iter().map(|&s| (s, view.slot_owner(s))).collect();
                 let f = self.free_of(view, machine);
                 for &(s, _) in &held {
                     f.remove(s);
