@@ -18,7 +18,9 @@ use crate::frames::{Frame, Published};
 use crate::identity::{Principal, hash};
 use crate::limit::{BodyBudget, BodyOwner, Held, Limiter, Refused};
 pub use crate::server::HttpLimits;
-use crate::service::{Broker, Gone, LATENCY_BUCKETS_MS, ServiceError, Settings, SubmitKey, Write, Written};
+use crate::service::{
+    Broker, Gone, LATENCY_BUCKETS_MS, SUBMIT_STEP, ServiceError, Settings, SubmitKey, Write, Written,
+};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
@@ -549,8 +551,7 @@ async fn shed(app: &App, who: &Principal, why: Refused) -> Response {
     r
 }
 
-/// The longest `Idempotency-Key` accepted.
-pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+pub use fairsched_proto::api::MAX_IDEMPOTENCY_KEY;
 
 /// A submission's `Idempotency-Key` header, if any, with its body's digest.
 fn idempotency_key(h: &HeaderMap, body: &[u8]) -> Result<Option<SubmitKey>, ServiceError> {
@@ -875,17 +876,9 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
             )));
         }
     }
-    match app
-        .write(Write::Submit {
-            user: id,
-            org,
-            tasks: req.tasks,
-            workflow: req.workflow,
-            key,
-        })
-        .await?
+    let (ids, workflow) = submit_in_steps(&app, id, org, req, key).await?;
     {
-        Written::Submitted { ids, workflow } => {
+        {
             let (first, last) = (ids.first(), ids.last());
             app.audit(
                 &who,
@@ -894,8 +887,90 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
             );
             json(StatusCode::CREATED, &SubmitReply { ids, workflow })
         }
-        other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
     }
+}
+
+/// A submission, written as one step if it is a workflow or at most
+/// [`SUBMIT_STEP`] tasks, else in steps of that many tasks, each its own
+/// write: the broker's thread answers other requests between two steps, so
+/// that one tenant's large submission holds the others up a few
+/// milliseconds at a time, not for seconds. The first step checks the
+/// queued quota for the whole request. Step `i` of a request with an
+/// `Idempotency-Key` K is keyed `K#i`: a retry replays the steps done and
+/// submits the others, so a request cut short (a broker restart, a step
+/// refused) is completed by its retry without a task submitted twice.
+async fn submit_in_steps(
+    app: &App,
+    user: i64,
+    org: u32,
+    req: SubmitRequest,
+    key: Option<SubmitKey>,
+) -> Result<(Vec<u64>, Option<u32>), ServiceError> {
+    let one = |tasks, workflow, key, reserve| Write::Submit {
+        user,
+        org,
+        tasks,
+        workflow,
+        key,
+        reserve,
+    };
+    if req.workflow.is_some() || req.tasks.len() <= SUBMIT_STEP {
+        let n = req.tasks.len() as u64;
+        return match app.write(one(req.tasks, req.workflow, key, n)).await? {
+            Written::Submitted { ids, workflow } => Ok((ids, workflow)),
+            other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
+        };
+    }
+    // Retried whole, or its key used for another request.
+    if let Some(k) = &key {
+        let k2 = k.clone();
+        if let Some(ids) = app.read(move |b| b.keyed(user, &k2)).await?? {
+            return Ok((ids, None));
+        }
+    }
+    let total = req.tasks.len();
+    let mut ids: Vec<u64> = Vec::with_capacity(total);
+    let mut tasks = req.tasks.into_iter();
+    let mut step = 0;
+    while ids.len() < total {
+        let chunk: Vec<NewTask> = tasks.by_ref().take(SUBMIT_STEP).collect();
+        let key = key.as_ref().map(|k| SubmitKey {
+            key: format!("{}#{step}", k.key),
+            digest: k.digest,
+        });
+        let reserve = (total - ids.len()) as u64;
+        let done = ids.len();
+        let refused = |e: ServiceError, ids: &[u64]| {
+            if done == 0 {
+                return e;
+            }
+            let retry = if key.is_some() {
+                "retry with the same Idempotency-Key to submit the rest (those submitted are not submitted again)"
+            } else {
+                "without an Idempotency-Key a retry submits them again: submit the rest alone"
+            };
+            e.with_message(format!(
+                "tasks[{done}..]: {}; the request's first {done} tasks were submitted (ids {} to {}): {retry}",
+                e.message(),
+                ids[0],
+                ids[done - 1]
+            ))
+        };
+        match app.write(one(chunk, None, key.clone(), reserve)).await {
+            Ok(Written::Submitted { ids: got, .. }) => ids.extend(got),
+            Ok(other) => return Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
+            Err(e) => return Err(refused(e, &ids)),
+        }
+        step += 1;
+    }
+    if let Some(k) = key {
+        let all = ids.clone();
+        if let Err(e) = app.read(move |b| b.remember_key(user, &k, &all)).await? {
+            // The steps' keys answer a retry all the same.
+            tracing::warn!("a submission's key was not kept whole: {}", e.message());
+        }
+    }
+    Ok((ids, None))
 }
 
 /// `GET /v1/tasks`'s query: the page after task `after`, of `limit`
@@ -1569,6 +1644,14 @@ fn actor(
                 tracing::warn!("a worker lost its lease: its tasks go back to the queue");
                 writes.push(w);
                 repliers.push(None);
+            }
+            // The outputs' retention, a bounded pass when one is due.
+            match b.prune_outputs() {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!("{n} runs' output removed (serve --output-keep-for, --output-keep-bytes)")
+                }
+                Err(e) => tracing::warn!("the outputs' retention: {}", e.message()),
             }
         }
         let timer_due = b.next_timer().is_some_and(|at| at <= b.clock());

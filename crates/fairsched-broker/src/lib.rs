@@ -34,6 +34,7 @@ pub mod upkeep;
 
 pub use identity::{IdentityError, Principal};
 pub use live::{DEFAULT_SNAPSHOT_EVERY, Live, LiveError, build_core};
+pub use service::{DEFAULT_MAX_QUEUED, OUTPUT_KEEP_BYTES, OUTPUT_KEEP_FOR};
 pub use store::{Config, SCHEMA_VERSION, Snapshot, Step, Store, StoreError};
 
 /// docs/extending.md, whose Rust blocks compile here as doc-tests

@@ -71,7 +71,7 @@ pub use recovery::OpenError;
 use satisfaction::Satisfaction;
 pub use schema::{ADDED_COLUMNS, ADDED_TABLES, SCHEMA};
 use submit::Keyed;
-pub use submit::{KEYS_KEPT, SubmitKey};
+pub use submit::{KEYS_KEPT, SUBMIT_STEP, SubmitKey};
 
 /// Settings of a running broker that are not part of the log (changing
 /// them between restarts does not change past decisions).
@@ -97,11 +97,28 @@ pub struct Settings {
     pub max_time_limit: Option<Duration>,
     /// Likewise for memory (bytes).
     pub max_memory: Option<u64>,
+    /// The most tasks a user may have queued (waiting or held) when the
+    /// admin set no quota of the user's (`admin quota`): one tenant's
+    /// backlog does not grow without bound (`None`: no limit).
+    pub default_max_queued: Option<u64>,
+    /// Runs' output is kept this long after its task ended (`None`: for
+    /// ever) ...
+    pub output_keep_for: Option<Duration>,
+    /// ... and, oldest first, until all outputs take at most this many
+    /// bytes (`None`: no bound).
+    pub output_keep_bytes: Option<u64>,
     /// The wall clock (Unix milliseconds), read once, when the broker
     /// opens: from then on its clock is that reading plus the monotonic
     /// time since, which a step of the wall clock does not move.
     pub wall_clock: fn() -> i64,
 }
+
+/// [`Settings::default_max_queued`]'s default.
+pub const DEFAULT_MAX_QUEUED: u64 = 100_000;
+/// [`Settings::output_keep_for`]'s default: 7 days, as the worker's `--keep-runs`.
+pub const OUTPUT_KEEP_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
+/// [`Settings::output_keep_bytes`]'s default: 1 GiB.
+pub const OUTPUT_KEEP_BYTES: u64 = 1 << 30;
 
 impl Default for Settings {
     fn default() -> Settings {
@@ -113,6 +130,9 @@ impl Default for Settings {
             max_user_priority: 1,
             max_time_limit: None,
             max_memory: None,
+            default_max_queued: Some(DEFAULT_MAX_QUEUED),
+            output_keep_for: Some(OUTPUT_KEEP_FOR),
+            output_keep_bytes: Some(OUTPUT_KEEP_BYTES),
             wall_clock: unix_ms,
         }
     }
@@ -310,6 +330,8 @@ pub struct Broker {
     ended_order: std::collections::VecDeque<RunKey>,
     /// Submissions by (user, idempotency key), of the last [`KEYS_KEPT`].
     submit_keys: HashMap<(i64, String), Keyed>,
+    /// The outputs' retention ([`Broker::prune_outputs`]).
+    outputs_kept: output::Kept,
     /// Quotas on queued and running tasks.
     quotas: HashMap<admin::QuotaOf, admin::Limit>,
     /// Held tasks that wait for nothing but a running quota, by user

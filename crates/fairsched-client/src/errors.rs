@@ -41,6 +41,12 @@ pub enum ClientError {
     /// A file the caller named (a workflow).
     #[error("{0}")]
     File(String),
+    /// A submission's retries ran out after a try that may have reached
+    /// the broker: its tasks may exist. `fairsched` exits with 3.
+    #[error(
+        "{last}; the broker may have taken the submission before its reply was lost: run the same command again with --key {key} (within 24 h) to get its tasks' ids, or to submit them if it did not, never twice"
+    )]
+    Unconfirmed { key: String, last: Box<ClientError> },
 }
 
 impl ClientError {

@@ -114,30 +114,66 @@ impl Client {
         })
     }
 
-    /// Submits `req` with an idempotency key of its own, resent with the
-    /// same key while the broker cannot be reached, answers 502–504, or
-    /// the reply is cut (for up to [`SUBMIT_RETRY_FOR`]): a submission
-    /// whose reply was lost is retried without being submitted twice.
+    /// Submits `req` with an idempotency key of its own: [`Client::submit_with`]
+    /// for [`SUBMIT_RETRY_FOR`].
     pub fn submit(
         &self,
         req: &fairsched_proto::api::SubmitRequest,
     ) -> Result<fairsched_proto::api::SubmitReply, ClientError> {
-        let mut b = [0u8; 16];
-        getrandom::fill(&mut b)
-            .map_err(|e| ClientError::Usage(format!("no random source for an idempotency key: {e}")))?;
-        let key: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        let deadline = std::time::Instant::now() + SUBMIT_RETRY_FOR;
+        self.submit_with(req, None, SUBMIT_RETRY_FOR)
+    }
+
+    /// Submits `req` with idempotency key `key` (a random one if `None`),
+    /// resent with the same key while the broker cannot be reached,
+    /// answers 502–504, or the reply is cut, for up to `retry_for`: a
+    /// submission whose reply was lost is retried without being submitted
+    /// twice. When the retries run out after a try that may have reached
+    /// the broker, [`ClientError::Unconfirmed`], with the key: the same
+    /// request again with it (within a day) gets the tasks' ids, or submits
+    /// them if the broker never took them.
+    pub fn submit_with(
+        &self,
+        req: &fairsched_proto::api::SubmitRequest,
+        key: Option<&str>,
+        retry_for: Duration,
+    ) -> Result<fairsched_proto::api::SubmitReply, ClientError> {
+        let key: String = match key {
+            Some(k) => k.to_string(),
+            None => {
+                let mut b = [0u8; 16];
+                getrandom::fill(&mut b).map_err(|e| {
+                    ClientError::Usage(format!("no random source for an idempotency key: {e}"))
+                })?;
+                b.iter().map(|x| format!("{x:02x}")).collect()
+            }
+        };
+        let deadline = std::time::Instant::now() + retry_for;
         let mut delay = Duration::from_millis(200);
+        // Whether a try may have reached the broker (its reply lost).
+        let mut maybe_sent = false;
         loop {
             let r = self.send("POST", "/v1/tasks", Some(req), Some(("Idempotency-Key", &key)));
-            let retry = match &r {
-                Err(ClientError::Unreachable { .. }) => true,
-                Err(ClientError::Refused { status, .. }) => matches!(status, 502..=504),
-                Err(ClientError::Malformed { why, .. }) => why.starts_with("reading the reply"),
-                _ => false,
+            let (retry, reached) = match &r {
+                Err(ClientError::Unreachable { source, .. }) => (true, !never_connected(source)),
+                Err(ClientError::Refused { status, .. }) => {
+                    let retry = matches!(status, 502..=504);
+                    (retry, retry)
+                }
+                Err(ClientError::Malformed { why, .. }) => {
+                    let cut = why.starts_with("reading the reply");
+                    (cut, cut)
+                }
+                _ => (false, false),
             };
+            maybe_sent |= reached;
             if !retry || std::time::Instant::now() + delay > deadline {
-                return r;
+                return match r {
+                    Err(last) if retry && maybe_sent => Err(ClientError::Unconfirmed {
+                        key,
+                        last: Box::new(last),
+                    }),
+                    r => r,
+                };
             }
             std::thread::sleep(delay);
             delay = (delay * 2).min(Duration::from_secs(5));
@@ -267,5 +303,18 @@ fn malformed(method: &str, path: &str, why: String) -> ClientError {
         method: method.into(),
         path: path.into(),
         why,
+    }
+}
+
+/// Whether `e` says the connection was never made (so that the request
+/// cannot have reached the broker).
+fn never_connected(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => true,
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+        ),
+        _ => false,
     }
 }

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 /// Most tasks one submission may carry.
 pub const MAX_TASKS_PER_SUBMIT: usize = 100_000;
 
+/// The longest `Idempotency-Key` the broker accepts.
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+
 /// One task of a submission.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

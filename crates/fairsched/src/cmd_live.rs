@@ -48,7 +48,7 @@ impl Conn {
 pub struct ServeArgs {
     /// A TOML file of these settings (keys as the flags' names with `_`: `db`, `listen`,
     /// `lease`, `max_attempts`, `max_user_priority`, `max_time_limit`, `max_memory`,
-    /// `snapshot_every`, `audit_log`, `header_timeout`, `anonymous_rate`, `anonymous_burst`,
+    /// `default_max_queued`, `output_keep_for`, `output_keep_bytes`, `snapshot_every`, `audit_log`, `header_timeout`, `anonymous_rate`, `anonymous_burst`,
     /// `body_budget`, `user_body_pool`, `worker_body_pool`, `body_idle_timeout`, `tls_cert`,
     /// `tls_key`; paths relative to the file's folder). A flag given
     /// overrides the file. deploy/fairsched.toml is an example.
@@ -83,6 +83,19 @@ pub struct ServeArgs {
     /// gives none: bytes, or with K, M, G, T [default: no limit].
     #[arg(long, value_name = "SIZE", value_parser = size)]
     max_memory: Option<u64>,
+    /// The most tasks a user may have queued (waiting or held) unless the admin gave the user a
+    /// queued quota of its own (`admin quota --user U --max-queued N`); 0: no limit
+    /// [default: 100000].
+    #[arg(long, value_name = "N")]
+    default_max_queued: Option<u64>,
+    /// A run's output (`fairsched output`) is kept this long after its task ended; `0`: for
+    /// ever [default: 7d].
+    #[arg(long, value_name = "DURATION", value_parser = duration_or_zero)]
+    output_keep_for: Option<Duration>,
+    /// All runs' output kept in the database takes at most this much; past it, the oldest
+    /// tasks' go first. 0: no bound [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = size_or_zero)]
+    output_keep_bytes: Option<u64>,
     /// Steps of the log between two snapshots of the scheduler's state (a restart restores the
     /// newest and replays only the steps after it; 0: no snapshots, a restart replays the whole
     /// log). A clean shutdown writes one too [default: 10000].
@@ -150,6 +163,9 @@ struct ServeFile {
     max_user_priority: Option<i64>,
     max_time_limit: Option<String>,
     max_memory: Option<toml::Value>,
+    default_max_queued: Option<u64>,
+    output_keep_for: Option<String>,
+    output_keep_bytes: Option<toml::Value>,
     snapshot_every: Option<u64>,
     audit_log: Option<PathBuf>,
     header_timeout: Option<String>,
@@ -172,6 +188,9 @@ struct Serve {
     max_user_priority: i64,
     max_time_limit: Option<Duration>,
     max_memory: Option<u64>,
+    default_max_queued: Option<u64>,
+    output_keep_for: Option<Duration>,
+    output_keep_bytes: Option<u64>,
     snapshot_every: u64,
     audit_log: PathBuf,
     header_timeout: Duration,
@@ -275,6 +294,22 @@ impl ServeArgs {
             }
             (None, None) => None,
         };
+        let output_keep_for = match (self.output_keep_for, &file.output_keep_for) {
+            (Some(d), _) => d,
+            (None, Some(s)) => duration_or_zero(s).map_err(|e| named("output_keep_for", e))?,
+            (None, None) => fairsched_broker::OUTPUT_KEEP_FOR,
+        };
+        let output_keep_bytes = bytes(
+            self.output_keep_bytes,
+            &file.output_keep_bytes,
+            "output_keep_bytes",
+            true,
+            fairsched_broker::OUTPUT_KEEP_BYTES as usize,
+        )?;
+        let default_max_queued = self
+            .default_max_queued
+            .or(file.default_max_queued)
+            .unwrap_or(fairsched_broker::DEFAULT_MAX_QUEUED);
         let audit_log = self
             .audit_log
             .clone()
@@ -320,6 +355,9 @@ impl ServeArgs {
             max_user_priority: self.max_user_priority.or(file.max_user_priority).unwrap_or(1),
             max_time_limit,
             max_memory,
+            default_max_queued: (default_max_queued > 0).then_some(default_max_queued),
+            output_keep_for: (!output_keep_for.is_zero()).then_some(output_keep_for),
+            output_keep_bytes: (output_keep_bytes > 0).then_some(output_keep_bytes),
             snapshot_every: self
                 .snapshot_every
                 .or(file.snapshot_every)
@@ -374,6 +412,15 @@ fn size(s: &str) -> Result<u64, String> {
     n.checked_mul(1 << shift)
         .filter(|&b| b > 0)
         .ok_or_else(|| format!("`{s}`: expected more than 0 and less than 16 EiB"))
+}
+
+/// [`duration`], or `0`.
+fn duration_or_zero(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        Ok(Duration::ZERO)
+    } else {
+        duration(s)
+    }
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -458,6 +505,9 @@ pub fn serve_cmd(args: ServeArgs, registry: &fairsched_core::Registry) -> anyhow
             max_user_priority: a.max_user_priority,
             max_time_limit: a.max_time_limit,
             max_memory: a.max_memory,
+            default_max_queued: a.default_max_queued,
+            output_keep_for: a.output_keep_for,
+            output_keep_bytes: a.output_keep_bytes,
             ..Settings::default()
         },
         stop: None,
@@ -598,6 +648,16 @@ pub struct SubmitArgs {
     /// Print `{"ids": […]}` (with `"workflow": ID` for a workflow) instead of one id per line.
     #[arg(long)]
     json: bool,
+    /// The submission's idempotency key: the same command again with the same key (within 24
+    /// h) gets the ids of the tasks the first one submitted, and submits nothing. Give it to
+    /// rerun a submit that exited with 3 (its tasks may exist) [default: a new random key,
+    /// printed when the outcome is not known].
+    #[arg(long, value_name = "KEY")]
+    key: Option<String>,
+    /// Resend the submission (with its key) while the broker cannot be reached or its reply is
+    /// lost, for up to this long; then exit 3 if a try may have reached it [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration_or_zero)]
+    retry_for: Option<Duration>,
     /// The command, run with `sh -c` on a worker.
     #[arg(
         last = true,
@@ -882,7 +942,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
             org: None,
             workflow: Some(workflow),
         };
-        let r: SubmitReply = client.submit(&req)?;
+        let r: SubmitReply = send(&client, &req, &a)?;
         print_ids(&r, a.json)?;
         warn_optional(&client, &a, &r);
         return Ok(());
@@ -915,10 +975,25 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
         tasks,
         ..SubmitRequest::default()
     };
-    let r: SubmitReply = client.submit(&req)?;
+    let r: SubmitReply = send(&client, &req, &a)?;
     print_ids(&r, a.json)?;
     warn_optional(&client, &a, &r);
     Ok(())
+}
+
+/// `req` sent with the key and for the time `a` gives.
+fn send(client: &Client, req: &SubmitRequest, a: &SubmitArgs) -> anyhow::Result<SubmitReply> {
+    if let Some(k) = &a.key
+        && (!(1..=fairsched_broker::api::MAX_IDEMPOTENCY_KEY).contains(&k.len())
+            || !k.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        return Err(usage(format!(
+            "--key: 1 to {} visible ASCII characters",
+            fairsched_broker::api::MAX_IDEMPOTENCY_KEY
+        )));
+    }
+    let retry_for = a.retry_for.unwrap_or(fairsched_client::SUBMIT_RETRY_FOR);
+    Ok(client.submit_with(req, a.key.as_deref(), retry_for)?)
 }
 
 /// With --optional, warns when the broker's policy is not `diet-ethic`

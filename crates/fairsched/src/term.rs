@@ -160,6 +160,15 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
             if is_usage(&e) {
                 let _ = writeln!(err, "\nFor more information, try '--help'.");
                 ExitCode::from(2)
+            } else if e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<fairsched_client::ClientError>(),
+                    Some(fairsched_client::ClientError::Unconfirmed { .. })
+                )
+            }) {
+                // Neither done nor failed: the tasks may exist (the
+                // message says how to know without submitting twice).
+                ExitCode::from(3)
             } else {
                 ExitCode::FAILURE
             }

@@ -321,11 +321,18 @@ impl Broker {
     /// `batch` counts those planned in this batch and not applied yet.
     pub(crate) fn check_quota(&self, user: i64, org: u32, n: u64, batch: &HashMap<i64, u64>) -> Reply<()> {
         let pending = |u: i64| self.queued(u) + batch.get(&u).copied().unwrap_or(0);
-        if let Some(max) = self.quotas.get(&QuotaOf::User(user)).and_then(|l| l.queued) {
+        // The user's own queued quota, else the default of every user (a
+        // user the admin lets queue more gets a larger quota of its own).
+        let own = self.quotas.get(&QuotaOf::User(user)).and_then(|l| l.queued);
+        let (max, whose) = match own {
+            Some(q) => (Some(q), ""),
+            None => (self.settings.default_max_queued, " (serve --default-max-queued)"),
+        };
+        if let Some(max) = max {
             let has = pending(user);
             if has + n > max {
                 return Err(ServiceError::Quota(format!(
-                    "quota: you have {has} tasks queued (waiting or held) and may have {max}; these {n} would pass it (wait for some to start, or ask the operator)"
+                    "quota: you have {has} tasks queued (waiting or held) and may have {max}{whose}; these {n} would pass it (wait for some to start, or ask the operator)"
                 )));
             }
         }

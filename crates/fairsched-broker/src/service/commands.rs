@@ -51,6 +51,9 @@ pub enum Write {
         workflow: Option<WorkflowSpec>,
         /// The request's `Idempotency-Key`, if it had one.
         key: Option<SubmitKey>,
+        /// The tasks the queued quota is checked for: these and those of
+        /// the request's later steps (`SUBMIT_STEP`).
+        reserve: u64,
     },
     Cancel {
         who: Principal,
@@ -704,7 +707,8 @@ impl Broker {
                 tasks,
                 workflow,
                 key,
-            } => self.plan_submit(user, org, tasks, workflow, key),
+                reserve,
+            } => self.plan_submit(user, org, tasks, workflow, key, reserve),
             Write::Hold { who, task } => self.plan_hold(&who, task),
             Write::Unhold { who, task } => self.plan_unhold(&who, task),
             Write::Cancel { who, task } => {

@@ -71,6 +71,24 @@ impl ServiceError {
         }
     }
 
+    /// The same kind of refusal, saying `m`.
+    pub fn with_message(&self, m: String) -> ServiceError {
+        match self {
+            ServiceError::Invalid(_) => ServiceError::Invalid(m),
+            ServiceError::Unauthenticated(_) => ServiceError::Unauthenticated(m),
+            ServiceError::Forbidden(_) => ServiceError::Forbidden(m),
+            ServiceError::NotFound(_) => ServiceError::NotFound(m),
+            ServiceError::MethodNotAllowed(_) => ServiceError::MethodNotAllowed(m),
+            ServiceError::TimedOut(_) => ServiceError::TimedOut(m),
+            ServiceError::Conflict(_) => ServiceError::Conflict(m),
+            ServiceError::Gone(_) => ServiceError::Gone(m),
+            ServiceError::TooLarge(_) => ServiceError::TooLarge(m),
+            ServiceError::Quota(_) => ServiceError::Quota(m),
+            ServiceError::RateLimited(_) => ServiceError::RateLimited(m),
+            ServiceError::Unavailable(_) => ServiceError::Unavailable(m),
+        }
+    }
+
     /// The broker cannot answer: its store failed (`e` says how).
     pub(crate) fn unavailable(e: impl Display) -> ServiceError {
         ServiceError::Unavailable(e.to_string())

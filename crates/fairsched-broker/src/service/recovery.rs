@@ -75,6 +75,7 @@ impl Broker {
             next_worker: 1,
             sessions: HashMap::new(),
             submit_keys: HashMap::new(),
+            outputs_kept: Default::default(),
             ended_on: HashMap::new(),
             ended_order: std::collections::VecDeque::new(),
             quotas: HashMap::new(),

@@ -18,6 +18,11 @@ pub struct SubmitKey {
     pub digest: [u8; 32],
 }
 
+/// The most tasks of a submission written in one step of the broker's
+/// thread: a larger bag of tasks is written in steps of this many (about
+/// 20 ms each on this machine), and other requests are answered between.
+pub const SUBMIT_STEP: usize = 1_000;
+
 /// How long a submission's idempotency key is remembered.
 pub const KEYS_KEPT: Duration = Duration::from_secs(24 * 3600);
 
@@ -32,6 +37,53 @@ pub(super) struct Keyed {
 }
 
 impl Broker {
+    /// The reply a submission keyed `k` got already (a replay), if the same
+    /// user used that key lately with the same body; a conflict if with
+    /// another.
+    pub fn keyed(&self, user: i64, k: &SubmitKey) -> Reply<Option<Vec<u64>>> {
+        match self.submit_keys.get(&(user, k.key.clone())) {
+            None => Ok(None),
+            Some(done) if done.digest == k.digest => Ok(Some(done.ids.clone())),
+            Some(_) => Err(ServiceError::Conflict(format!(
+                "Idempotency-Key `{}` was used for another request: a retry sends the same body, a new request a new key",
+                k.key
+            ))),
+        }
+    }
+
+    /// Remembers `ids` as the reply of a submission written in steps
+    /// (each step keyed on its own), under its whole key: a retry of it
+    /// is answered at once, and the key cannot be used for another
+    /// request. Not in the steps' transactions: should it fail, a retry
+    /// replays the steps one by one.
+    pub fn remember_key(&mut self, user: i64, k: &SubmitKey, ids: &[u64]) -> Reply<()> {
+        let at_ms = self.clock().millis();
+        self.live
+            .store()
+            .conn()
+            .execute(
+                "INSERT OR REPLACE INTO submit_keys (user_id, key, digest, ids, workflow, at_ms) VALUES (?1, ?2, ?3, ?4, NULL, ?5)",
+                params![
+                    user,
+                    k.key,
+                    k.digest.to_vec(),
+                    serde_json::to_string(ids).expect("ids serialize"),
+                    at_ms
+                ],
+            )
+            .map_err(ServiceError::unavailable)?;
+        self.submit_keys.insert(
+            (user, k.key.clone()),
+            Keyed {
+                digest: k.digest,
+                ids: ids.to_vec(),
+                workflow: None,
+                at_ms,
+            },
+        );
+        Ok(())
+    }
+
     /// Each task's limits: the operator's maximum when it gives none,
     /// refused over it.
     pub(super) fn apply_limits(&self, tasks: &mut [NewTask]) -> Reply<()> {
@@ -76,6 +128,7 @@ impl Broker {
         tasks: Vec<NewTask>,
         workflow: Option<WorkflowSpec>,
         key: Option<SubmitKey>,
+        reserve: u64,
     ) -> Reply<Plan> {
         if self.removed_users.contains(&user) || self.removed_orgs.contains(&org) {
             return Err(ServiceError::Forbidden(
@@ -124,7 +177,7 @@ impl Broker {
         let mut tasks = tasks;
         self.apply_limits(&mut tasks)?;
         let n = tasks.len() as u64;
-        self.check_quota(user, org, n, &self.batch_queued)?;
+        self.check_quota(user, org, n.max(reserve), &self.batch_queued)?;
         *self.batch_queued.entry(user).or_default() += n;
         let workflow = workflow.map(|w| {
             let id = self.next_workflow;

@@ -152,6 +152,7 @@ fn diamond(b: &mut Broker, f: &Fixture) -> [u64; 4] {
                 activities: vec!["work".into()],
             }),
             key: None,
+            reserve: 0,
         },
     );
     let Written::Submitted { ids, workflow } = w else {
@@ -265,6 +266,7 @@ fn a_stopped_run_is_killed_by_the_next_poll() {
             tasks,
             workflow: None,
             key: None,
+            reserve: 0,
         },
     ) else {
         panic!()
@@ -530,6 +532,7 @@ fn workflow_requests_are_checked() {
                 tasks,
                 workflow,
                 key: None,
+                reserve: 0,
             }])
             .pop()
             .unwrap()
@@ -546,6 +549,7 @@ fn workflow_requests_are_checked() {
             tasks: vec![new_task("a", &[])],
             workflow: wf(),
             key: None,
+            reserve: 0,
         },
     ) else {
         panic!()
@@ -560,6 +564,7 @@ fn workflow_requests_are_checked() {
             tasks: vec![new_task("a", &[])],
             workflow: wf(),
             key: None,
+            reserve: 0,
         },
     ) else {
         panic!()
@@ -583,6 +588,7 @@ fn submit_n(b: &mut Broker, user: i64, org: u32, n: usize, command: &str) -> Vec
             tasks,
             workflow: None,
             key: None,
+            reserve: 0,
         },
     ) {
         Written::Submitted { ids, .. } => ids,
@@ -711,6 +717,7 @@ fn a_retried_submission_is_submitted_once() {
             key: key.into(),
             digest: hash(command),
         }),
+        reserve: 0,
     };
     let ids = |r: Reply<Written>| match r {
         Ok(Written::Submitted { ids, .. }) => ids,
@@ -1055,6 +1062,7 @@ fn ids_are_never_given_twice_across_restarts() {
             }],
             workflow: None,
             key: None,
+            reserve: 0,
         },
     ) else {
         panic!()
@@ -1415,4 +1423,123 @@ fn outputs_come_in_batches_and_each_is_checked() {
     // Nor may another worker send one for w1's runs.
     let other = b.store_outputs(w2, &[out(ended[1], "forged")]).unwrap();
     assert_eq!((other.stored, other.refused.len()), (0, 1));
+}
+
+/// The default queued quota (issue 38, finding 5): a user with no quota
+/// of its own may have `default_max_queued` tasks queued; past it, a
+/// refusal that names the setting; a quota of the user's own replaces it,
+/// larger or smaller; the quota counts the whole request of a submission
+/// written in steps (`reserve`).
+#[test]
+fn the_default_queued_quota_binds_users_without_their_own() {
+    let f = fixture("fifo", None);
+    let mut b = Broker::open(
+        &f.path,
+        Settings {
+            default_max_queued: Some(5),
+            ..Settings::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(submit_n(&mut b, f.user, f.org, 3, "true").len(), 3);
+    let task = || NewTask {
+        command: "true".into(),
+        ..NewTask::default()
+    };
+    let more = |b: &mut Broker, n: usize, reserve: u64| {
+        b.write(vec![Write::Submit {
+            user: f.user,
+            org: f.org,
+            tasks: (0..n).map(|_| task()).collect(),
+            workflow: None,
+            key: None,
+            reserve,
+        }])
+        .pop()
+        .unwrap()
+    };
+    let e = more(&mut b, 3, 0).unwrap_err();
+    assert!(
+        matches!(&e, ServiceError::Quota(m) if m.contains("may have 5 (serve --default-max-queued)")),
+        "{e:?}"
+    );
+    // One task now, but a request of 3 in steps: refused at its first step.
+    let e = more(&mut b, 1, 3).unwrap_err();
+    assert!(matches!(e, ServiceError::Quota(_)), "{e:?}");
+    assert!(more(&mut b, 2, 2).is_ok());
+    quota_queued(&mut b, 10);
+    assert!(more(&mut b, 5, 0).is_ok(), "the user's own quota of 10");
+    let e = more(&mut b, 1, 0).unwrap_err();
+    assert!(
+        matches!(&e, ServiceError::Quota(m) if m.contains("may have 10;")),
+        "{e:?}"
+    );
+}
+
+fn quota_queued(b: &mut Broker, max_queued: u64) {
+    b.set_quota(&QuotaRequest {
+        user: Some("alice".into()),
+        org: None,
+        max_queued: Some(max_queued),
+        max_running: None,
+    })
+    .unwrap();
+}
+
+/// The outputs' retention (issue 38, finding 5): past `output_keep_bytes`
+/// the oldest tasks' outputs go first until the rest fit; past
+/// `output_keep_for` after its task ended, an output goes; what is left
+/// reads as before, what went reads as an output never sent.
+#[test]
+fn outputs_are_kept_within_their_bytes_and_their_age() {
+    use fairsched_proto::wire::OutputRequest;
+    let f = fixture("fifo", None);
+    let mut b = Broker::open(
+        &f.path,
+        Settings {
+            output_keep_bytes: Some(2_500),
+            output_keep_for: None,
+            ..Settings::default()
+        },
+    )
+    .unwrap();
+    let ids = submit_n(&mut b, f.user, f.org, 4, "true");
+    let w = register(&mut b, &f, 4);
+    assert_eq!(polled(&mut b, &f, w).len(), 4);
+    for &t in &ids {
+        report(&mut b, &f, w, exit(t, 0));
+    }
+    let out = |task: u64| OutputRequest {
+        task,
+        attempt: 1,
+        stdout: "o".repeat(1_000),
+        stderr: "e".into(),
+        stdout_bytes: 1_000,
+        stderr_bytes: 1,
+    };
+    // 4 × 1,001 bytes: the two oldest go, 2,002 are left.
+    let reply = b
+        .store_outputs(w, &ids.iter().map(|&t| out(t)).collect::<Vec<_>>())
+        .unwrap();
+    assert_eq!(reply.stored, 4);
+    assert_eq!(b.prune_outputs().unwrap(), 2);
+    let has = |b: &Broker, t: u64| b.output(&Principal::Admin, t, false, None).is_ok();
+    assert_eq!(
+        ids.iter().map(|&t| has(&b, t)).collect::<Vec<_>>(),
+        [false, false, true, true]
+    );
+    let e = b.output(&Principal::Admin, ids[0], false, None).unwrap_err();
+    assert!(
+        matches!(&e, ServiceError::NotFound(m) if m.contains("no output")),
+        "{e:?}"
+    );
+    // Not due again before its minute.
+    assert_eq!(b.prune_outputs().unwrap(), 0);
+    // Within the bytes, but older than the age: they go too.
+    b.settings.output_keep_bytes = None;
+    b.settings.output_keep_for = Some(Duration::from_millis(1));
+    std::thread::sleep(Duration::from_millis(5));
+    b.outputs_kept = Default::default();
+    assert_eq!(b.prune_outputs().unwrap(), 2);
+    assert!(ids.iter().all(|&t| !has(&b, t)));
 }

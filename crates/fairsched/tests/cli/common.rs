@@ -599,13 +599,25 @@ impl Api {
 
     /// POST `body` with a bearer token and one more header.
     pub fn post_with(&self, path: &str, token: &str, header: (&str, &str), body: &[u8]) -> Reply {
+        self.try_post_with(path, token, header, body)
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    }
+
+    /// [`Api::post_with`], its error if the broker cannot be reached.
+    pub fn try_post_with(
+        &self,
+        path: &str,
+        token: &str,
+        header: (&str, &str),
+        body: &[u8],
+    ) -> Result<Reply, ureq::Error> {
         let req = self
             .agent
             .post(format!("{}{path}", self.base))
             .header("Authorization", format!("Bearer {token}"))
             .header("Content-Type", "application/json")
             .header(header.0, header.1);
-        Api::finish(req.send(body)).unwrap_or_else(|e| panic!("POST {path}: {e}"))
+        Api::finish(req.send(body))
     }
 
     /// POST JSON; the reply must be 2xx.

@@ -1,8 +1,9 @@
 //! The broker SIGKILLed at (seeded) random moments of a run and restarted
 //! on the same database and port, while workers keep running (retrying)
 //! and a client keeps submitting (retrying until acknowledged): every
-//! acknowledged task completes, none runs twice, and the final state is
-//! the one an uninterrupted replay of the logged steps gives.
+//! acknowledged task completes, none runs twice, no retried submission
+//! (each has its idempotency key) is submitted twice, and the final state
+//! is the one an uninterrupted replay of the logged steps gives.
 //!
 //! Meanwhile workers are stopped (SIGSTOP) for moments shorter than their
 //! lapse and continued: nothing of theirs is requeued or doubled.
@@ -92,6 +93,7 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
         let submitter = s.spawn(|| {
             let api = Api::with_timeout(&url, Duration::from_secs(5));
             let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x5b);
+            let mut submissions = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let n = if target > 1000 {
                     50
@@ -114,11 +116,15 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
                     })
                     .collect();
                 let body = json!({ "tasks": tasks }).to_string();
-                // Until acknowledged (a submission whose reply was lost may
-                // be in the log too: its tasks run, unacknowledged).
+                // Until acknowledged, each try with the submission's key: a
+                // submission whose reply was lost (the broker killed after
+                // its commit) is in the log, and its retry gets its ids
+                // instead of submitting it again.
+                submissions += 1;
+                let key = format!("crash-{submissions}");
                 let since = Instant::now();
                 loop {
-                    match api.try_post("/v1/tasks", Some(&user), body.as_bytes()) {
+                    match api.try_post_with("/v1/tasks", &user, ("Idempotency-Key", &key), body.as_bytes()) {
                         Ok(r) if r.status == 201 => {
                             let ids = r.json()["ids"]
                                 .as_array()
@@ -202,6 +208,15 @@ fn sigkilled_broker_loses_nothing_and_runs_nothing_twice() {
         retries.load(Ordering::Relaxed)
     );
     assert!(acked.len() > 50, "only {} acknowledged tasks", acked.len());
+    // Every retry was of a keyed submission: none was submitted twice, and
+    // every task in the log is one acknowledged (once).
+    let acked_set: BTreeSet<u64> = acked.iter().copied().collect();
+    assert_eq!(acked_set.len(), acked.len(), "an id acknowledged twice");
+    assert_eq!(
+        acked_set,
+        tasks.iter().map(|t| t.id).collect::<BTreeSet<u64>>(),
+        "the tasks in the log are the tasks acknowledged: 0 duplicated by a retry"
+    );
     let by_id: BTreeMap<u64, &TaskOut> = tasks.iter().map(|t| (t.id, t)).collect();
     for id in &acked {
         let t = by_id

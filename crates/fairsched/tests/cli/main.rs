@@ -14,6 +14,7 @@ mod experiment_workflow;
 mod formats_out;
 mod live_auth;
 mod live_cheap_reads;
+mod live_cost;
 mod live_crash;
 mod live_dashboard;
 mod live_door;
