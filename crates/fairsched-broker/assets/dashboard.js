@@ -234,6 +234,11 @@
       tr.appendChild(cell("org", w.org, { cls: "name", title: w.org }));
       tr.appendChild(cell("slots", int(w.busy) + "/" + int(w.slots), { num: true, value: w.busy }));
       var runs = cell("running", "", { cls: "runs" });
+      if (w.short_of_disk !== null && w.short_of_disk !== undefined) {
+        var low = el("span", "disk-low", "short of disk");
+        low.title = int(w.short_of_disk) + " bytes free in its work directory, below its --min-free-disk: it starts no run until space is freed";
+        runs.appendChild(low);
+      }
       if (w.tasks.length === 0) {
         runs.appendChild(el("span", "idle", "idle"));
       }

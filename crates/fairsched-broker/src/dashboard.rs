@@ -230,6 +230,9 @@ pub struct WorkerOut {
     pub slots: u32,
     pub busy: u32,
     pub joined_ms: i64,
+    /// The bytes free in its work directory when below its
+    /// `--min-free-disk` (it starts no run until there is more).
+    pub short_of_disk: Option<u64>,
     /// Its runs, oldest first.
     pub tasks: Vec<RunOut>,
 }
@@ -462,6 +465,7 @@ pub fn snapshot(b: &Broker, started_ms: i64) -> Result<Dashboard, ServiceError> 
                 slots: w.slots,
                 busy: tasks.len() as u32,
                 joined_ms: w.joined_ms,
+                short_of_disk: b.short_of_disk(w.id),
                 tasks,
             }
         })

@@ -201,6 +201,9 @@ struct Worker {
     held: bool,
     /// The slots it registered with: what a released worker gets back.
     capacity: u32,
+    /// The bytes free in its work directory, below its floor, as its last
+    /// report said: it starts no run until there is more.
+    short_of_disk: Option<u64>,
 }
 
 /// Counters and histograms for `/metrics`, since this process started.

@@ -247,6 +247,10 @@ pub struct StatusReply {
     pub workers: u64,
     pub slots: u64,
     pub busy_slots: u64,
+    /// Workers that start no run for want of disk space (below their
+    /// `--min-free-disk`): the tasks handed to them wait there.
+    #[serde(default)]
+    pub workers_short_of_disk: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -375,6 +375,11 @@ pub struct ReportRequest {
     /// requeues nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub polled: Option<u64>,
+    /// The bytes free in the worker's work directory, when below its
+    /// `--min-free-disk`: it starts no run until there is more (those it
+    /// holds wait). Shown in the broker's status and dashboard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_of_disk: Option<u64>,
 }
 
 /// Reply to [`ReportRequest`]: runs the worker must stop.

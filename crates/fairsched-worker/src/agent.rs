@@ -300,6 +300,7 @@ fn start_pending(shared: &Arc<Shared>, st: &mut State) {
             );
             st.disk_low = Some(free);
             shared.rare.notify_all();
+            shared.changed.notify_all();
             return;
         }
         let Some(a) = st.pending.pop_front() else { return };
@@ -708,6 +709,8 @@ fn make_room(shared: &Arc<Shared>, running: &HashSet<std::ffi::OsString>) -> boo
                 "{free} bytes free in {}, below --min-free-disk {floor}: starting no run until there is more",
                 workdir.display()
             );
+            // The reporter tells the broker.
+            shared.changed.notify_all();
         }
         st.disk_low = Some(free);
         true
@@ -962,6 +965,8 @@ fn poller(shared: &Arc<Shared>, client: &Client) {
 fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -> Result<(), String> {
     let mut backoff = Backoff::new();
     let mut last_sent = Instant::now();
+    // Whether the last report said the work disk was short of space.
+    let mut told_disk = false;
     loop {
         let (session, drain) = {
             let mut st = shared.lock();
@@ -1088,6 +1093,7 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                         && st.generation == session.generation
                         && st.drain == drain
                         && !st.drained()
+                        && st.disk_low.is_some() == told_disk
                         && Instant::now() < wake
                 })
                 .unwrap_or_else(PoisonError::into_inner);
@@ -1098,7 +1104,7 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 continue;
             }
             st.release_held(Instant::now());
-            if st.outbox.is_empty() && Instant::now() < heartbeat_at {
+            if st.outbox.is_empty() && Instant::now() < heartbeat_at && st.disk_low.is_some() == told_disk {
                 // Woken for held reports not due yet, or for the output of
                 // a run whose end the broker has already: sent now, not at
                 // the next report.
@@ -1119,7 +1125,10 @@ fn reporter(shared: &Arc<Shared>, client: &Client, register: &RegisterRequest) -
                 running: running.into_iter().collect(),
                 reports,
                 polled: st.polled,
+                short_of_disk: st.disk_low,
             };
+            // Short of disk, or no longer: the broker is told at once.
+            told_disk = st.disk_low.is_some();
             (request, n)
         };
         let sent = Instant::now();
@@ -1290,6 +1299,7 @@ fn shut_down(shared: &Arc<Shared>, client: &Client, ended: Result<(), String>) -
             running: Vec::new(),
             reports: chunk.to_vec(),
             polled: None,
+            short_of_disk: None,
         };
         if let Err(e) = client.report(session.worker, &session.credential, &request) {
             tracing::warn!("could not send the last {} reports: {e}", chunk.len());

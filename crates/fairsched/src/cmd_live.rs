@@ -1053,6 +1053,12 @@ pub fn status_cmd(a: StatusArgs) -> anyhow::Result<()> {
         s.killed
     );
     sayln!("workers {}  slots {} ({} busy)", s.workers, s.slots, s.busy_slots);
+    if s.workers_short_of_disk > 0 {
+        sayln!(
+            "{} worker(s) short of disk space (below their --min-free-disk): they start no run until space is freed; the tasks handed to them wait",
+            s.workers_short_of_disk
+        );
+    }
     if let Some(t) = tasks {
         for line in task_table(&t, terminal_width()) {
             sayln!("{line}");

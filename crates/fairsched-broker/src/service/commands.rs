@@ -872,6 +872,7 @@ impl Broker {
                         draining: false,
                         held: false,
                         capacity,
+                        short_of_disk: None,
                     },
                 );
                 Written::Registered(RegisterReply {

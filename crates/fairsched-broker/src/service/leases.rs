@@ -243,6 +243,9 @@ impl Broker {
     /// and handed runs it did not list ([`MISSED_REPORTS`]).
     pub(super) fn plan_report(&mut self, worker: u64, org: u32, body: ReportRequest) -> Reply<Plan> {
         self.check_worker(worker, org)?;
+        if let Some(w) = self.workers.get_mut(&worker) {
+            w.short_of_disk = body.short_of_disk;
+        }
         let view = self.live.core().view();
         let mine = self.running.get(&worker);
         // The core id of a run this worker is running now.

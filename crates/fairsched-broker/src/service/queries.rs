@@ -251,7 +251,18 @@ impl Broker {
             workers: self.worker_count() as u64,
             slots: view.total_slots() as u64,
             busy_slots: view.busy_slots(),
+            workers_short_of_disk: self
+                .workers
+                .values()
+                .filter(|w| !w.lost && w.short_of_disk.is_some())
+                .count() as u64,
         })
+    }
+
+    /// The bytes free in worker `id`'s work directory, if its last report
+    /// said it was short of space.
+    pub fn short_of_disk(&self, id: u64) -> Option<u64> {
+        self.workers.get(&id).and_then(|w| w.short_of_disk)
     }
 
     /// The state of task `id` in a word (`held`, `waiting`, `running`, or

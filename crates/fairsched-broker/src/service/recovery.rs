@@ -174,6 +174,7 @@ impl Broker {
                         draining,
                         held,
                         capacity: n as u32,
+                        short_of_disk: None,
                     },
                 );
             }

@@ -193,6 +193,7 @@ fn exit(task: u64, code: i32) -> Write {
             running: Vec::new(),
             reports: vec![Report::exit(RunKey { task, attempt: 1 }, code)],
             polled: None,
+            short_of_disk: None,
         },
     }
 }
@@ -235,6 +236,7 @@ fn recount(b: &Broker) -> StatusReply {
     st.workers = s.workers;
     st.slots = s.slots;
     st.busy_slots = s.busy_slots;
+    st.workers_short_of_disk = s.workers_short_of_disk;
     st
 }
 
@@ -403,6 +405,7 @@ fn a_release_lost_to_a_crash_is_done_on_open() {
             running: Vec::new(),
             reports: vec![Report::exit(RunKey { task: a, attempt: 1 }, 0)],
             polled: None,
+            short_of_disk: None,
         },
     }]);
     assert!(r[0].is_ok());
@@ -425,6 +428,7 @@ fn a_release_lost_to_a_crash_is_done_on_open() {
             running: Vec::new(),
             reports: vec![Report::exit(RunKey { task: tc, attempt: 1 }, 1)],
             polled: None,
+            short_of_disk: None,
         },
     }]);
     assert!(r[0].is_ok());
@@ -604,6 +608,7 @@ fn heartbeat(worker: u64, org: u32, running: Vec<RunKey>, polled: Option<u64>) -
             running,
             reports: Vec::new(),
             polled,
+            short_of_disk: None,
         },
     }
 }
@@ -868,6 +873,7 @@ fn a_failed_task_says_why() {
                     Report::phase(key(ids[0]), WirePhase::Input),
                 ],
                 polled: None,
+                short_of_disk: None,
             },
         },
     );
@@ -883,6 +889,7 @@ fn a_failed_task_says_why() {
             Report::signal(key(ids[1]), 9),
         ],
         polled: None,
+        short_of_disk: None,
     };
     report(
         &mut b,

@@ -130,6 +130,7 @@ fn exit(b: &mut Broker, worker: u64, org: u32, task: u64, code: i32, still: &[u6
                 running: still.iter().map(|&t| RunKey { task: t, attempt: 1 }).collect(),
                 reports: vec![Report::exit(RunKey { task, attempt: 1 }, code)],
                 polled: None,
+                short_of_disk: None,
             },
         },
     );

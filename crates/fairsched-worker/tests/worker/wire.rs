@@ -28,6 +28,7 @@ fn the_report_example_of_the_protocol_round_trips() {
             running: vec![KEY],
             reports,
             polled: None,
+            short_of_disk: None,
         }
     );
     assert_eq!(serde_json::to_value(&req).unwrap(), doc);

@@ -214,6 +214,37 @@ fn a_fork_bomb_fails_alone_at_its_process_limit() {
     assert!(err.contains("process limit of 64 reached"), "{err}");
 }
 
+/// Unmounts the tmpfs on its path when dropped.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// A tmpfs of `size` (e.g. `30M`) mounted on `wd` (made), unmounted when
+/// the value is dropped.
+fn tmpfs(wd: &Path, size: &str) -> Unmount {
+    std::fs::create_dir(wd).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={size},mode=0755"),
+            "tmpfs",
+            wd.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "cannot mount a tmpfs on {}", wd.display());
+    Unmount(wd.to_path_buf())
+}
+
 #[test]
 fn a_full_work_disk_fails_the_run_that_filled_it_alone() {
     if !as_root("a_full_work_disk_fails_the_run_that_filled_it_alone") {
@@ -221,29 +252,7 @@ fn a_full_work_disk_fails_the_run_that_filled_it_alone() {
     }
     let dir = tempfile::tempdir().unwrap();
     let wd = dir.path().join("wd");
-    std::fs::create_dir(&wd).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args([
-            "-t",
-            "tmpfs",
-            "-o",
-            "size=30M,mode=0755",
-            "tmpfs",
-            wd.to_str().unwrap(),
-        ])
-        .status()
-        .unwrap();
-    assert!(mounted.success(), "cannot mount a tmpfs on {}", wd.display());
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount")
-                .arg("-l")
-                .arg(self.0)
-                .status();
-        }
-    }
-    let _unmount = Unmount(&wd);
+    let _unmount = tmpfs(&wd, "30M");
     let t = tenants(dir.path());
     let mut w = t.worker(&wd, &["--max-disk", "8M", "--min-free-disk", "8M"]);
     // Finding 3: a 100 MB file on a 30 MB disk, kept for --keep-runs, and
@@ -262,6 +271,58 @@ fn a_full_work_disk_fails_the_run_that_filled_it_alone() {
     )[0];
     let more = t.alice_tasks();
     t.check(&[later, more].concat(), fill, "disk limit", &mut w);
+}
+
+/// A worker whose work disk is below its `--min-free-disk` starts no run
+/// and says so: the broker's status counts it (`workers_short_of_disk`,
+/// the line of `fairsched status`) and the dashboard marks it; once there
+/// is room again, it starts the runs it held and the status says nothing
+/// more.
+#[test]
+fn a_worker_short_of_disk_says_so_in_the_status_and_the_dashboard() {
+    if !as_root("a_worker_short_of_disk_says_so_in_the_status_and_the_dashboard") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let wd = dir.path().join("wd");
+    let _unmount = tmpfs(&wd, "20M");
+    let t = tenants(dir.path());
+    let mut w = t.worker(&wd, &["--min-free-disk", "40M"]);
+    let ids = t.alice_tasks();
+    let api = t.broker.api();
+    crate::common::wait_for(
+        "the status to count the worker short of disk",
+        Duration::from_secs(30),
+        || (api.status(&t.alice).workers_short_of_disk == 1).then_some(()),
+    );
+    let said = crate::common::run_in(
+        dir.path(),
+        &["status", "--broker", &t.broker.url, "--token", &t.alice],
+    );
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(said.contains("1 worker(s) short of disk space"), "{said}");
+    let board = api.get_ok("/v1/dashboard", &t.broker.admin);
+    let free = board["workers"][0]["short_of_disk"].as_u64();
+    assert!(free.is_some_and(|b| b < 40 << 20), "{board:#}");
+    for &id in &ids {
+        assert_ne!(t.task(id)["state"], "completed", "a run started below the floor");
+    }
+    // Room again: the runs start, the status says nothing more.
+    let grown = std::process::Command::new("mount")
+        .args(["-o", "remount,size=100M", wd.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(grown.success());
+    t.broker.wait_idle(Duration::from_secs(60));
+    for &id in &ids {
+        assert_eq!(t.task(id)["state"], "completed");
+    }
+    crate::common::wait_for(
+        "the status to count no worker short of disk",
+        Duration::from_secs(30),
+        || (api.status(&t.alice).workers_short_of_disk == 0).then_some(()),
+    );
+    assert!(w.alive());
 }
 
 #[test]
