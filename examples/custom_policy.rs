@@ -442,6 +442,7 @@ fn live(registry: &Registry, out: &Path) -> Res<()> {
                     running: Vec::new(),
                     reports,
                     polled: None,
+                    short_of_disk: None,
                 }),
             )?;
         }
