@@ -2009,6 +2009,10 @@ mod tests {
             after: vec![0],
             time_limit_ms: Some(1),
             memory_bytes: Some(1),
+            caps: RunCaps {
+                processes: Some(1),
+                ..RunCaps::default()
+            },
         };
         let wf = WorkflowSpec {
             name: "w".into(),

@@ -159,6 +159,8 @@ struct Live_ {
 struct Limits {
     time_limit_ms: Option<u64>,
     memory_bytes: Option<u64>,
+    /// Its own per-run limits (below its worker's).
+    caps: fairsched_proto::api::RunCaps,
 }
 
 /// A workflow task waiting for its parents: not in the core yet.

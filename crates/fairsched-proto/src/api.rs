@@ -51,6 +51,49 @@ pub struct NewTask {
     /// processes. At most the broker's `--max-memory`, also the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// Per-run limits lower than its worker's (`fairsched worker
+    /// --max-processes …`): a run gets the lower of the two of each.
+    #[serde(default, skip_serializing_if = "RunCaps::is_none")]
+    pub caps: RunCaps,
+}
+
+/// A task's own per-run limits, each at most its worker's (`fairsched
+/// worker --max-processes --max-open-files --max-disk --max-output`): a
+/// run gets the lower of the two. Absent: the worker's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunCaps {
+    /// Processes (and threads) of the run at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// Open files of each of its processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files: Option<u64>,
+    /// Bytes in its run directory (and of each file it writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_bytes: Option<u64>,
+    /// Bytes of its `stdout` and `stderr` together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
+}
+
+impl RunCaps {
+    /// Whether it sets none.
+    pub fn is_none(&self) -> bool {
+        *self == RunCaps::default()
+    }
+
+    /// The name of a limit of 0, which runs nothing.
+    pub fn zero(&self) -> Option<&'static str> {
+        [
+            (self.processes, "processes"),
+            (self.open_files, "open_files"),
+            (self.disk_bytes, "disk_bytes"),
+            (self.output_bytes, "output_bytes"),
+        ]
+        .into_iter()
+        .find_map(|(v, name)| (v == Some(0)).then_some(name))
+    }
 }
 
 /// A request's tasks as one workflow (a DAG of tasks of a few activities).

@@ -142,6 +142,10 @@ pub struct Assignment {
     /// refuses a task without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_as: Option<String>,
+    /// The task's own per-run limits: the worker gives the run the lower
+    /// of each and its own (absent: its own).
+    #[serde(default, skip_serializing_if = "crate::api::RunCaps::is_none")]
+    pub caps: crate::api::RunCaps,
 }
 
 impl Assignment {

@@ -152,6 +152,23 @@ pub struct RunLimits {
     pub output_bytes: Option<u64>,
 }
 
+impl RunLimits {
+    /// These limits, each lowered to the task's own where it gives a lower
+    /// one (a task never raises its worker's).
+    pub fn lowered_by(&self, caps: &fairsched_proto::api::RunCaps) -> RunLimits {
+        let low = |mine: Option<u64>, theirs: Option<u64>| match (mine, theirs) {
+            (Some(m), Some(t)) => Some(m.min(t)),
+            (m, t) => m.or(t),
+        };
+        RunLimits {
+            processes: low(self.processes, caps.processes),
+            open_files: low(self.open_files, caps.open_files),
+            disk_bytes: low(self.disk_bytes, caps.disk_bytes),
+            output_bytes: low(self.output_bytes, caps.output_bytes),
+        }
+    }
+}
+
 /// How often the worker measures a run's disk and output.
 pub const MEASURE_EVERY: Duration = Duration::from_millis(200);
 
@@ -390,10 +407,12 @@ fn run_phases(
         );
         return Outcome::Exited(WORKER_ERROR_EXIT);
     }
+    // The worker's limits, each lowered by the task's own.
+    let run_limits = cfg.limits.lowered_by(&a.caps);
     // Made before the first script and removed (dropped) when the run ends.
     let cgroup = match &cfg.cgroups {
         None => None,
-        Some(cgroups) => match cgroups.make_run(key, a.memory_bytes, cfg.limits.processes) {
+        Some(cgroups) => match cgroups.make_run(key, a.memory_bytes, run_limits.processes) {
             Ok(run) => Some(run),
             Err(e) if cgroups.required() => {
                 tracing::error!(task = key.task, attempt = key.attempt, "--cgroups required: {e}");
@@ -418,11 +437,10 @@ fn run_phases(
         rlimit_bytes: a
             .memory_bytes
             .filter(|_| cgroup.as_ref().is_none_or(|c| c.memory_limit().is_none())),
-        nproc: cfg
-            .limits
+        nproc: run_limits
             .processes
             .filter(|_| cgroup.as_ref().is_none_or(|c| !c.limits_pids())),
-        run: cfg.limits,
+        run: run_limits,
         private_tmp: cfg.private_tmp.then(|| dir.join(RUN_TMP)),
         hit: std::cell::Cell::new(None),
         cgroup,

@@ -74,6 +74,7 @@
 //! let a = Assignment {
 //!     task: 7, attempt: 1, name: "hello".into(), command: "echo hi".into(),
 //!     stage_in: None, stage_out: None, time_limit_ms: None, memory_bytes: None, run_as: None,
+//!     caps: Default::default(),
 //! };
 //! let (tx, rx) = mpsc::channel();
 //! assert_eq!(run_assignment(&cfg, &a, &tx, &KillHandle::new()), Outcome::Exited(0));

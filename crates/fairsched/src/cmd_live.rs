@@ -633,6 +633,22 @@ pub struct SubmitArgs {
     /// else each process's address space. At most, and by default, `serve --max-memory`.
     #[arg(long, value_name = "SIZE", value_parser = size)]
     memory: Option<u64>,
+    /// At most this many processes (and threads) of a run at once, if lower than its worker's
+    /// `--max-processes` (a run gets the lower of the two; beyond it, it is killed).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_processes: Option<u64>,
+    /// At most this many open files in each process of a run, if lower than its worker's
+    /// `--max-open-files`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_open_files: Option<u64>,
+    /// At most this much in a run's directory (and in each file it writes), if lower than its
+    /// worker's `--max-disk`: bytes, or with K, M, G, T.
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    max_disk: Option<u64>,
+    /// At most this much `stdout` and `stderr` together, if lower than its worker's
+    /// `--max-output`.
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    max_output: Option<u64>,
     /// Submit a workflow: a DAG of tasks, each held until the tasks it comes after have
     /// completed (and cancelled if one of them fails). FILE is a TOML DAG (`[[task]]` tables
     /// with `name`, `command`, optional `activity`, `after = [names]`, `stage_in`,
@@ -935,6 +951,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
             t.optional = a.optional;
             t.time_limit_ms = a.time_limit.map(millis);
             t.memory_bytes = a.memory;
+            t.caps = caps(&a);
         }
         let client = Client::new(&a.conn.conn(), Role::User)?;
         let req = SubmitRequest {
@@ -967,6 +984,7 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
                 optional: a.optional,
                 time_limit_ms: a.time_limit.map(millis),
                 memory_bytes: a.memory,
+                caps: caps(&a),
                 ..NewTask::default()
             }
         })
@@ -979,6 +997,16 @@ pub fn submit_cmd(a: SubmitArgs) -> anyhow::Result<()> {
     print_ids(&r, a.json)?;
     warn_optional(&client, &a, &r);
     Ok(())
+}
+
+/// The per-run limits `a` asks for.
+fn caps(a: &SubmitArgs) -> fairsched_broker::api::RunCaps {
+    fairsched_broker::api::RunCaps {
+        processes: a.max_processes,
+        open_files: a.max_open_files,
+        disk_bytes: a.max_disk,
+        output_bytes: a.max_output,
+    }
 }
 
 /// `req` sent with the key and for the time `a` gives.

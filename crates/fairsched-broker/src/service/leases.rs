@@ -130,6 +130,7 @@ impl Broker {
                     stage_out: d.stage_out.clone(),
                     time_limit_ms: d.limits.time_limit_ms,
                     memory_bytes: d.limits.memory_bytes,
+                    caps: d.limits.caps,
                     run_as: self.run_as.get(&d.user).cloned(),
                 });
             }

@@ -242,7 +242,7 @@ impl Broker {
         {
             let mut q = conn.prepare(
                 "SELECT id, user_id, org, name, command, stage_in, stage_out, submit_ms, core_id, state,
-                        priority, optional, workflow, activity, time_limit_ms, memory_bytes, hold
+                        priority, optional, workflow, activity, time_limit_ms, memory_bytes, hold, caps
                  FROM tasks WHERE state IN ('live', 'held')",
             )?;
             let mut rows = q.query([])?;
@@ -251,6 +251,16 @@ impl Broker {
                 let limits = Limits {
                     time_limit_ms: r.get::<_, Option<i64>>(14)?.map(|v| v.max(0) as u64),
                     memory_bytes: r.get::<_, Option<i64>>(15)?.map(|v| v.max(0) as u64),
+                    caps: match r.get::<_, Option<String>>(17)? {
+                        None => Default::default(),
+                        Some(text) => serde_json::from_str(&text).map_err(|e| {
+                            rusqlite::Error::FromSqlConversionFailure(
+                                17,
+                                rusqlite::types::Type::Text,
+                                Box::new(e),
+                            )
+                        })?,
+                    },
                 };
                 let user: i64 = r.get(1)?;
                 let (name, command): (String, String) = (r.get(3)?, r.get(4)?);

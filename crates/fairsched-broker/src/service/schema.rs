@@ -68,7 +68,7 @@ pub const SCHEMA: &str = concat!(
 pub const ADDED_TABLES: &str = added_tables!();
 
 /// Columns of `tasks` added since schema 2 was first written.
-pub const ADDED_COLUMNS: [(&str, &str); 8] = [
+pub const ADDED_COLUMNS: [(&str, &str); 9] = [
     ("optional", "INTEGER NOT NULL DEFAULT 0"),
     ("core_id", "INTEGER"),
     ("workflow", "INTEGER"),
@@ -76,6 +76,7 @@ pub const ADDED_COLUMNS: [(&str, &str); 8] = [
     ("reason", "TEXT"),
     ("time_limit_ms", "INTEGER"),
     ("memory_bytes", "INTEGER"),
+    ("caps", "TEXT"),
     // Who put a held task on hold (`user`, `admin`), if anyone did.
     ("hold", "TEXT"),
 ];

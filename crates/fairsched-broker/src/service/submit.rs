@@ -92,6 +92,11 @@ impl Broker {
             .max_time_limit
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         for (i, t) in tasks.iter_mut().enumerate() {
+            if let Some(name) = t.caps.zero() {
+                return Err(ServiceError::Invalid(format!(
+                    "request body: tasks[{i}].caps.{name}: a limit of 0 runs nothing; leave it out for the worker's"
+                )));
+            }
             if t.time_limit_ms == Some(0) || t.memory_bytes == Some(0) {
                 return Err(ServiceError::Invalid(format!(
                     "request body: tasks[{i}]: a limit of 0 runs nothing; leave it out for the default"
@@ -295,8 +300,8 @@ impl Submission {
             )?;
         }
         let mut ins = tx.prepare_cached(
-            "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms, optional, core_id, workflow, activity, time_limit_ms, memory_bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            "INSERT INTO tasks (id, user_id, org, name, command, stage_in, stage_out, priority, state, submit_ms, optional, core_id, workflow, activity, time_limit_ms, memory_bytes, caps)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         )?;
         let mut edge =
             tx.prepare_cached("INSERT OR IGNORE INTO task_parents (child, parent) VALUES (?1, ?2)")?;
@@ -318,6 +323,7 @@ impl Submission {
                 workflow.as_ref().map(|_| t.activity.unwrap_or(0)),
                 t.time_limit_ms.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
                 t.memory_bytes.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+                (!t.caps.is_none()).then(|| serde_json::to_string(&t.caps).expect("caps serialize")),
             ])?;
             for &p in ps {
                 edge.execute(params![*id as i64, p as i64])?;
@@ -356,6 +362,7 @@ impl Broker {
                         limits: Limits {
                             time_limit_ms: t.time_limit_ms,
                             memory_bytes: t.memory_bytes,
+                            caps: t.caps,
                         },
                     },
                 );
@@ -380,6 +387,7 @@ impl Broker {
                     limits: Limits {
                         time_limit_ms: t.time_limit_ms,
                         memory_bytes: t.memory_bytes,
+                        caps: t.caps,
                     },
                     workflow: workflow.as_ref().map(|w| WorkflowRef {
                         workflow: WorkflowId(w.0),

@@ -74,6 +74,7 @@ fn assignment(key: RunKey, command: &str) -> Assignment {
         time_limit_ms: None,
         memory_bytes: None,
         run_as: None,
+        caps: Default::default(),
     }
 }
 

@@ -108,6 +108,7 @@ fn register_and_poll_bodies() {
                 time_limit_ms: None,
                 memory_bytes: None,
                 run_as: None,
+                caps: Default::default(),
             },
             Assignment {
                 task: 18,
@@ -119,6 +120,7 @@ fn register_and_poll_bodies() {
                 time_limit_ms: None,
                 memory_bytes: None,
                 run_as: None,
+                caps: Default::default(),
             },
         ]
     );

@@ -79,6 +79,7 @@ fn assignment(command: &str) -> Assignment {
         time_limit_ms: None,
         memory_bytes: None,
         run_as: None,
+        caps: Default::default(),
     }
 }
 

@@ -360,3 +360,55 @@ fn a_memory_bomb_fails_alone_at_its_memory_limit() {
     let alice = t.alice_tasks();
     t.check(&alice, bomb, "memory limit", &mut w);
 }
+
+/// A task lowers its own limits below its worker's (`submit
+/// --max-open-files`, `--max-disk`…): its run gets the lower of the two,
+/// one above the worker's is the worker's, and a run past its own limit
+/// fails alone with the limit named. Any user: no root needed.
+#[test]
+fn a_task_lowers_its_own_limits_below_its_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Broker::start(dir.path(), "fifo", "30s");
+    b.add_org("physics");
+    let alice = b.add_user("alice", "physics");
+    let token = b.worker_token("physics");
+    let mut w = b.worker("w", &token, 3, &dir.path().join("wd"), "process");
+    b.wait_slots(3);
+    let submit = |more: &[&str]| -> u64 {
+        let mut args = vec!["submit", "--broker", &b.url, "--token", &alice];
+        args.extend_from_slice(more);
+        let o = crate::common::run_in(dir.path(), &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
+    };
+    let low = submit(&["--max-open-files", "20", "--", "ulimit -n"]);
+    let high = submit(&["--max-open-files", "999999", "--", "ulimit -n"]);
+    let disk = submit(&["--max-disk", "1M", "--", "head -c 5M /dev/zero > big; sleep 5"]);
+    b.wait_idle(Duration::from_secs(60));
+    let api = b.api();
+    let out = |id: u64| {
+        crate::common::wait_for("the output", Duration::from_secs(20), || {
+            let r = api.get(&format!("/v1/tasks/{id}/output"), Some(&alice));
+            (r.status == 200).then_some(r.text)
+        })
+    };
+    assert_eq!(out(low).trim(), "20");
+    assert_eq!(
+        out(high).trim(),
+        "4096",
+        "the worker's --max-open-files, not more"
+    );
+    let t = api.get_ok(&format!("/v1/tasks/{disk}"), &alice);
+    assert_eq!(t["state"], "failed", "{t:#}");
+    let reason = t["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("disk limit"), "{reason}");
+    // A limit of 0 runs nothing: refused at the door.
+    let r = api.post_json(
+        "/v1/tasks",
+        &alice,
+        &json!({"tasks": [{"command": "true", "caps": {"processes": 0}}]}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.error().contains("tasks[0].caps.processes"), "{}", r.text);
+    assert!(w.alive());
+}
