@@ -92,15 +92,20 @@ fn added_column(table: &str, column: &str) -> bool {
 pub(crate) fn missing(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let reference = reference();
     let have = schema_of(conn)?;
-    let recorded: BTreeSet<String> = conn
-        .query_row(
+    // (No `meta`: `admin check` on a file that is not a broker's; every
+    // table is missing.)
+    let recorded: BTreeSet<String> = if have.contains_key("meta") {
+        conn.query_row(
             "SELECT value FROM meta WHERE key = ?1",
             [META_SCHEMA_ITEMS],
             |r| r.get::<_, String>(0),
         )
         .optional()?
         .map(|v| v.split_whitespace().map(str::to_owned).collect())
-        .unwrap_or_default();
+        .unwrap_or_default()
+    } else {
+        BTreeSet::new()
+    };
     let mut out = Vec::new();
     for (table, columns) in &reference.full {
         let Some(has) = have.get(table) else {

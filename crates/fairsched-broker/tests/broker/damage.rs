@@ -125,6 +125,13 @@ fn a_dropped_table_is_refused_at_open_naming_it() {
     let report = fairsched_broker::store::check(&db.path).unwrap();
     assert_eq!(report.missing, ["table tokens"]);
     assert!(report.problems.is_empty(), "{report:?}");
+    // A SQLite file that is not a broker's: every table is missing.
+    let other = db.path.with_file_name("other.db");
+    sql(&other, "CREATE TABLE t (x INTEGER);");
+    let report = fairsched_broker::store::check(&other).unwrap();
+    for table in ["table meta", "table steps", "table tokens", "table tasks"] {
+        assert!(report.missing.iter().any(|m| m == table), "{report:?}");
+    }
 }
 
 /// A dropped column, and a table that `Broker::open` adds to an older
