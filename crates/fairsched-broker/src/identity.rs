@@ -256,13 +256,15 @@ pub fn token_holder(conn: &rusqlite::Connection, token: &str) -> rusqlite::Resul
                 "SELECT t.hash, t.kind, t.user_id, t.org, u.name FROM tokens t LEFT JOIN users u ON u.id = t.user_id WHERE t.hash = ?1",
                 [h.to_vec()],
                 |r| {
-                    Ok((
-                        r.get::<_, Vec<u8>>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<i64>>(2)?,
-                        r.get::<_, Option<i64>>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                    ))
+                    crate::store::read_row("tokens", r, |r| {
+                        Ok((
+                            r.get::<_, Vec<u8>>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<i64>>(2)?,
+                            r.get::<_, Option<i64>>(3)?,
+                            r.get::<_, Option<String>>(4)?,
+                        ))
+                    })
                 },
             )
             .optional()

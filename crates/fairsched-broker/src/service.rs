@@ -69,7 +69,8 @@ pub use leases::{MAX_ASSIGN_PER_POLL, MAX_POLL_SCRIPT_BYTES, MISSED_REPORTS};
 use queries::allowed;
 pub use recovery::OpenError;
 use satisfaction::Satisfaction;
-pub use schema::{ADDED_COLUMNS, ADDED_TABLES, SCHEMA};
+pub(crate) use schema::upgrade;
+pub use schema::{ADDED_COLUMNS, ADDED_ELSEWHERE, ADDED_TABLES, SCHEMA};
 use submit::Keyed;
 pub use submit::{KEYS_KEPT, SUBMIT_STEP, SubmitKey};
 

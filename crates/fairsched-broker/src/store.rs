@@ -21,6 +21,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod check;
+pub use check::{CheckReport, CorruptRow, QUICK_CHECK_MAX_BYTES, check};
+pub(crate) use check::{read_row, record as record_schema, stepping};
+
 /// Bumped when the tables change; a database of another version is
 /// refused with both numbers.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -77,6 +81,18 @@ const SNAPSHOT_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS snapshots (
         seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, high_id INTEGER NOT NULL,
         timers TEXT NOT NULL, core BLOB NOT NULL, written_ms INTEGER NOT NULL);";
 
+/// Creates every table of a new database (schema 2 as this fairsched
+/// writes it; `Broker::open` adds the columns since).
+fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE steps (seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, events TEXT NOT NULL);",
+    )?;
+    conn.execute_batch(SNAPSHOT_SCHEMA)?;
+    conn.execute_batch(crate::identity::SCHEMA)?;
+    conn.execute_batch(crate::service::SCHEMA)
+}
+
 /// One accepted step: the instant the core was given and its events.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -100,6 +116,23 @@ pub enum StoreError {
     Schema { path: PathBuf, found: i64 },
     #[error("{path}: step {seq}: {reason}")]
     Corrupt { path: PathBuf, seq: i64, reason: String },
+    /// Tables or columns this fairsched reads are missing (dropped, or
+    /// the file was edited by hand): refused rather than served, since
+    /// every request that needs them would fail.
+    #[error(
+        "{path}: the database is incomplete, its schema lacks {}: it was damaged or edited; {}",
+        missing.join(", "),
+        check::WHAT_TO_DO.replace("FILE", &path.display().to_string())
+    )]
+    Incomplete { path: PathBuf, missing: Vec<String> },
+    /// SQLite finds the file damaged (`PRAGMA quick_check`, or
+    /// `SQLITE_CORRUPT` on the way).
+    #[error(
+        "{path}: the database is corrupt ({}); {}",
+        problems.join("; "),
+        check::WHAT_TO_DO.replace("FILE", &path.display().to_string())
+    )]
+    Damaged { path: PathBuf, problems: Vec<String> },
     #[error("{path}: {cause}")]
     Io { path: PathBuf, cause: std::io::Error },
     /// A replay needs steps the database moved to its archive, and the
@@ -240,24 +273,19 @@ impl Store {
             path: path.to_path_buf(),
             cause: e,
         })?;
-        tx.execute_batch(
-            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             CREATE TABLE steps (seq INTEGER PRIMARY KEY, now_ms INTEGER NOT NULL, events TEXT NOT NULL);",
-        )
-        .and_then(|_| tx.execute_batch(SNAPSHOT_SCHEMA))
-        .and_then(|_| tx.execute_batch(crate::identity::SCHEMA))
-        .and_then(|_| tx.execute_batch(crate::service::SCHEMA))
-        .and_then(|_| {
-            tx.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema', ?1), ('config', ?2), ('epoch_ms', ?3)",
-                params![SCHEMA_VERSION.to_string(), cfg, unix_ms().to_string()],
-            )
-        })
-        .and_then(|_| tx.commit())
-        .map_err(|e| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            cause: e,
-        })?;
+        create_tables(&tx)
+            .and_then(|_| {
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema', ?1), ('config', ?2), ('epoch_ms', ?3)",
+                    params![SCHEMA_VERSION.to_string(), cfg, unix_ms().to_string()],
+                )
+            })
+            .and_then(|_| check::record(&tx))
+            .and_then(|_| tx.commit())
+            .map_err(|e| StoreError::Sqlite {
+                path: path.to_path_buf(),
+                cause: e,
+            })?;
         Ok(s)
     }
 
@@ -277,6 +305,8 @@ impl Store {
         }
         private(path, false)?;
         let conn = Store::connect(path)?;
+        // A damaged file is said as such before anything is read from it.
+        check::quick(&conn, path)?;
         let mut s = Store {
             conn,
             path: path.to_path_buf(),
@@ -305,6 +335,10 @@ impl Store {
                 found,
             });
         }
+        // Every table and column the broker reads is there (or is one an
+        // opening adds to an older database): a dropped `tokens` would
+        // otherwise let it start and refuse every request.
+        check::schema(&s.conn, path)?;
         let cfg = get(&s, "config")?.unwrap_or_default();
         let config: Config = serde_json::from_str(&cfg).map_err(|e| StoreError::Corrupt {
             path: path.to_path_buf(),

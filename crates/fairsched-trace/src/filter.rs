@@ -169,7 +169,8 @@ impl FilterCounts {
 /// 2. run time: -1 → `runtime_unknown`, ≤ 0 → `runtime_nonpositive` (dropped: a job that
 ///    does not run cannot be simulated);
 /// 3. processors: allocated if > 0, else requested if > 0 (`procs_from_requested`), else
-///    dropped (`procs_unknown`); counts beyond `u32::MAX` saturate;
+///    dropped (`procs_unknown`); the reader refuses counts beyond `u32::MAX`
+///    ([`crate::MAX_JOB_PROCS`]), and a hand-made record's saturate;
 /// 4. status filters from `opts`.
 pub fn clean(job: &SwfJob, opts: FilterOptions, counts: &mut FilterCounts) -> Option<Job> {
     counts.records += 1;

@@ -6,7 +6,8 @@
 //! The pipeline, stage by stage:
 //!
 //! 1. [`SwfReader`] turns text into raw [`SwfJob`] records (all 18 fields, `-1` = unknown;
-//!    a negative submit time is a line error) and collects the `; Key: value` [`SwfHeader`]
+//!    a negative submit time, a time above [`MAX_SECONDS`] or a processor count above
+//!    [`MAX_JOB_PROCS`] is a line error) and collects the `; Key: value` [`SwfHeader`]
 //!    (a well-known numeric key whose value is not valid, such as `; MaxProcs: abc`, is set
 //!    aside with a [`HeaderWarning`] naming its line). It parses ≥ 300 MB/s of text on one
 //!    core (large chunks, `memchr` for newlines, hand-written number parsing, no per-line
@@ -95,7 +96,7 @@ pub use info::{
 };
 pub use job::Job;
 pub use reader::{FileSource, MAX_LINE, ReadOptions, SwfReader};
-pub use record::{FIELD_NAMES, SwfJob};
+pub use record::{FIELD_NAMES, MAX_JOB_PROCS, MAX_SECONDS, SwfJob};
 pub use scan::{TraceScan, scan, scan_header, scan_reader, scan_swf};
 pub use stream::{JobStream, StreamOptions};
 pub use transform::{

@@ -5,7 +5,7 @@
 //! more than 18 digits, garbage) falls to a slow path that either accepts it with exact
 //! semantics or explains why not.
 
-use crate::record::SwfJob;
+use crate::record::{MAX_JOB_PROCS, MAX_SECONDS, SwfJob};
 
 /// Field separators: space, tab, and the other ASCII whitespace (`\r` makes CRLF harmless).
 #[inline(always)]
@@ -199,6 +199,11 @@ const OUT_OF_RANGE: &str = "is out of range";
 /// counted as `submit_unknown`); any other negative value breaks the format.
 pub(crate) const NEGATIVE_SUBMIT: &str = "is negative: SWF submit times are seconds from the log's start (0 or \
                                           more, or -1 for unknown)";
+/// A time field (2, 3, 4, 6, 9 or 18) above [`MAX_SECONDS`].
+pub(crate) const TIME_TOO_LARGE: &str = "is more than 1000000000000 seconds (over 31,000 years): not a time an SWF \
+                                         log holds";
+/// A processor count (field 5 or 8) above [`MAX_JOB_PROCS`].
+pub(crate) const PROCS_TOO_LARGE: &str = "is more than 4294967295 processors, the most a job can have";
 
 /// Integer field, slow path: `[+-]digits[.zeros]`, or any finite integer-valued float
 /// (`1e3`). Rejects fractions, overflow and non-numbers with a reason.
@@ -268,7 +273,9 @@ fn parse_float_slow(tok: &[u8]) -> Result<f64, &'static str> {
 ///
 /// A line with the wrong number of fields is reported as such even if one of its fields is
 /// also not a number (the structure is the bigger problem). Every field may be `-1`
-/// (unknown); the submit time (field 2) may not be below that ([`NEGATIVE_SUBMIT`]).
+/// (unknown); the submit time (field 2) may not be below that ([`NEGATIVE_SUBMIT`]). A
+/// time field may not exceed [`MAX_SECONDS`] ([`TIME_TOO_LARGE`]) nor a processor count
+/// [`MAX_JOB_PROCS`] ([`PROCS_TOO_LARGE`]): the first such field, in file order, is named.
 #[inline]
 pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
     let job = parse_fields(line).map_err(|e| match e {
@@ -278,16 +285,46 @@ pub(crate) fn parse_job_line(line: &[u8]) -> Result<SwfJob, LineError> {
         },
         count => count,
     })?;
-    if job.submit_time < -1 {
-        return Err(negative_submit(line));
+    // One test for every bound, without branches per field (`|`, not `||`): the hot
+    // path pays a few comparisons a line; the cold one finds which field it was.
+    let t = MAX_SECONDS;
+    let p = MAX_JOB_PROCS;
+    let out = (job.submit_time < -1)
+        | (job.submit_time > t)
+        | (job.wait_time > t)
+        | (job.run_time > t)
+        | (job.allocated_procs > p)
+        | (job.avg_cpu_time > t as f64)
+        | (job.requested_procs > p)
+        | (job.requested_time > t)
+        | (job.think_time > t);
+    if out {
+        return Err(out_of_bounds(line, &job));
     }
     Ok(job)
 }
 
-/// The error of a line whose submit time (its second field) is negative.
+/// The error of a line one of whose fields is out of its bounds: the first in file order.
 #[cold]
 #[inline(never)]
-fn negative_submit(line: &[u8]) -> LineError {
+fn out_of_bounds(line: &[u8], job: &SwfJob) -> LineError {
+    let t = MAX_SECONDS;
+    let p = MAX_JOB_PROCS;
+    let checks: [(usize, bool, &'static str); 9] = [
+        (1, job.submit_time < -1, NEGATIVE_SUBMIT),
+        (1, job.submit_time > t, TIME_TOO_LARGE),
+        (2, job.wait_time > t, TIME_TOO_LARGE),
+        (3, job.run_time > t, TIME_TOO_LARGE),
+        (4, job.allocated_procs > p, PROCS_TOO_LARGE),
+        (5, job.avg_cpu_time > t as f64, TIME_TOO_LARGE),
+        (7, job.requested_procs > p, PROCS_TOO_LARGE),
+        (8, job.requested_time > t, TIME_TOO_LARGE),
+        (17, job.think_time > t, TIME_TOO_LARGE),
+    ];
+    let (index, reason) = checks
+        .iter()
+        .find(|c| c.1)
+        .map_or((1, NEGATIVE_SUBMIT), |&(i, _, r)| (i, r));
     let mut tokens = line
         .split(|&b| is_ws(b))
         .scan(0usize, |at, t| {
@@ -296,12 +333,12 @@ fn negative_submit(line: &[u8]) -> LineError {
             Some((start, t))
         })
         .filter(|(_, t)| !t.is_empty());
-    let (start, token) = tokens.nth(1).unwrap_or((0, &[][..]));
+    let (start, token) = tokens.nth(index).unwrap_or((0, &[][..]));
     LineError::Field {
-        index: 1,
+        index,
         start,
         end: start + token.len(),
-        reason: NEGATIVE_SUBMIT,
+        reason,
     }
 }
 
@@ -411,8 +448,81 @@ mod tests {
         let mut f = base();
         f[2] = "-9223372036854775808";
         assert_eq!(parse_job_line(&line(&f)).unwrap().wait_time, i64::MIN);
-        f[1] = "9223372036854775807";
-        assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, i64::MAX);
+        f[1] = "1e12";
+        assert_eq!(parse_job_line(&line(&f)).unwrap().submit_time, MAX_SECONDS);
+    }
+
+    /// Each time field up to 10^12 s and each processor count up to
+    /// u32::MAX reads; one more is refused naming that field, whatever
+    /// its spelling (digits, 19 digits for the slow path, exponent), and
+    /// -1 (unknown) still reads in each of them.
+    #[test]
+    fn absurd_times_and_processor_counts_are_rejected() {
+        let times = [1, 2, 3, 5, 8, 17];
+        let procs = [4, 7];
+        for &idx in times.iter().chain(&procs) {
+            let (at_max, above, reason) = if times.contains(&idx) {
+                (
+                    "1000000000000",
+                    ["1000000000001", "9223372036854775807", "1e13"],
+                    TIME_TOO_LARGE,
+                )
+            } else {
+                (
+                    "4294967295",
+                    ["4294967296", "999999999999", "9223372036854775807"],
+                    PROCS_TOO_LARGE,
+                )
+            };
+            for ok in [at_max, "-1", "0"] {
+                let mut f = base();
+                f[idx] = ok;
+                assert!(parse_job_line(&line(&f)).is_ok(), "field {idx}: {ok}");
+            }
+            for text in above {
+                let mut f = base();
+                f[idx] = text;
+                let l = format!("\t{}", f.join("  ")).into_bytes();
+                match parse_job_line(&l) {
+                    Err(LineError::Field {
+                        index,
+                        start,
+                        end,
+                        reason: r,
+                    }) => {
+                        assert_eq!((index, r), (idx, reason), "{text}");
+                        assert_eq!(&l[start..end], text.as_bytes());
+                    }
+                    other => panic!("field {idx}: {text}: {other:?}"),
+                }
+            }
+        }
+        // The float time (average CPU time) too, and the first bad field is named.
+        let mut f = base();
+        f[5] = "1000000000000.5";
+        assert!(matches!(
+            parse_job_line(&line(&f)),
+            Err(LineError::Field {
+                index: 5,
+                reason: TIME_TOO_LARGE,
+                ..
+            })
+        ));
+        f[3] = "9223372036854775807";
+        assert!(matches!(
+            parse_job_line(&line(&f)),
+            Err(LineError::Field {
+                index: 3,
+                reason: TIME_TOO_LARGE,
+                ..
+            })
+        ));
+        // Fields that are not times or counts take any i64.
+        for idx in [0, 10, 11, 12, 13, 14, 15, 16] {
+            let mut f = base();
+            f[idx] = "9223372036854775807";
+            assert!(parse_job_line(&line(&f)).is_ok(), "field {idx}");
+        }
     }
 
     /// Field 2 alone must not be below -1 (unknown), whatever its

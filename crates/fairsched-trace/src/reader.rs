@@ -47,7 +47,8 @@ pub type FileSource = Box<dyn Read + Send>;
 /// * blank and whitespace-only lines are skipped;
 /// * fields are separated by any run of spaces/tabs; `\r\n` line ends are fine;
 /// * a job line must have exactly 18 fields, each a number, the submit time (field 2) not
-///   negative;
+///   negative, no time field above [`crate::MAX_SECONDS`] and no processor count above
+///   [`crate::MAX_JOB_PROCS`];
 /// * a `; Key: value` line whose key is a well-known numeric one (`MaxProcs`, `MaxNodes`,
 ///   `MaxJobs`, `MaxRecords`, `UnixStartTime`, `TimeZone`) but whose value is not a valid
 ///   number for it is kept in [`SwfHeader::other`] and reported in

@@ -26,6 +26,18 @@ pub const FIELD_NAMES: [&str; 18] = [
     "think_time",
 ];
 
+/// The largest value [`crate::SwfReader`] reads in a time field (submit, wait, run,
+/// average CPU, requested and think times: fields 2, 3, 4, 6, 9 and 18): 10^12 seconds,
+/// over 31,000 years. Real logs span a few years; a larger value is a corrupt or hostile
+/// line, refused with its line and field ([`crate::TraceError::Parse`]) rather than
+/// saturating later (a submit plus a run time near `i64::MAX` overflows).
+pub const MAX_SECONDS: i64 = 1_000_000_000_000;
+
+/// The largest processor count [`crate::SwfReader`] reads (fields 5 and 8): `u32::MAX`,
+/// what a [`crate::Job`] holds. A larger count is refused with its line and field instead
+/// of being saturated to `u32::MAX`.
+pub const MAX_JOB_PROCS: i64 = u32::MAX as i64;
+
 /// One job record of an SWF log, exactly as written (no cleaning).
 ///
 /// `-1` means "unknown" in every field and is kept as `-1` (`-1.0` for the float fields).
@@ -33,8 +45,9 @@ pub const FIELD_NAMES: [&str; 18] = [
 /// [`crate::TraceError::Parse`] naming the line; `--lenient` skips it), since SWF counts
 /// submit times from the log's start. A job submitted at an unknown time (`-1`, as the
 /// Archive's logs write a job line they know nothing of) is read, then dropped and
-/// counted by [`crate::clean`] (`submit_unknown`): it cannot be replayed. Fields 6, 7 and 10 are `f64` because some logs write decimals there; every
-/// other field is an integer (an integer-valued decimal such as `12.0` is accepted on input).
+/// counted by [`crate::clean`] (`submit_unknown`): it cannot be replayed. Time fields above
+/// [`MAX_SECONDS`] and processor counts above [`MAX_JOB_PROCS`] are refused the same way.
+/// Fields 6, 7 and 10 are `f64` because some logs write decimals there; every other field is an integer (an integer-valued decimal such as `12.0` is accepted on input).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SwfJob {
     /// 1. Job number (a counter starting at 1 in most logs).

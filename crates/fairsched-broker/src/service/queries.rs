@@ -23,7 +23,13 @@ pub(super) fn allowed(who: &Principal, owner: i64, id: u64) -> Reply<()> {
 /// The columns [`row_task`] reads, in its order.
 pub(super) const TASK_COLUMNS: &str = "SELECT id, name, user_id, org, state, attempts, exit_code, signal, submit_ms, start_ms, end_ms, command, workflow, reason FROM tasks";
 
+/// A task's row as its owner sees it; a row that does not read names
+/// itself ([`crate::store::CorruptRow`]).
 pub(super) fn row_task(r: &rusqlite::Row) -> rusqlite::Result<TaskOut> {
+    crate::store::read_row("tasks", r, row_task_unchecked)
+}
+
+fn row_task_unchecked(r: &rusqlite::Row) -> rusqlite::Result<TaskOut> {
     Ok(TaskOut {
         id: r.get::<_, i64>(0)? as u64,
         name: r.get(1)?,

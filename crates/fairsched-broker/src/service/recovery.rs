@@ -11,6 +11,7 @@ use super::workflows::parent_reason;
 use super::{Broker, Counters, Counts, Gone, Held, LATENCY_BUCKETS_MS, Limits, Live_, Settings, St, Worker};
 use crate::dashboard::Recent;
 use crate::live::{Live, LiveError};
+use crate::store::{read_row, stepping};
 use fairsched_core::{SlotId, TaskId, WorkflowId, WorkflowRef};
 use rusqlite::OptionalExtension;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -43,6 +44,8 @@ impl Broker {
         }
         let store_err = |e: rusqlite::Error| OpenError::Store(format!("{}: {e}", path.display()));
         upgrade(live.store().conn()).map_err(store_err)?;
+        // From now on, a table or column missing here was dropped.
+        crate::store::record_schema(live.store().conn()).map_err(store_err)?;
         // Never behind the log: a wall clock set back while the broker
         // was down resumes from the last step.
         let opened = (
@@ -120,28 +123,34 @@ impl Broker {
             let mut q =
                 conn.prepare("SELECT id, org, first_slot, slots, state, lease_ms FROM workers ORDER BY id")?;
             let rows = q.query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
+                read_row("workers", r, |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                })
             })?;
             // Slots that joined for released workers ([`Write::ReleaseWorker`]).
             let mut more: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
             let mut q2 =
                 conn.prepare("SELECT worker, first_slot, slots FROM worker_slots ORDER BY first_slot")?;
             for row in q2.query_map([], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                read_row("worker_slots", r, |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                })
             })? {
-                let (w, first, n) = row?;
+                let (w, first, n) = row.map_err(stepping("worker_slots", None))?;
                 more.entry(w).or_default().push((first, n));
             }
             let now = Instant::now();
+            let mut after = None;
             for row in rows {
-                let (id, org, first, n, state, lease_ms) = row?;
+                let (id, org, first, n, state, lease_ms) = row.map_err(stepping("workers", after))?;
+                after = Some(id);
                 let mut slots: Vec<SlotId> = Vec::new();
                 for &(first, n) in std::iter::once(&(first, n)).chain(more.get(&id).into_iter().flatten()) {
                     slots.extend((first..first + n).map(|s| SlotId(s as u32)));
@@ -185,17 +194,19 @@ impl Broker {
             conn.execute("DELETE FROM submit_keys WHERE at_ms < ?1", [since])?;
             let mut q = conn.prepare("SELECT user_id, key, digest, ids, workflow, at_ms FROM submit_keys")?;
             let rows = q.query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<u32>>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
+                read_row("submit_keys", r, |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Vec<u8>>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<u32>>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                })
             })?;
             for row in rows {
-                let (user, key, digest, ids, workflow, at_ms) = row?;
+                let (user, key, digest, ids, workflow, at_ms) = row.map_err(stepping("submit_keys", None))?;
                 if let (Ok(digest), Ok(ids)) = (
                     <[u8; 32]>::try_from(digest.as_slice()),
                     serde_json::from_str(&ids),
@@ -215,8 +226,12 @@ impl Broker {
         self.quotas = admin::load_quotas(conn)?;
         {
             let mut q = conn.prepare("SELECT kind, id FROM removed")?;
-            for row in q.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
-                match row? {
+            for row in q.query_map([], |r| {
+                read_row("removed", r, |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })
+            })? {
+                match row.map_err(stepping("removed", None))? {
                     (k, id) if k == "user" => self.removed_users.insert(id),
                     (_, id) => self.removed_orgs.insert(id as u32),
                 };
@@ -224,16 +239,22 @@ impl Broker {
         }
         {
             let mut q = conn.prepare("SELECT id, run_as FROM users WHERE run_as IS NOT NULL")?;
-            for row in q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))? {
-                let (user, account) = row?;
+            for row in q.query_map([], |r| {
+                read_row("users", r, |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            })? {
+                let (user, account) = row.map_err(stepping("users", None))?;
                 self.run_as.insert(user, account);
             }
         }
         {
             let mut q = conn.prepare("SELECT worker, hash FROM worker_sessions")?;
-            let rows = q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+            let rows = q.query_map([], |r| {
+                read_row("worker_sessions", r, |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                })
+            })?;
             for row in rows {
-                let (worker, h) = row?;
+                let (worker, h) = row.map_err(stepping("worker_sessions", None))?;
                 if let Ok(h) = <[u8; 32]>::try_from(h.as_slice()) {
                     self.sessions.insert(h, worker as u64);
                 }
@@ -246,29 +267,56 @@ impl Broker {
                  FROM tasks WHERE state IN ('live', 'held')",
             )?;
             let mut rows = q.query([])?;
-            while let Some(r) = rows.next()? {
+            let mut after = None;
+            while let Some(r) = rows.next().map_err(stepping("tasks", after))? {
                 let id = r.get::<_, i64>(0)? as u64;
-                let limits = Limits {
-                    time_limit_ms: r.get::<_, Option<i64>>(14)?.map(|v| v.max(0) as u64),
-                    memory_bytes: r.get::<_, Option<i64>>(15)?.map(|v| v.max(0) as u64),
-                    caps: match r.get::<_, Option<String>>(17)? {
-                        None => Default::default(),
-                        Some(text) => serde_json::from_str(&text).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(
-                                17,
-                                rusqlite::types::Type::Text,
-                                Box::new(e),
-                            )
-                        })?,
-                    },
-                };
-                let user: i64 = r.get(1)?;
-                let (name, command): (String, String) = (r.get(3)?, r.get(4)?);
-                let (stage_in, stage_out): (Option<String>, Option<String>) = (r.get(5)?, r.get(6)?);
-                let submit_ms: i64 = r.get(7)?;
-                let state: String = r.get(9)?;
-                if state == "live" {
-                    let core = TaskId(r.get::<_, Option<i64>>(8)?.map_or(id, |c| c as u64));
+                after = Some(id as i64);
+                // Every column read first (a row that does not read names
+                // itself), then kept.
+                let row = read_row("tasks", r, |r| {
+                    Ok(TaskRow {
+                        limits: Limits {
+                            time_limit_ms: r.get::<_, Option<i64>>(14)?.map(|v| v.max(0) as u64),
+                            memory_bytes: r.get::<_, Option<i64>>(15)?.map(|v| v.max(0) as u64),
+                            caps: match r.get::<_, Option<String>>(17)? {
+                                None => Default::default(),
+                                Some(text) => serde_json::from_str(&text).map_err(|e| {
+                                    rusqlite::Error::FromSqlConversionFailure(
+                                        17,
+                                        rusqlite::types::Type::Text,
+                                        Box::new(e),
+                                    )
+                                })?,
+                            },
+                        },
+                        user: r.get(1)?,
+                        org: r.get::<_, i64>(2)? as u32,
+                        name: r.get(3)?,
+                        command: r.get(4)?,
+                        stage_in: r.get(5)?,
+                        stage_out: r.get(6)?,
+                        submit_ms: r.get(7)?,
+                        core_id: r.get(8)?,
+                        live: r.get::<_, String>(9)? == "live",
+                        priority: r.get(10)?,
+                        optional: r.get::<_, i64>(11)? != 0,
+                        workflow: r.get(12)?,
+                        activity: r.get::<_, Option<i64>>(13).ok().flatten(),
+                        hold: r.get(16)?,
+                    })
+                })?;
+                let TaskRow {
+                    limits,
+                    user,
+                    name,
+                    command,
+                    stage_in,
+                    stage_out,
+                    submit_ms,
+                    ..
+                } = row;
+                if row.live {
+                    let core = TaskId(row.core_id.map_or(id, |c| c as u64));
                     if core.0 != id {
                         self.core_of.insert(id, core);
                         self.public_of.insert(core, id);
@@ -291,22 +339,22 @@ impl Broker {
                         id,
                         Held {
                             user,
-                            org: r.get::<_, i64>(2)? as u32,
+                            org: row.org,
                             name,
                             command,
                             stage_in,
                             stage_out,
-                            priority: r.get(10)?,
-                            optional: r.get::<_, i64>(11)? != 0,
+                            priority: row.priority,
+                            optional: row.optional,
                             submit_ms,
                             limits,
-                            workflow: r.get::<_, Option<i64>>(12)?.map(|w| WorkflowRef {
+                            workflow: row.workflow.map(|w| WorkflowRef {
                                 workflow: WorkflowId(w as u32),
-                                activity: r.get::<_, Option<i64>>(13).ok().flatten().unwrap_or(0) as u32,
+                                activity: row.activity.unwrap_or(0) as u32,
                             }),
                             parents: Vec::new(),
                             pending: 0,
-                            hold: r.get::<_, Option<String>>(16)?.as_deref().and_then(HoldBy::of),
+                            hold: row.hold.as_deref().and_then(HoldBy::of),
                         },
                     );
                 }
@@ -333,9 +381,10 @@ impl Broker {
                 let mut parents = Vec::new();
                 let mut pending = 0;
                 let mut rows = q.query([child as i64])?;
-                while let Some(r) = rows.next()? {
-                    let parent = r.get::<_, i64>(0)? as u64;
-                    let state: Option<String> = r.get(1)?;
+                while let Some(r) = rows.next().map_err(stepping("task_parents", None))? {
+                    let (parent, state) = read_row("task_parents", r, |r| {
+                        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Option<String>>(1)?))
+                    })?;
                     parents.push(parent);
                     match state.as_deref() {
                         Some("completed") => {}
@@ -361,10 +410,12 @@ impl Broker {
         {
             let mut q = conn.prepare("SELECT user_id, state, count(*) FROM tasks GROUP BY user_id, state")?;
             let mut rows = q.query([])?;
-            while let Some(r) = rows.next()? {
-                let state: String = r.get(1)?;
+            while let Some(r) = rows.next().map_err(stepping("tasks", None))? {
+                let (user, state, n) = read_row("tasks", r, |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?))
+                })?;
                 if let Some(st) = St::of_row(&state) {
-                    self.counts.add(r.get(0)?, st, r.get::<_, i64>(2)? as u64);
+                    self.counts.add(user, st, n as u64);
                 }
             }
         }
@@ -383,16 +434,19 @@ impl Broker {
         {
             let mut q = conn.prepare("SELECT user_id, allocated_ms, deserved, base FROM shares")?;
             let mut rows = q.query([])?;
-            while let Some(r) = rows.next()? {
-                self.sat.users.insert(
-                    r.get(0)?,
-                    Share {
-                        allocated: r.get(1)?,
-                        deserved: r.get(2)?,
-                        base: r.get(3)?,
-                        ..Share::default()
-                    },
-                );
+            while let Some(r) = rows.next().map_err(stepping("shares", None))? {
+                let (user, share) = read_row("shares", r, |r| {
+                    Ok((
+                        r.get(0)?,
+                        Share {
+                            allocated: r.get(1)?,
+                            deserved: r.get(2)?,
+                            base: r.get(3)?,
+                            ..Share::default()
+                        },
+                    ))
+                })?;
+                self.sat.users.insert(user, share);
             }
         }
         // Which worker runs what, and since when: from the core's state.
@@ -427,4 +481,23 @@ impl Broker {
         self.sat.present = self.sat.users.values().filter(|s| s.live > 0).count() as u64;
         Ok(())
     }
+}
+
+/// A live or held task's row, as [`Broker::load`] reads it.
+struct TaskRow {
+    limits: Limits,
+    user: i64,
+    org: u32,
+    name: String,
+    command: String,
+    stage_in: Option<String>,
+    stage_out: Option<String>,
+    submit_ms: i64,
+    core_id: Option<i64>,
+    live: bool,
+    priority: i64,
+    optional: bool,
+    workflow: Option<i64>,
+    activity: Option<i64>,
+    hold: Option<String>,
 }

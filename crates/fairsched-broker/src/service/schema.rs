@@ -81,23 +81,28 @@ pub const ADDED_COLUMNS: [(&str, &str); 9] = [
     ("hold", "TEXT"),
 ];
 
+/// Columns of other tables added since: (table, column, type).
+pub const ADDED_ELSEWHERE: [(&str, &str, &str); 2] = [
+    // The local account a user's tasks run as (workers with --run-as-user).
+    ("users", "run_as", "TEXT"),
+    // Quotas on tasks in the scheduler (`max_queued` is -1 where a quota
+    // sets only this one).
+    ("quotas", "max_running", "INTEGER"),
+];
+
 /// Brings a database created by an older fairsched up to [`SCHEMA`]
 /// (additive only: nothing is dropped or rewritten).
-pub(super) fn upgrade(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+pub(crate) fn upgrade(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     for (col, ty) in ADDED_COLUMNS {
         if !has_column(conn, "tasks", col)? {
             conn.execute_batch(&format!("ALTER TABLE tasks ADD COLUMN {col} {ty}"))?;
         }
     }
-    // The local account a user's tasks run as (workers with --run-as-user).
-    if !has_column(conn, "users", "run_as")? {
-        conn.execute_batch("ALTER TABLE users ADD COLUMN run_as TEXT")?;
-    }
     conn.execute_batch(ADDED_TABLES)?;
-    // Quotas on tasks in the scheduler (`max_queued` is -1 where a quota
-    // sets only this one).
-    if !has_column(conn, "quotas", "max_running")? {
-        conn.execute_batch("ALTER TABLE quotas ADD COLUMN max_running INTEGER")?;
+    for (table, col, ty) in ADDED_ELSEWHERE {
+        if !has_column(conn, table, col)? {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {col} {ty}"))?;
+        }
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The integration tests of `fairsched-broker`, one test binary (one link).
 
+mod damage;
 mod dashboard;
 mod decode;
 mod docs;

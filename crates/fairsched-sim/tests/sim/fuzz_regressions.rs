@@ -118,6 +118,9 @@ fn header_max_procs_beyond_the_limit_is_an_error() {
 }
 
 /// The same through the widest job, when the header has no `MaxProcs`.
+/// A job wider than u32::MAX (issue 38, finding 10: 999999999999
+/// processors saturated to 4294967295 and failed here, naming no line)
+/// is now refused by the reader, with its line and field.
 #[test]
 fn widest_job_beyond_the_limit_is_an_error() {
     let config = run_on("1 0 0 100 4294967295 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n");
@@ -126,6 +129,15 @@ fn widest_job_beyond_the_limit_is_an_error() {
     assert!(
         err.starts_with("hostile.swf: widest job gives 4294967295 processors; at most"),
         "{err}"
+    );
+    let config = run_on(
+        "1 0 0 100 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n2 5 0 100 999999999999 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n",
+    );
+    let err = config.trace.scan(false).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "hostile.swf:2: field 5 (allocated_procs): \"999999999999\" is more than 4294967295 processors, \
+         the most a job can have"
     );
     let config = run_on("1 0 0 100 16777216 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n");
     let scan = config.trace.scan(false).unwrap();
@@ -227,16 +239,41 @@ fn zipf_split_among_millions_of_organizations_finishes() {
 
 /// The scan of the hostile logs above: their counts stay exact. (A
 /// negative submit time is a line error since SWF submit times count from
-/// the log's start: the widest span starts at 0.)
+/// the log's start: the widest span starts at 0.) Since issue 38, finding
+/// 10, times of i64::MAX and counts beyond u32::MAX are line errors too
+/// (they ran with a run time of 0, or saturated): the widest log that
+/// reads spans 10^12 s, with jobs of u32::MAX processors.
 #[test]
 fn hostile_numbers_scan_cleanly() {
     let text = "; MaxProcs: 4294967295\n\
-                1 0 0 9223372036854775807 4294967296 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
-                2 9223372036854775807 0 1 4294967295 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n";
+                1 0 0 1000000000000 4294967295 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                2 1000000000000 0 1 4294967295 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n";
     let scan = scan_reader("hostile.swf", text.as_bytes(), false).unwrap();
     assert_eq!((scan.raw_jobs, scan.counts.kept), (2, 2));
     assert_eq!(scan.max_job_procs, Some(u32::MAX));
-    assert_eq!(scan.span_seconds(), i64::MAX);
+    assert_eq!(scan.span_seconds(), fairsched_trace::MAX_SECONDS);
+    for (line, want) in [
+        (
+            "1 0 0 9223372036854775807 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n",
+            "hostile.swf:1: field 4 (run_time): \"9223372036854775807\" is more than",
+        ),
+        (
+            "2 9223372036854775807 0 1 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n",
+            "hostile.swf:1: field 2 (submit_time): \"9223372036854775807\" is more than",
+        ),
+        (
+            "1 0 0 10 4294967296 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n",
+            "hostile.swf:1: field 5 (allocated_procs): \"4294967296\" is more than",
+        ),
+    ] {
+        let err = scan_reader("hostile.swf", line.as_bytes(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(want), "{err}");
+        // Lenient reading skips the line, and the simulator never sees it.
+        let scan = scan_reader("hostile.swf", line.as_bytes(), true).unwrap();
+        assert_eq!((scan.raw_jobs, scan.counts.bad_lines_skipped), (0, 1));
+    }
 }
 
 /// Found by the `swf` target after 3.4 × 10⁶ runs: `trace stats` took the

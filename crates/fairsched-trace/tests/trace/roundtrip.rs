@@ -1,7 +1,7 @@
 //! Write → read round trips (plain, gzip, property-based).
 
 use crate::common::temp_file;
-use fairsched_trace::{SwfHeader, SwfJob, SwfReader, SwfWriter};
+use fairsched_trace::{MAX_JOB_PROCS, MAX_SECONDS, SwfHeader, SwfJob, SwfReader, SwfWriter};
 use proptest::prelude::*;
 
 fn write_to_vec(header: &SwfHeader, jobs: &[SwfJob]) -> Vec<u8> {
@@ -103,6 +103,16 @@ fn field_int() -> impl Strategy<Value = i64> {
     prop_oneof![Just(-1i64), 0i64..1_000_000, any::<i64>()]
 }
 
+/// A time field or a processor count: at most `max` (the reader refuses more).
+fn field_bounded(max: i64) -> impl Strategy<Value = i64> {
+    prop_oneof![Just(-1i64), 0i64..1_000_000, Just(max), i64::MIN..=max]
+}
+
+/// The average CPU time (a float time field): at most `MAX_SECONDS`.
+fn field_float_time() -> impl Strategy<Value = f64> {
+    field_float().prop_map(|x| x.min(MAX_SECONDS as f64))
+}
+
 fn field_float() -> impl Strategy<Value = f64> {
     prop_oneof![
         Just(-1.0),
@@ -114,14 +124,17 @@ fn field_float() -> impl Strategy<Value = f64> {
 
 prop_compose! {
     fn arb_job()(ints in proptest::collection::vec(field_int(), 15),
-                 floats in proptest::collection::vec(field_float(), 3),
-                 submit in prop_oneof![Just(0i64), 0i64..1_000_000, 0..=i64::MAX]) -> SwfJob {
+                 times in proptest::collection::vec(field_bounded(MAX_SECONDS), 4),
+                 procs in proptest::collection::vec(field_bounded(MAX_JOB_PROCS), 2),
+                 cpu in field_float_time(),
+                 floats in proptest::collection::vec(field_float(), 2),
+                 submit in prop_oneof![Just(0i64), 0i64..1_000_000, 0..=MAX_SECONDS]) -> SwfJob {
         SwfJob {
-            job_number: ints[0], submit_time: submit, wait_time: ints[2], run_time: ints[3],
-            allocated_procs: ints[4], avg_cpu_time: floats[0], used_memory: floats[1],
-            requested_procs: ints[5], requested_time: ints[6], requested_memory: floats[2],
+            job_number: ints[0], submit_time: submit, wait_time: times[0], run_time: times[1],
+            allocated_procs: procs[0], avg_cpu_time: cpu, used_memory: floats[0],
+            requested_procs: procs[1], requested_time: times[2], requested_memory: floats[1],
             status: ints[7], user_id: ints[8], group_id: ints[9], executable: ints[10],
-            queue: ints[11], partition: ints[12], preceding_job: ints[13], think_time: ints[14],
+            queue: ints[11], partition: ints[12], preceding_job: ints[13], think_time: times[3],
         }
     }
 }

@@ -104,6 +104,92 @@ fn negative_submit_time_is_a_located_line_error() {
     );
 }
 
+/// Issue 38, finding 10: a submit and a run time of i64::MAX were read
+/// (the run time then became 0 in the simulator) and 999999999999
+/// processors saturated to u32::MAX, named by no line. Now a time field
+/// above 10^12 s and a processor count above u32::MAX are line errors
+/// naming the file, line and field, in file order; strict reading stops
+/// there, lenient reading skips and counts them, and -1 (unknown) and the
+/// bounds themselves still read.
+#[test]
+fn absurd_times_and_processor_counts_are_located_line_errors() {
+    let text = "; MaxProcs: 8\n\
+                1 0 0 100 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                2 9223372036854775807 0 9223372036854775807 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                3 10 9223372036854775807 100 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                ; a comment\n\
+                4 10 0 1000000000001 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                5 10 0 100 999999999999 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                6 10 0 100 -1 -1 -1 4294967296 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                7 10 0 100 4 2e12 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                8 10 0 100 4 -1 -1 4 1e15 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                9 10 0 100 4 -1 -1 4 3600 -1 1 1 1 -1 -1 -1 -1 99999999999999\n\
+                10 1000000000000 -1 1000000000000 4294967295 -1 -1 4294967295 1000000000000 -1 1 1 1 -1 -1 -1 -1 1000000000000\n\
+                11 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n";
+    let time = "is more than 1000000000000 seconds (over 31,000 years): not a time an SWF log holds";
+    let procs = "is more than 4294967295 processors, the most a job can have";
+    let want = [
+        format!("abs.swf:3: field 2 (submit_time): \"9223372036854775807\" {time}"),
+        format!("abs.swf:4: field 3 (wait_time): \"9223372036854775807\" {time}"),
+        format!("abs.swf:6: field 4 (run_time): \"1000000000001\" {time}"),
+        format!("abs.swf:7: field 5 (allocated_procs): \"999999999999\" {procs}"),
+        format!("abs.swf:8: field 8 (requested_procs): \"4294967296\" {procs}"),
+        format!("abs.swf:9: field 6 (avg_cpu_time): \"2e12\" {time}"),
+        format!("abs.swf:10: field 9 (requested_time): \"1e15\" {time}"),
+        format!("abs.swf:11: field 18 (think_time): \"99999999999999\" {time}"),
+    ];
+    let mut errors = Vec::new();
+    let mut read = Vec::new();
+    for item in SwfReader::from_reader("abs.swf", text.as_bytes()) {
+        match item {
+            Ok(job) => read.push(job.job_number),
+            Err(e) => {
+                assert!(e.is_line_error(), "{e}");
+                errors.push(e.to_string());
+            }
+        }
+    }
+    assert_eq!(errors, want);
+    assert_eq!(read, [1, 10, 11]);
+    let mut r = SwfReader::with_options("abs.swf", text.as_bytes(), ReadOptions::LENIENT);
+    assert_eq!(
+        r.by_ref().map(|j| j.unwrap().job_number).collect::<Vec<_>>(),
+        [1, 10, 11]
+    );
+    assert_eq!(r.bad_lines_skipped(), 8);
+    // What `simulate` and `trace info` read (a scan, then the stream) stop at the
+    // first, from a file too.
+    let (_dir, path) = temp_file("abs.swf", text.as_bytes());
+    let err = fairsched_trace::scan(&path, false).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("{}{}", path.display(), want[0].strip_prefix("abs.swf").unwrap())
+    );
+    let stream = fairsched_trace::JobStream::from_reader("abs.swf", text.as_bytes(), Default::default());
+    assert_eq!(stream.unwrap_err().to_string(), want[0]);
+    // At the bounds, a job is kept as written.
+    let kept: Vec<_> = fairsched_trace::JobStream::from_reader(
+        "abs.swf",
+        text.as_bytes(),
+        fairsched_trace::StreamOptions {
+            lenient: true,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    assert_eq!(
+        kept.iter()
+            .map(|j| (j.id, j.submit, j.runtime, j.procs))
+            .collect::<Vec<_>>(),
+        [
+            (1, 0, 100, 4),
+            (10, 1_000_000_000_000, 1_000_000_000_000, u32::MAX)
+        ]
+    );
+}
+
 /// A well-known numeric header key with a value that is not valid for it
 /// is left in `other` and reported once per key, naming the line, whether
 /// it comes before the jobs or among them; the scan and `trace info` carry

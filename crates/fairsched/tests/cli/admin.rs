@@ -1,8 +1,9 @@
 //! `fairsched admin init`: the admin token alone on stdout, once per
 //! database; policies the live service cannot run are refused before a
-//! file is created.
+//! file is created. `fairsched admin check`: a damaged database named.
 
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 fn fairsched(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fairsched"))
@@ -148,4 +149,83 @@ fn serve_that_does_not_start_leaves_nothing_and_does_not_say_it_stopped() {
         assert!(!lock.exists(), "{db} {listen}: {} left behind", lock.display());
     }
     assert!(!dir.path().join("missing.db").exists());
+}
+
+/// Issue 38, finding 9: a database whose `tokens` table was dropped let
+/// `serve` start, `/healthz` say ok and every authenticated call answer
+/// 503. Now `serve` refuses it, naming the table, the file and what to
+/// do; `admin check` lists what is missing, and a damaged page, and
+/// exits 1.
+#[test]
+fn a_damaged_database_is_named_by_check_and_refused_by_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.db");
+    let db = path.to_str().unwrap();
+    assert!(fairsched(&["admin", "init", "--db", db]).status.success());
+    let o = fairsched(&["admin", "check", "--db", db]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{db}: ok (integrity check passed; every table and column is there)\n")
+    );
+
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch("DROP TABLE tokens").unwrap();
+    drop(c);
+    let o = fairsched(&["admin", "check", "--db", db]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{db}: missing: table tokens\n")
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("restore it from a backup"));
+
+    // `serve` stops at once (bounded wait: a serve that starts is the bug).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fairsched"))
+        .args(["serve", "--db", db, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("serve started on a database without its tokens table");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success());
+    assert!(
+        err.contains(&format!(
+            "{db}: the database is incomplete, its schema lacks table tokens"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("`fairsched admin check --db {db}`")),
+        "{err}"
+    );
+
+    // Garbage over a page: `check` lists SQLite's findings.
+    let path = dir.path().join("g.db");
+    let db = path.to_str().unwrap();
+    assert!(fairsched(&["admin", "init", "--db", db]).status.success());
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() >= 3 * 4096, "{} bytes", bytes.len());
+    for (i, b) in bytes[2 * 4096..3 * 4096].iter_mut().enumerate() {
+        *b = (i * 7 + 13) as u8;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let o = fairsched(&["admin", "check", "--db", db]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with(&format!("{db}: corrupt: ")), "{out}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the database is damaged"));
 }

@@ -151,6 +151,7 @@ const LIVE: &[(&str, &str)] = &[
     ),
     ("fairsched admin backup --db fairsched.db backup.db", WALKTHROUGH),
     ("fairsched admin compact --db fairsched.db", WALKTHROUGH),
+    ("fairsched admin check --db fairsched.db", WALKTHROUGH),
 ];
 
 const WALKTHROUGH: &str = "examples::the_readme_live_service_runs_as_written";
@@ -1383,6 +1384,12 @@ fn the_readme_live_service_runs_as_written() {
     );
     client(b, &[], &export);
     assert_eq!(fs::read_to_string(b.join("history.swf")).unwrap(), swf);
+    // The database after all that: whole.
+    let said = client(b, &[], &readme_command("fairsched admin check --db fairsched.db"));
+    assert!(
+        said.ends_with(": ok (integrity check passed; every table and column is there)\n"),
+        "{said}"
+    );
 }
 
 /// `examples/custom_policy.rs` (docs/extending.md) runs as documented: its
