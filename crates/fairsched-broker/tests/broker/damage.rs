@@ -50,6 +50,7 @@ fn made() -> Db {
             tasks,
             workflow: None,
             key: None,
+            reserve: 0,
         }])
         .pop()
         .unwrap()
