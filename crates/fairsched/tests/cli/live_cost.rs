@@ -12,7 +12,12 @@ use std::path::Path;
 use std::process::Stdio;
 
 fn submit(dir: &Path, b: &Broker, token: &str, more: &[&str]) -> std::process::Output {
-    let mut args = vec!["submit", "--broker", &b.url, "--token", token];
+    submit_to(dir, &b.url, token, more)
+}
+
+/// `fairsched submit` to the broker at `url`, with `more` arguments.
+fn submit_to(dir: &Path, url: &str, token: &str, more: &[&str]) -> std::process::Output {
+    let mut args = vec!["submit", "--broker", url, "--token", token];
     args.extend_from_slice(more);
     run_in(dir, &args)
 }
@@ -134,21 +139,11 @@ fn a_submit_whose_replies_were_lost_exits_3_with_its_key() {
             drop(conn);
         }
     });
-    let o = run_in(
+    let o = submit_to(
         dir.path(),
-        &[
-            "submit",
-            "--broker",
-            &url,
-            "--token",
-            "t",
-            "--retry-for",
-            "1s",
-            "--key",
-            "mine-7",
-            "--",
-            "true",
-        ],
+        &url,
+        "t",
+        &["--retry-for", "1s", "--key", "mine-7", "--", "true"],
     );
     let said = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{said}");
@@ -159,57 +154,18 @@ fn a_submit_whose_replies_were_lost_exits_3_with_its_key() {
         "it retried"
     );
     // No key given: the one it made is said.
-    let o = run_in(
-        dir.path(),
-        &[
-            "submit",
-            "--broker",
-            &url,
-            "--token",
-            "t",
-            "--retry-for",
-            "0",
-            "--",
-            "true",
-        ],
-    );
+    let o = submit_to(dir.path(), &url, "t", &["--retry-for", "0", "--", "true"]);
     let said = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{said}");
     assert!(said.contains("--key "), "{said}");
     // Nothing listens: it cannot have been taken.
     let nobody = format!("http://127.0.0.1:{}", free_port());
-    let o = run_in(
-        dir.path(),
-        &[
-            "submit",
-            "--broker",
-            &nobody,
-            "--token",
-            "t",
-            "--retry-for",
-            "1s",
-            "--",
-            "true",
-        ],
-    );
+    let o = submit_to(dir.path(), &nobody, "t", &["--retry-for", "1s", "--", "true"]);
     let said = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{said}");
     assert!(said.contains("cannot reach the broker"), "{said}");
     assert!(!said.contains("--key"), "{said}");
     // A key the broker would refuse: said before anything is sent.
-    let o = run_in(
-        dir.path(),
-        &[
-            "submit",
-            "--broker",
-            &nobody,
-            "--token",
-            "t",
-            "--key",
-            "two words",
-            "--",
-            "true",
-        ],
-    );
+    let o = submit_to(dir.path(), &nobody, "t", &["--key", "two words", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
 }
