@@ -22,7 +22,7 @@ fn submit_to(dir: &Path, url: &str, token: &str, more: &[&str]) -> std::process:
     run_in(dir, &args)
 }
 
-/// A bag of 20,000 tasks is written in steps of 1,000: a status asked for
+/// A bag of 20,000 tasks is written in steps (`SUBMIT_STEP`, 250): a status asked for
 /// meanwhile is answered between two steps (it sees some of the tasks, not
 /// none or all), and the same submit again with its key gets the same ids
 /// and submits nothing.
