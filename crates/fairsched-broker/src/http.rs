@@ -894,11 +894,13 @@ async fn submit(State(app): State<App>, h: HeaderMap, body: Result<Bytes, BytesR
 /// [`SUBMIT_STEP`] tasks, else in steps of that many tasks, each its own
 /// write: the broker's thread answers other requests between two steps, so
 /// that one tenant's large submission holds the others up a few
-/// milliseconds at a time, not for seconds. The first step checks the
-/// queued quota for the whole request. Step `i` of a request with an
-/// `Idempotency-Key` K is keyed `K#i`: a retry replays the steps done and
-/// submits the others, so a request cut short (a broker restart, a step
-/// refused) is completed by its retry without a task submitted twice.
+/// milliseconds at a time, not for seconds. Room for the whole request is
+/// reserved under the queued quotas first ([`Broker::reserve`]): it is
+/// refused whole, and no other request takes the room while it is being
+/// written. Step `i` of a request with an `Idempotency-Key` K is keyed
+/// `K step i` (a user's key has no space): a retry replays the steps done
+/// and submits the others, so a request cut short (a broker restart, a
+/// step refused) is completed by its retry without a task submitted twice.
 async fn submit_in_steps(
     app: &App,
     user: i64,
@@ -906,17 +908,16 @@ async fn submit_in_steps(
     req: SubmitRequest,
     key: Option<SubmitKey>,
 ) -> Result<(Vec<u64>, Option<u32>), ServiceError> {
-    let one = |tasks, workflow, key, reserve| Write::Submit {
+    let one = |tasks, workflow, key, reservation| Write::Submit {
         user,
         org,
         tasks,
         workflow,
         key,
-        reserve,
+        reservation,
     };
     if req.workflow.is_some() || req.tasks.len() <= SUBMIT_STEP {
-        let n = req.tasks.len() as u64;
-        return match app.write(one(req.tasks, req.workflow, key, n)).await? {
+        return match app.write(one(req.tasks, req.workflow, key, None)).await? {
             Written::Submitted { ids, workflow } => Ok((ids, workflow)),
             other => Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
         };
@@ -929,16 +930,19 @@ async fn submit_in_steps(
         }
     }
     let total = req.tasks.len();
+    let reservation = app.read(move |b| b.reserve(user, org, total as u64)).await??;
+    // Given back however this ends (done, refused, or the client gone and
+    // this future dropped).
+    let _release = Release(app.tx.clone(), reservation);
     let mut ids: Vec<u64> = Vec::with_capacity(total);
     let mut tasks = req.tasks.into_iter();
     let mut step = 0;
     while ids.len() < total {
         let chunk: Vec<NewTask> = tasks.by_ref().take(SUBMIT_STEP).collect();
         let key = key.as_ref().map(|k| SubmitKey {
-            key: format!("{}#{step}", k.key),
+            key: format!("{} step {step}", k.key),
             digest: k.digest,
         });
-        let reserve = (total - ids.len()) as u64;
         let done = ids.len();
         let refused = |e: ServiceError, ids: &[u64]| {
             if done == 0 {
@@ -956,7 +960,7 @@ async fn submit_in_steps(
                 ids[done - 1]
             ))
         };
-        match app.write(one(chunk, None, key.clone(), reserve)).await {
+        match app.write(one(chunk, None, key.clone(), Some(reservation))).await {
             Ok(Written::Submitted { ids: got, .. }) => ids.extend(got),
             Ok(other) => return Err(ServiceError::Unavailable(format!("unexpected {other:?}"))),
             Err(e) => return Err(refused(e, &ids)),
@@ -971,6 +975,16 @@ async fn submit_in_steps(
         }
     }
     Ok((ids, None))
+}
+
+/// Releases a reservation of [`submit_in_steps`] when dropped.
+struct Release(mpsc::Sender<Msg>, u64);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let id = self.1;
+        let _ = self.0.send(Msg::Read(Box::new(move |b| b.release(id))));
+    }
 }
 
 /// `GET /v1/tasks`'s query: the page after task `after`, of `limit`

@@ -338,6 +338,10 @@ pub struct Broker {
     submit_keys: HashMap<(i64, String), Keyed>,
     /// The outputs' retention ([`Broker::prune_outputs`]).
     outputs_kept: output::Kept,
+    /// Room under the queued quotas reserved for requests being written in
+    /// steps ([`Broker::reserve`]): id → (user, tasks not submitted yet).
+    reservations: HashMap<u64, (i64, u64)>,
+    next_reservation: u64,
     /// Quotas on queued and running tasks.
     quotas: HashMap<admin::QuotaOf, admin::Limit>,
     /// Held tasks that wait for nothing but a running quota, by user

@@ -139,20 +139,23 @@ impl Client {
     ) -> Result<fairsched_proto::api::SubmitReply, ClientError> {
         let key: String = match key {
             Some(k) => k.to_string(),
-            None => {
-                let mut b = [0u8; 16];
-                getrandom::fill(&mut b).map_err(|e| {
-                    ClientError::Usage(format!("no random source for an idempotency key: {e}"))
-                })?;
-                b.iter().map(|x| format!("{x:02x}")).collect()
-            }
+            None => new_key()?,
         };
         let deadline = std::time::Instant::now() + retry_for;
         let mut delay = Duration::from_millis(200);
         // Whether a try may have reached the broker (its reply lost).
         let mut maybe_sent = false;
         loop {
-            let r = self.send("POST", "/v1/tasks", Some(req), Some(("Idempotency-Key", &key)));
+            // Each try gets what is left of `retry_for`, at least 5 s (a
+            // large submission takes a moment), at most the usual 60 s.
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let call = Call {
+                timeout: Some(left.clamp(Duration::from_secs(5), Duration::from_secs(60))),
+                ..self.call_to("POST", "/v1/tasks", Some(("Idempotency-Key", &key)))
+            };
+            let r = self.exchange(&call, Some(req)).and_then(|reply| {
+                serde_json::from_str(&reply.text).map_err(|e| malformed("POST", "/v1/tasks", e.to_string()))
+            });
             let (retry, reached) = match &r {
                 Err(ClientError::Unreachable { source, .. }) => (true, !never_connected(source)),
                 Err(ClientError::Refused { status, .. }) => {
@@ -304,6 +307,14 @@ fn malformed(method: &str, path: &str, why: String) -> ClientError {
         path: path.into(),
         why,
     }
+}
+
+/// A new random idempotency key (32 hex digits).
+pub fn new_key() -> Result<String, ClientError> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b)
+        .map_err(|e| ClientError::Usage(format!("no random source for an idempotency key: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 /// Whether `e` says the connection was never made (so that the request

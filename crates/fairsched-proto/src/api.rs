@@ -57,6 +57,15 @@ pub struct NewTask {
     pub caps: RunCaps,
 }
 
+/// The fewest processes a task may limit its runs to: the task guard, its
+/// shell and a pipeline's few (below it a run fails to fork at once,
+/// before the worker can name the limit).
+pub const MIN_RUN_PROCESSES: u64 = 16;
+
+/// The fewest open files a task may limit its runs' processes to: the
+/// shell's own and its redirections' need about ten.
+pub const MIN_RUN_OPEN_FILES: u64 = 16;
+
 /// A task's own per-run limits, each at most its worker's (`fairsched
 /// worker --max-processes --max-open-files --max-disk --max-output`): a
 /// run gets the lower of the two. Absent: the worker's.
@@ -83,16 +92,17 @@ impl RunCaps {
         *self == RunCaps::default()
     }
 
-    /// The name of a limit of 0, which runs nothing.
-    pub fn zero(&self) -> Option<&'static str> {
+    /// A limit below the least a run can start with: its name, value and
+    /// that least ([`MIN_RUN_PROCESSES`], [`MIN_RUN_OPEN_FILES`], 1 byte).
+    pub fn too_low(&self) -> Option<(&'static str, u64, u64)> {
         [
-            (self.processes, "processes"),
-            (self.open_files, "open_files"),
-            (self.disk_bytes, "disk_bytes"),
-            (self.output_bytes, "output_bytes"),
+            (self.processes, "processes", MIN_RUN_PROCESSES),
+            (self.open_files, "open_files", MIN_RUN_OPEN_FILES),
+            (self.disk_bytes, "disk_bytes", 1),
+            (self.output_bytes, "output_bytes", 1),
         ]
         .into_iter()
-        .find_map(|(v, name)| (v == Some(0)).then_some(name))
+        .find_map(|(v, name, min)| v.filter(|&v| v < min).map(|v| (name, v, min)))
     }
 }
 

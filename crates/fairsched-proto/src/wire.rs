@@ -231,13 +231,17 @@ impl LimitKind {
     /// The words of a failure reason, after "exit N: ".
     pub fn describe(self) -> &'static str {
         match self {
-            LimitKind::Processes => "killed at its worker's process limit (fairsched worker --max-processes)",
-            LimitKind::Disk => {
-                "killed at its worker's disk limit in its run directory (fairsched worker --max-disk)"
+            LimitKind::Processes => {
+                "killed at its process limit (its own, submit --max-processes, or its worker's, fairsched worker --max-processes)"
             }
-            LimitKind::Output => "killed at its worker's output size limit (fairsched worker --max-output)",
+            LimitKind::Disk => {
+                "killed at its disk limit in its run directory (its own, submit --max-disk, or its worker's, fairsched worker --max-disk)"
+            }
+            LimitKind::Output => {
+                "killed at its output size limit (its own, submit --max-output, or its worker's, fairsched worker --max-output)"
+            }
             LimitKind::OpenFiles => {
-                "a process of it reached its worker's open-file limit (fairsched worker --max-open-files)"
+                "a process of it reached its open-file limit (its own, submit --max-open-files, or its worker's, fairsched worker --max-open-files)"
             }
         }
     }

@@ -119,7 +119,7 @@ impl RunDir {
     /// [`RunDir::finish_tasks_csv`]).
     pub fn tasks_csv(&self) -> Result<TasksCsv<BufWriter<File>>, FileError> {
         let tmp = partial(&self.dir.join("tasks.csv"));
-        let f = create_partial(&tmp)?;
+        let f = self.create_file(&tmp)?;
         Ok(TasksCsv::new(BufWriter::with_capacity(1 << 16, f)))
     }
     /// Flushes and syncs `tasks.csv.partial` and stages it (renamed into
@@ -159,7 +159,7 @@ impl RunDir {
             // Removed by an interrupt even while being written.
             sh.lock().staged.push(path.to_path_buf());
         }
-        let f = create_partial(&tmp)?;
+        let f = self.create_file(&tmp)?;
         let done = write(&f).and_then(|()| f.sync_all().map_err(|e| E::from(ctx("syncing", &tmp)(e))));
         drop(f);
         match done {
@@ -202,6 +202,25 @@ impl RunDir {
             None => rename_all(&files)?,
         }
         Ok(files)
+    }
+    /// Creates the `.partial` file `tmp`; refused once the run was
+    /// interrupted. The check and the creation hold the run's lock, which
+    /// the interrupt holds while it removes the partial files: a file is
+    /// either created before and removed, or never created.
+    fn create_file(&self, tmp: &Path) -> Result<File, FileError> {
+        let Some(sh) = &self.shared else {
+            return create_partial(tmp);
+        };
+        let st = sh.lock();
+        if st.interrupted {
+            return Err(ctx("creating", tmp)(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "the run was interrupted",
+            )));
+        }
+        let f = create_partial(tmp);
+        drop(st);
+        f
     }
     fn add_staged(&self, path: PathBuf) {
         if let Some(sh) = &self.shared {
@@ -468,7 +487,11 @@ impl Shared {
     /// manifest, and staged ones elsewhere); errors are ignored (this runs
     /// on the way out).
     fn clean_partials(&self) {
-        let st = self.lock();
+        self.clean_partials_locked(&self.lock());
+    }
+
+    /// [`Shared::clean_partials`] with the lock held.
+    fn clean_partials_locked(&self, st: &State) {
         for p in &st.staged {
             let _ = fs::remove_file(partial(p));
         }
@@ -756,8 +779,12 @@ impl PartialCleaner {
     /// way, forbids any later one, removes the `*.partial` files and the
     /// lock file.
     pub fn interrupt(&self) {
-        self.0.lock().interrupted = true;
-        self.0.clean_partials();
+        // One hold of the lock: no partial file is created between the two
+        // (RunDir::create_file checks the flag under it).
+        let mut st = self.0.lock();
+        st.interrupted = true;
+        self.0.clean_partials_locked(&st);
+        drop(st);
         if let Some(p) = &self.0.lock_path {
             let _ = fs::remove_file(p);
         }

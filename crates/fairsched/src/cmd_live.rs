@@ -84,7 +84,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SIZE", value_parser = size)]
     max_memory: Option<u64>,
     /// The most tasks a user may have queued (waiting or held) unless the admin gave the user a
-    /// queued quota of its own (`admin quota --user U --max-queued N`); 0: no limit
+    /// queued quota of its own (`admin quota set --user U --max-queued N`); 0: no limit
     /// [default: 100000].
     #[arg(long, value_name = "N")]
     default_max_queued: Option<u64>,
@@ -164,7 +164,7 @@ struct ServeFile {
     max_time_limit: Option<String>,
     max_memory: Option<toml::Value>,
     default_max_queued: Option<u64>,
-    output_keep_for: Option<String>,
+    output_keep_for: Option<toml::Value>,
     output_keep_bytes: Option<toml::Value>,
     snapshot_every: Option<u64>,
     audit_log: Option<PathBuf>,
@@ -296,7 +296,19 @@ impl ServeArgs {
         };
         let output_keep_for = match (self.output_keep_for, &file.output_keep_for) {
             (Some(d), _) => d,
-            (None, Some(s)) => duration_or_zero(s).map_err(|e| named("output_keep_for", e))?,
+            (None, Some(toml::Value::String(s))) => {
+                duration_or_zero(s).map_err(|e| named("output_keep_for", e))?
+            }
+            (None, Some(toml::Value::Integer(0))) => Duration::ZERO,
+            (None, Some(v)) => {
+                return Err(named(
+                    "output_keep_for",
+                    format!(
+                        "{} is not a duration such as \"7d\" (or 0: for ever)",
+                        v.type_str()
+                    ),
+                ));
+            }
             (None, None) => fairsched_broker::OUTPUT_KEEP_FOR,
         };
         let output_keep_bytes = bytes(
@@ -635,11 +647,11 @@ pub struct SubmitArgs {
     memory: Option<u64>,
     /// At most this many processes (and threads) of a run at once, if lower than its worker's
     /// `--max-processes` (a run gets the lower of the two; beyond it, it is killed).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(16..))]
     max_processes: Option<u64>,
     /// At most this many open files in each process of a run, if lower than its worker's
     /// `--max-open-files`.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(16..))]
     max_open_files: Option<u64>,
     /// At most this much in a run's directory (and in each file it writes), if lower than its
     /// worker's `--max-disk`: bytes, or with K, M, G, T.
@@ -1021,7 +1033,22 @@ fn send(client: &Client, req: &SubmitRequest, a: &SubmitArgs) -> anyhow::Result<
         )));
     }
     let retry_for = a.retry_for.unwrap_or(fairsched_client::SUBMIT_RETRY_FOR);
-    Ok(client.submit_with(req, a.key.as_deref(), retry_for)?)
+    // Made here when not given, so that an error can say it.
+    let key = match &a.key {
+        Some(k) => k.clone(),
+        None => fairsched_client::new_key()?,
+    };
+    match client.submit_with(req, Some(&key), retry_for) {
+        Ok(r) => Ok(r),
+        // A request written in steps that stopped part-way: its retry with
+        // the key submits the rest, and only the rest.
+        Err(e @ fairsched_client::ClientError::Refused { .. }) if e.to_string().contains("tasks were submitted (ids") => {
+            Err(anyhow::Error::new(e).context(format!(
+                "part of the submission was taken: run the same command again with --key {key} (within 24 h) to submit the rest, and only the rest"
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// With --optional, warns when the broker's policy is not `diet-ethic`

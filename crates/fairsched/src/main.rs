@@ -61,7 +61,8 @@ enum Command {
     /// Submit tasks to a broker: a bag of tasks (`--count N -- CMD`) or a workflow (`--workflow
     /// FILE`, a DAG of tasks).
     Submit(cmd_live::SubmitArgs),
-    /// Your tasks on a broker: counts by state, or every task with `--tasks`.
+    /// Your tasks on a broker: counts by state, or every task with `--tasks`; the workers and
+    /// slots, and the workers short of disk space (which start no run until space is freed).
     Status(cmd_live::StatusArgs),
     /// Cancel a task of yours (a running one is killed on its worker).
     Cancel(cmd_live::TaskArgs),

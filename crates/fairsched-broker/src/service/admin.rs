@@ -320,7 +320,9 @@ impl Broker {
     /// Refuses `n` more queued tasks of `user` (of `org`) past a quota;
     /// `batch` counts those planned in this batch and not applied yet.
     pub(crate) fn check_quota(&self, user: i64, org: u32, n: u64, batch: &HashMap<i64, u64>) -> Reply<()> {
-        let pending = |u: i64| self.queued(u) + batch.get(&u).copied().unwrap_or(0);
+        // Queued, planned in this batch, or reserved for a request being
+        // written in steps.
+        let pending = |u: i64| self.queued(u) + batch.get(&u).copied().unwrap_or(0) + self.reserved(u);
         // The user's own queued quota, else the default of every user (a
         // user the admin lets queue more gets a larger quota of its own).
         let own = self.quotas.get(&QuotaOf::User(user)).and_then(|l| l.queued);

@@ -51,9 +51,11 @@ pub enum Write {
         workflow: Option<WorkflowSpec>,
         /// The request's `Idempotency-Key`, if it had one.
         key: Option<SubmitKey>,
-        /// The tasks the queued quota is checked for: these and those of
-        /// the request's later steps (`SUBMIT_STEP`).
-        reserve: u64,
+        /// A step of a request written in steps (`SUBMIT_STEP`): the
+        /// reservation ([`Broker::reserve`]) its tasks come out of, checked
+        /// against the queued quota for the whole request; `None`: these
+        /// tasks are checked now.
+        reservation: Option<u64>,
     },
     Cancel {
         who: Principal,
@@ -707,8 +709,8 @@ impl Broker {
                 tasks,
                 workflow,
                 key,
-                reserve,
-            } => self.plan_submit(user, org, tasks, workflow, key, reserve),
+                reservation,
+            } => self.plan_submit(user, org, tasks, workflow, key, reservation),
             Write::Hold { who, task } => self.plan_hold(&who, task),
             Write::Unhold { who, task } => self.plan_unhold(&who, task),
             Write::Cancel { who, task } => {

@@ -126,10 +126,21 @@ impl Broker {
                 .first()
                 .and_then(|s| self.slot_worker.get(s))
                 .copied();
+            // Handed to a worker that holds it for want of disk space (it
+            // has reported no phase of it yet).
+            let short = w
+                .and_then(|w| self.short_of_disk(w))
+                .filter(|_| tv.phase().is_none());
+            let why = match (short, w) {
+                (Some(free), Some(w)) => format!(
+                    "it was handed to worker {w}, which is short of disk space ({free} bytes free, below its --min-free-disk): it starts there once space is freed"
+                ),
+                _ => "it is running".to_string(),
+            };
             return Ok(serde_json::json!({
                 "task": id, "state": "running", "policy": policy, "worker": w,
                 "attempts": tv.attempts(),
-                "why": "it is running",
+                "why": why,
             }));
         }
         // Ahead of it under priority, then submission order; and in

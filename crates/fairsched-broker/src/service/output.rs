@@ -126,7 +126,7 @@ impl Broker {
             .map_err(ServiceError::unavailable)?
             .ok_or_else(|| {
                 ServiceError::NotFound(format!(
-                    "task {id}: no output{} (it has not ended, its run was cancelled or killed, or its worker did not send it)",
+                    "task {id}: no output{} (it has not ended, its run was cancelled or killed, its worker did not send it, or it was removed: serve --output-keep-for, --output-keep-bytes)",
                     attempt.map(|a| format!(" of attempt {a}")).unwrap_or_default()
                 ))
             })

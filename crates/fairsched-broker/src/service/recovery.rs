@@ -79,6 +79,8 @@ impl Broker {
             sessions: HashMap::new(),
             submit_keys: HashMap::new(),
             outputs_kept: Default::default(),
+            reservations: HashMap::new(),
+            next_reservation: 1,
             ended_on: HashMap::new(),
             ended_order: std::collections::VecDeque::new(),
             quotas: HashMap::new(),

@@ -7,6 +7,7 @@ use crate::api::{NewTask, WorkflowSpec, check_tasks};
 use crate::dashboard::What;
 use fairsched_core::{Event, TaskId, TaskSpec, Time, WorkflowId, WorkflowRef};
 use rusqlite::params;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// A submission's `Idempotency-Key` and the SHA-256 of its body: the
@@ -92,9 +93,9 @@ impl Broker {
             .max_time_limit
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         for (i, t) in tasks.iter_mut().enumerate() {
-            if let Some(name) = t.caps.zero() {
+            if let Some((name, v, min)) = t.caps.too_low() {
                 return Err(ServiceError::Invalid(format!(
-                    "request body: tasks[{i}].caps.{name}: a limit of 0 runs nothing; leave it out for the worker's"
+                    "request body: tasks[{i}].caps.{name}: {v}, at least {min} (a run cannot start with less); leave it out for the worker's"
                 )));
             }
             if t.time_limit_ms == Some(0) || t.memory_bytes == Some(0) {
@@ -133,7 +134,7 @@ impl Broker {
         tasks: Vec<NewTask>,
         workflow: Option<WorkflowSpec>,
         key: Option<SubmitKey>,
-        reserve: u64,
+        reservation: Option<u64>,
     ) -> Reply<Plan> {
         if self.removed_users.contains(&user) || self.removed_orgs.contains(&org) {
             return Err(ServiceError::Forbidden(
@@ -182,7 +183,12 @@ impl Broker {
         let mut tasks = tasks;
         self.apply_limits(&mut tasks)?;
         let n = tasks.len() as u64;
-        self.check_quota(user, org, n.max(reserve), &self.batch_queued)?;
+        // A step of a request whose quota was checked whole when it was
+        // reserved: taken out of the reservation once committed.
+        let reservation = reservation.filter(|r| self.reservations.contains_key(r));
+        if reservation.is_none() {
+            self.check_quota(user, org, n, &self.batch_queued)?;
+        }
         *self.batch_queued.entry(user).or_default() += n;
         let workflow = workflow.map(|w| {
             let id = self.next_workflow;
@@ -240,8 +246,37 @@ impl Broker {
                 to_core,
                 workflow,
                 key,
+                reservation,
             }),
         })
+    }
+
+    /// Reserves room for `n` queued tasks of `user` (of `org`) under the
+    /// queued quotas, for a request written in steps: refused whole if the
+    /// request would pass a quota; its steps then take their tasks out of
+    /// it, and no other request can take the room meanwhile. Its id, for
+    /// the steps and for [`Broker::release`].
+    pub fn reserve(&mut self, user: i64, org: u32, n: u64) -> Reply<u64> {
+        self.check_quota(user, org, n, &HashMap::new())?;
+        let id = self.next_reservation;
+        self.next_reservation += 1;
+        self.reservations.insert(id, (user, n));
+        Ok(id)
+    }
+
+    /// The room reservation `id` still holds is given back (its request
+    /// ended, done or not).
+    pub fn release(&mut self, id: u64) {
+        self.reservations.remove(&id);
+    }
+
+    /// Tasks reserved for `user`'s requests being written in steps.
+    pub(super) fn reserved(&self, user: i64) -> u64 {
+        self.reservations
+            .values()
+            .filter(|(u, _)| *u == user)
+            .map(|(_, n)| n)
+            .sum()
     }
 }
 
@@ -258,6 +293,8 @@ pub(super) struct Submission {
     pub(super) to_core: Vec<bool>,
     pub(super) workflow: Option<(u32, WorkflowSpec)>,
     pub(super) key: Option<SubmitKey>,
+    /// The reservation its tasks come out of, if it is a step.
+    pub(super) reservation: Option<u64>,
 }
 
 impl Submission {
@@ -272,6 +309,7 @@ impl Submission {
             to_core,
             workflow,
             key,
+            ..
         } = self;
         if let Some(k) = key {
             tx.execute(
@@ -344,8 +382,14 @@ impl Broker {
             parents,
             to_core,
             workflow,
+            reservation,
             ..
         } = s;
+        if let Some(r) = reservation
+            && let Some((_, left)) = self.reservations.get_mut(&r)
+        {
+            *left = left.saturating_sub(ids.len() as u64);
+        }
         let held_before = self.held.len() as u64;
         for (((t, &id), ps), now_in) in tasks.into_iter().zip(&ids).zip(parents).zip(to_core) {
             if now_in {

@@ -152,7 +152,7 @@ fn diamond(b: &mut Broker, f: &Fixture) -> [u64; 4] {
                 activities: vec!["work".into()],
             }),
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     );
     let Written::Submitted { ids, workflow } = w else {
@@ -268,7 +268,7 @@ fn a_stopped_run_is_killed_by_the_next_poll() {
             tasks,
             workflow: None,
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) else {
         panic!()
@@ -536,7 +536,7 @@ fn workflow_requests_are_checked() {
                 tasks,
                 workflow,
                 key: None,
-                reserve: 0,
+                reservation: None,
             }])
             .pop()
             .unwrap()
@@ -553,7 +553,7 @@ fn workflow_requests_are_checked() {
             tasks: vec![new_task("a", &[])],
             workflow: wf(),
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) else {
         panic!()
@@ -568,7 +568,7 @@ fn workflow_requests_are_checked() {
             tasks: vec![new_task("a", &[])],
             workflow: wf(),
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) else {
         panic!()
@@ -592,7 +592,7 @@ fn submit_n(b: &mut Broker, user: i64, org: u32, n: usize, command: &str) -> Vec
             tasks,
             workflow: None,
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) {
         Written::Submitted { ids, .. } => ids,
@@ -722,7 +722,7 @@ fn a_retried_submission_is_submitted_once() {
             key: key.into(),
             digest: hash(command),
         }),
-        reserve: 0,
+        reservation: None,
     };
     let ids = |r: Reply<Written>| match r {
         Ok(Written::Submitted { ids, .. }) => ids,
@@ -1069,7 +1069,7 @@ fn ids_are_never_given_twice_across_restarts() {
             }],
             workflow: None,
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) else {
         panic!()
@@ -1435,8 +1435,9 @@ fn outputs_come_in_batches_and_each_is_checked() {
 /// The default queued quota (issue 38, finding 5): a user with no quota
 /// of its own may have `default_max_queued` tasks queued; past it, a
 /// refusal that names the setting; a quota of the user's own replaces it,
-/// larger or smaller; the quota counts the whole request of a submission
-/// written in steps (`reserve`).
+/// larger or smaller. A request written in steps reserves room for all its
+/// tasks first (refused whole), its steps take their tasks out of the
+/// reservation, and no other request takes that room meanwhile.
 #[test]
 fn the_default_queued_quota_binds_users_without_their_own() {
     let f = fixture("fifo", None);
@@ -1453,32 +1454,43 @@ fn the_default_queued_quota_binds_users_without_their_own() {
         command: "true".into(),
         ..NewTask::default()
     };
-    let more = |b: &mut Broker, n: usize, reserve: u64| {
+    let more = |b: &mut Broker, n: usize, reservation: Option<u64>| {
         b.write(vec![Write::Submit {
             user: f.user,
             org: f.org,
             tasks: (0..n).map(|_| task()).collect(),
             workflow: None,
             key: None,
-            reserve,
+            reservation,
         }])
         .pop()
         .unwrap()
     };
-    let e = more(&mut b, 3, 0).unwrap_err();
+    let e = more(&mut b, 3, None).unwrap_err();
     assert!(
         matches!(&e, ServiceError::Quota(m) if m.contains("may have 5 (serve --default-max-queued)")),
         "{e:?}"
     );
-    // One task now, but a request of 3 in steps: refused at its first step.
-    let e = more(&mut b, 1, 3).unwrap_err();
-    assert!(matches!(e, ServiceError::Quota(_)), "{e:?}");
-    assert!(more(&mut b, 2, 2).is_ok());
-    quota_queued(&mut b, 10);
-    assert!(more(&mut b, 5, 0).is_ok(), "the user's own quota of 10");
-    let e = more(&mut b, 1, 0).unwrap_err();
+    // Room for 3 more is refused whole; for 2, reserved.
+    assert!(matches!(b.reserve(f.user, f.org, 3), Err(ServiceError::Quota(_))));
+    let r = b.reserve(f.user, f.org, 2).unwrap();
+    // The reserved room is no other request's...
+    assert!(matches!(more(&mut b, 1, None), Err(ServiceError::Quota(_))));
+    // ...but its steps': one, then the other.
+    assert!(more(&mut b, 1, Some(r)).is_ok());
+    assert!(more(&mut b, 1, Some(r)).is_ok());
+    assert_eq!(b.reserved(f.user), 0);
+    b.release(r);
+    assert!(matches!(more(&mut b, 1, None), Err(ServiceError::Quota(_))));
+    // Released unused, the room is free again.
+    quota_queued(&mut b, 7);
+    let r = b.reserve(f.user, f.org, 2).unwrap();
+    assert!(matches!(more(&mut b, 1, None), Err(ServiceError::Quota(_))));
+    b.release(r);
+    assert!(more(&mut b, 2, None).is_ok(), "the user's own quota of 7");
+    let e = more(&mut b, 1, None).unwrap_err();
     assert!(
-        matches!(&e, ServiceError::Quota(m) if m.contains("may have 10;")),
+        matches!(&e, ServiceError::Quota(m) if m.contains("may have 7;")),
         "{e:?}"
     );
 }

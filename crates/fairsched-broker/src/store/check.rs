@@ -293,8 +293,13 @@ impl fmt::Display for CorruptRow {
             (None, Some(v)) => write!(f, ", after row {v}")?,
             (None, None) => {}
         }
-        let what = WHAT_TO_DO.replace("--db FILE`", "--db` on it");
-        write!(f, ": {}: the database is corrupt; {what}", self.cause)
+        // `admin check` finds damaged pages and missing tables, not a bad
+        // value in a sound row such as this one: not pointed to.
+        write!(
+            f,
+            ": {}: the database is corrupt; restore it from a backup (or repair that row by hand)",
+            self.cause
+        )
     }
 }
 

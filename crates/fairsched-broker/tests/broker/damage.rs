@@ -50,7 +50,7 @@ fn made() -> Db {
             tasks,
             workflow: None,
             key: None,
-            reserve: 0,
+            reservation: None,
         }])
         .pop()
         .unwrap()

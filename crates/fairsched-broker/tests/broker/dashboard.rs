@@ -77,7 +77,7 @@ fn submit(b: &mut Broker, who: &(i64, String, u32), tasks: Vec<NewTask>) -> Vec<
             tasks,
             workflow: None,
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) {
         Written::Submitted { ids, .. } => ids,
@@ -487,7 +487,7 @@ fn workflows_show_their_w_i_under_the_workflow_control() {
             tasks: vec![task("true"), task("true"), task("true")],
             workflow: wf(name),
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) {
         Written::Submitted { workflow, .. } => workflow.unwrap(),
@@ -585,7 +585,7 @@ fn openapi_describes_every_field_of_the_snapshot() {
                 activities: vec!["a".into()],
             }),
             key: None,
-            reserve: 0,
+            reservation: None,
         },
     ) else {
         panic!()

@@ -85,6 +85,26 @@ fn a_large_submission_is_written_in_steps_and_its_retry_submits_nothing() {
         String::from_utf8_lossy(&other.stderr)
     );
     assert_eq!(api.status(&alice).waiting, n);
+    // A user's key is never one of the broker's keys of a request's steps.
+    let small = submit(
+        dir.path(),
+        &b,
+        &alice,
+        &["--count", "5", "--key", "z#1", "--", "true"],
+    );
+    assert!(small.status.success());
+    let large = submit(
+        dir.path(),
+        &b,
+        &alice,
+        &["--count", "600", "--key", "z", "--", "true"],
+    );
+    assert!(
+        large.status.success(),
+        "{}",
+        String::from_utf8_lossy(&large.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&large.stdout).lines().count(), 600);
 }
 
 /// With `serve --default-max-queued 5`, a user with no quota of its own

@@ -307,6 +307,17 @@ fn a_worker_short_of_disk_says_so_in_the_status_and_the_dashboard() {
     for &id in &ids {
         assert_ne!(t.task(id)["state"], "completed", "a run started below the floor");
     }
+    // A task it holds says why.
+    let why = crate::common::wait_for("a task handed to the worker", Duration::from_secs(30), || {
+        ids.iter().find_map(|&id| {
+            let e = api.get_ok(&format!("/v1/tasks/{id}/explain"), &t.alice);
+            e["why"]
+                .as_str()
+                .filter(|w| w.contains("short of disk space"))
+                .map(String::from)
+        })
+    });
+    assert!(why.contains("--min-free-disk"), "{why}");
     // Room again: the runs start, the status says nothing more.
     let grown = std::process::Command::new("mount")
         .args(["-o", "remount,size=100M", wd.to_str().unwrap()])
@@ -402,13 +413,16 @@ fn a_task_lowers_its_own_limits_below_its_workers() {
     assert_eq!(t["state"], "failed", "{t:#}");
     let reason = t["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("disk limit"), "{reason}");
-    // A limit of 0 runs nothing: refused at the door.
-    let r = api.post_json(
-        "/v1/tasks",
-        &alice,
-        &json!({"tasks": [{"command": "true", "caps": {"processes": 0}}]}),
-    );
-    assert_eq!(r.status, 400, "{}", r.text);
-    assert!(r.error().contains("tasks[0].caps.processes"), "{}", r.text);
+    // A limit a run cannot start with (0; too few processes for a shell):
+    // refused at the door.
+    for processes in [0, 5] {
+        let r = api.post_json(
+            "/v1/tasks",
+            &alice,
+            &json!({"tasks": [{"command": "true", "caps": {"processes": processes}}]}),
+        );
+        assert_eq!(r.status, 400, "{}", r.text);
+        assert!(r.error().contains("tasks[0].caps.processes"), "{}", r.text);
+    }
     assert!(w.alive());
 }
