@@ -925,8 +925,8 @@ async fn submit_in_steps(
     // Retried whole, or its key used for another request.
     if let Some(k) = &key {
         let k2 = k.clone();
-        if let Some(ids) = app.read(move |b| b.keyed(user, &k2)).await?? {
-            return Ok((ids, None));
+        if let Some(done) = app.read(move |b| b.keyed(user, &k2)).await?? {
+            return Ok(done);
         }
     }
     let total = req.tasks.len();

@@ -41,10 +41,10 @@ impl Broker {
     /// The reply a submission keyed `k` got already (a replay), if the same
     /// user used that key lately with the same body; a conflict if with
     /// another.
-    pub fn keyed(&self, user: i64, k: &SubmitKey) -> Reply<Option<Vec<u64>>> {
+    pub fn keyed(&self, user: i64, k: &SubmitKey) -> Reply<Option<(Vec<u64>, Option<u32>)>> {
         match self.submit_keys.get(&(user, k.key.clone())) {
             None => Ok(None),
-            Some(done) if done.digest == k.digest => Ok(Some(done.ids.clone())),
+            Some(done) if done.digest == k.digest => Ok(Some((done.ids.clone(), done.workflow))),
             Some(_) => Err(ServiceError::Conflict(format!(
                 "Idempotency-Key `{}` was used for another request: a retry sends the same body, a new request a new key",
                 k.key
@@ -59,20 +59,7 @@ impl Broker {
     /// replays the steps one by one.
     pub fn remember_key(&mut self, user: i64, k: &SubmitKey, ids: &[u64]) -> Reply<()> {
         let at_ms = self.clock().millis();
-        self.live
-            .store()
-            .conn()
-            .execute(
-                "INSERT OR REPLACE INTO submit_keys (user_id, key, digest, ids, workflow, at_ms) VALUES (?1, ?2, ?3, ?4, NULL, ?5)",
-                params![
-                    user,
-                    k.key,
-                    k.digest.to_vec(),
-                    serde_json::to_string(ids).expect("ids serialize"),
-                    at_ms
-                ],
-            )
-            .map_err(ServiceError::unavailable)?;
+        write_key(self.live.store().conn(), user, k, ids, None, at_ms).map_err(ServiceError::unavailable)?;
         self.submit_keys.insert(
             (user, k.key.clone()),
             Keyed {
@@ -152,20 +139,11 @@ impl Broker {
             )));
         }
         if let Some(k) = &key
-            && let Some(done) = self.submit_keys.get(&(user, k.key.clone()))
+            && let Some((ids, workflow)) = self.keyed(user, k)?
         {
-            if done.digest != k.digest {
-                return Err(ServiceError::Conflict(format!(
-                    "Idempotency-Key `{}` was used for another request: a retry sends the same body, a new request a new key",
-                    k.key
-                )));
-            }
             return Ok(Plan {
                 events: Vec::new(),
-                kind: PlanKind::Replayed {
-                    ids: done.ids.clone(),
-                    workflow: done.workflow,
-                },
+                kind: PlanKind::Replayed { ids, workflow },
             });
         }
         check_tasks(&tasks, workflow.as_ref())
@@ -280,6 +258,29 @@ impl Broker {
     }
 }
 
+/// The row of a submission's key `k`: its reply (`ids`, `workflow`), made
+/// at `at_ms`.
+fn write_key(
+    conn: &rusqlite::Connection,
+    user: i64,
+    k: &SubmitKey,
+    ids: &[u64],
+    workflow: Option<u32>,
+    at_ms: i64,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO submit_keys (user_id, key, digest, ids, workflow, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        user,
+        k.key,
+        k.digest.to_vec(),
+        serde_json::to_string(ids).expect("ids serialize"),
+        workflow,
+        at_ms
+    ])
+}
+
 /// An accepted submission, as planned: its tasks and where each goes.
 pub(super) struct Submission {
     pub(super) user: i64,
@@ -312,17 +313,7 @@ impl Submission {
             ..
         } = self;
         if let Some(k) = key {
-            tx.execute(
-                "INSERT OR REPLACE INTO submit_keys (user_id, key, digest, ids, workflow, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    user,
-                    k.key,
-                    k.digest.to_vec(),
-                    serde_json::to_string(ids).expect("ids serialize"),
-                    workflow.as_ref().map(|(w, _)| *w),
-                    now_ms
-                ],
-            )?;
+            write_key(tx, *user, k, ids, workflow.as_ref().map(|(w, _)| *w), now_ms)?;
         }
         if let Some((id, w)) = workflow {
             tx.execute(
