@@ -747,7 +747,6 @@ fn simulate(
         phi,
         registry,
     };
-    let (out_dir, temp) = out_folder(&out)?;
     let tables = Arc::new(Tables {
         runs: Mutex::new(Vec::new()),
     });
@@ -755,7 +754,8 @@ fn simulate(
     let c = Comparison {
         base,
         policies,
-        out: out_dir,
+        // Without `out`, no file: the tables come from the tap.
+        out: out.clone(),
         force,
         swf_out: None,
         batsim_jobs: None,
@@ -767,7 +767,6 @@ fn simulate(
     let done = run_waiting(py, host.progress.clone(), progress, move || {
         fairsched_sim::compare::run(&c, None, &*h)
     })?;
-    drop(temp);
     let summaries = done
         .summaries
         .iter()

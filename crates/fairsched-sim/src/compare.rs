@@ -44,8 +44,9 @@ pub struct Comparison {
     /// The order policies, at least one; several run in parallel, each
     /// into a folder of its own.
     pub policies: Vec<PolicySpec>,
-    /// The output folder.
-    pub out: PathBuf,
+    /// The output folder; `None` writes no file: the figures are the
+    /// [`Compared`]'s and the tap's (the Python package without `out`).
+    pub out: Option<PathBuf>,
     /// Write into a folder of other files.
     pub force: bool,
     /// The schedule as SWF (a plain name: in each run's folder).
@@ -441,7 +442,7 @@ impl ScheduleFiles {
                     "--{flag} {}: {runs} policies run and one file cannot hold several schedules; \
                      give a plain file name, written in each policy's folder ({}/<policy>/NAME)",
                     p.display(),
-                    c.out.display()
+                    c.out.as_deref().unwrap_or(Path::new("OUT")).display()
                 )));
             }
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
@@ -603,23 +604,30 @@ fn checked(c: &Comparison) -> Result<(Sweep, ScheduleFiles), SimError> {
     for r in &sweep.runs {
         r.config.check().map_err(|e| SimError::usage(e.to_string()))?;
     }
+    if c.out.is_none() && (c.swf_out.is_some() || c.batsim_jobs.is_some()) {
+        return Err(SimError::usage(
+            "--swf-out and --batsim-jobs write into the output folder: give one",
+        ));
+    }
     let files = ScheduleFiles::check(c, sweep.runs.len())?;
     Ok((sweep, files))
 }
 
 /// Runs the comparison: checks it, opens the output folder (or uses
 /// `out`, opened by the caller: a replay of a broker's history writes its
-/// log there first), runs every policy and writes every file; the table
-/// and the last line are the caller's to print.
+/// log there first), runs every policy and writes every file (none
+/// without a folder: `c.out` and `out` both `None`); the table and the
+/// last line are the caller's to print.
 pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Result<Compared, SimError> {
     let warnings = one_org_warnings(c);
     for w in &warnings {
         host.note(w);
     }
     let (sweep, schedule_files) = checked(c)?;
-    let mut out = match out {
-        Some(out) => out,
-        None => open_out(&c.out, c.force, host)?,
+    let mut out = match (out, &c.out) {
+        (Some(out), _) => Some(out),
+        (None, Some(path)) => Some(open_out(path, c.force, host)?),
+        (None, None) => None,
     };
     let base = &c.base;
     let lenient = base.stream.lenient;
@@ -700,8 +708,10 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         let mut p: Vec<String> = sweep.runs.iter().map(|r| format!("{}/", r.name)).collect();
         p.extend(["comparison.csv".into(), "comparison.json".into()]);
         // The schedule files in each run's folder: the next run clears them.
-        for name in schedule_files.in_run_folder() {
-            out.inside(&name)?;
+        if let Some(out) = &out {
+            for name in schedule_files.in_run_folder() {
+                out.inside(&name)?;
+            }
         }
         p
     } else {
@@ -709,11 +719,9 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         p.extend(schedule_files.in_run_folder());
         p
     };
-    begin(
-        &mut out,
-        &planned.iter().map(String::as_str).collect::<Vec<_>>(),
-        host,
-    )?;
+    if let Some(out) = out.as_mut() {
+        begin(out, &planned.iter().map(String::as_str).collect::<Vec<_>>(), host)?;
+    }
     // Progress is measured in simulated time: the trace's span, or the window.
     let (from, span) = match base.window {
         Some((start, len)) => (start, len as u64),
@@ -722,13 +730,13 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
     // A run's files appear together when it is done (its commit, summary
     // last): a run stopped by an error or a signal leaves none of them.
     let run_one = |r: &SweepRun, scan: &TraceScan| -> Result<RunDone, RunError> {
-        let run_dir = if several {
-            out.run_dir(&r.name)?
-        } else {
-            out.here()?
+        let run_dir = match &out {
+            Some(out) if several => Some(out.run_dir(&r.name)?),
+            Some(out) => Some(out.here()?),
+            None => None,
         };
-        let mut csv = run_dir.tasks_csv()?;
-        let mut runs_csv = RunsCsv::default();
+        let mut csv = run_dir.as_ref().map(|d| d.tasks_csv()).transpose()?;
+        let mut runs_csv = run_dir.as_ref().map(|_| RunsCsv::default());
         let mut bar = bars.bar(&r.name, from, span);
         let mut schedule = schedule_files.recorders(r.config.split_parallel);
         let mut tap = c.tap.as_ref().map(|t| {
@@ -736,7 +744,12 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
             t.run(index, &r.name)
         });
         let done = {
-            let mut observers: Vec<&mut dyn Observer> = vec![&mut csv, &mut runs_csv, bar.as_mut()];
+            let mut observers: Vec<&mut dyn Observer> = Vec::with_capacity(4);
+            if let (Some(csv), Some(runs_csv)) = (csv.as_mut(), runs_csv.as_mut()) {
+                observers.push(csv);
+                observers.push(runs_csv);
+            }
+            observers.push(bar.as_mut());
             schedule.add_to(&mut observers);
             if let Some(t) = tap.as_mut() {
                 observers.push(t.as_mut());
@@ -758,11 +771,13 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
             }
             Ok(d) => d,
         };
-        run_dir.finish_tasks_csv(csv)?;
-        run_dir.stage(&run_dir.path().join("runs.csv"), &runs_csv.into_bytes())?;
-        // The whole header, read by now either way.
-        let read = done.read.as_ref().unwrap_or(scan);
-        schedule_files.write(schedule, &run_dir, &r.config, &done.summary, read, host)?;
+        if let (Some(run_dir), Some(csv), Some(runs_csv)) = (&run_dir, csv, runs_csv) {
+            run_dir.finish_tasks_csv(csv)?;
+            run_dir.stage(&run_dir.path().join("runs.csv"), &runs_csv.into_bytes())?;
+            // The whole header, read by now either way.
+            let read = done.read.as_ref().unwrap_or(scan);
+            schedule_files.write(schedule, run_dir, &r.config, &done.summary, read, host)?;
+        }
         let mut summary = done.summary;
         summary.tool = Some(host.tool());
         let utility: Option<Vec<OrgUtility>> = summary.fairness.as_ref().map(|f| {
@@ -777,7 +792,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         });
         let names: Vec<String> = summary.org_shares.iter().map(|o| o.name.clone()).collect();
         // With several organizations, ψ (and φ) over time.
-        if let Some(fair) = &summary.fairness {
+        if let (Some(run_dir), Some(fair)) = (&run_dir, &summary.fairness) {
             let name = |o: u32| fair.orgs.get(o as usize).map_or("", |l| l.name.as_str());
             let text = fairness_csv(fair.over_time.iter().map(|p| FairnessRow {
                 at: p.at,
@@ -788,13 +803,15 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
             }));
             run_dir.stage(&run_dir.path().join("fairness.csv"), text.as_bytes())?;
         }
-        run_dir.write_results(
-            &done.metrics,
-            &summary.platform.per_org,
-            &names,
-            utility.as_deref(),
-            &summary,
-        )?;
+        if let Some(run_dir) = &run_dir {
+            run_dir.write_results(
+                &done.metrics,
+                &summary.platform.per_org,
+                &names,
+                utility.as_deref(),
+                &summary,
+            )?;
+        }
         if let Some(t) = tap {
             t.finish(TapDone {
                 summary: &summary,
@@ -804,7 +821,10 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
                 utility: utility.as_deref(),
             });
         }
-        let files = run_dir.commit()?;
+        let files = match run_dir {
+            Some(run_dir) => run_dir.commit()?,
+            None => Vec::new(),
+        };
         Ok(RunDone {
             summary,
             read: done.read,
@@ -822,7 +842,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
     let mut read = None;
     let mut run_files: Vec<PathBuf> = Vec::new();
     for r in results {
-        if let Err(RunError::Log(_)) = &r
+        if let (Err(RunError::Log(_)), Some(out)) = (&r, &out)
             && !scan.complete
             && !out.had_manifest()
         {
@@ -876,11 +896,17 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         t.note(w.clone());
     }
     for r in &renamed {
-        t.note(format!(
-            "{} was given more than once: this run is in {}",
-            r.config.order,
-            c.out.join(&r.name).display()
-        ));
+        t.note(match &c.out {
+            Some(out) => format!(
+                "{} was given more than once: this run is in {}",
+                r.config.order,
+                out.join(&r.name).display()
+            ),
+            None => format!(
+                "{} was given more than once: this run is {}",
+                r.config.order, r.name
+            ),
+        });
     }
     if let Some(s) = summaries.first() {
         if s.too_wide > 0 {
@@ -936,18 +962,19 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         );
     }
     // Every result file is written before the table is printed.
-    let top = if several {
-        out.write_set(&[
+    let top = match out.as_mut() {
+        Some(out) if several => out.write_set(&[
             ("comparison.csv", t.to_csv().as_bytes()),
             (
                 "comparison.json",
                 &fairsched_report::files::json_bytes(&t.to_json()),
             ),
-        ])?
-    } else {
-        Vec::new()
+        ])?,
+        _ => Vec::new(),
     };
-    out.finish()?;
+    if let Some(out) = out.as_mut() {
+        out.finish()?;
+    }
     shown.notes = t.notes.clone();
     shown.note(
         "wait_s, bsld: mean wait (s) and mean bounded slowdown; p90_, p99_: their percentiles \
@@ -958,8 +985,17 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
          slowdowns (1 when all are equal, down to 1/n); received/owned: each organization's share \
          of the processor time its tasks held against its share of the processors, in %.",
     );
+    let Some(out) = out else {
+        return Ok(Compared {
+            summaries,
+            table: t,
+            shown,
+            fairness,
+            wrote: String::new(),
+        });
+    };
     // What was written, from the lists of files put in place.
-    let out_path = c.out.as_path();
+    let out_path = c.out.as_deref().unwrap_or(out.path());
     let folder = if several {
         run_files.first().and_then(|f| f.parent()).unwrap_or(out_path)
     } else {
@@ -979,7 +1015,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
     let folders: Vec<&str> = sweep.runs.iter().map(|r| r.name.as_str()).collect();
     let wrote = format!(
         "wrote {} in {:.2} s: {}",
-        c.out.display(),
+        out_path.display(),
         t0.elapsed().as_secs_f64(),
         if several {
             format!(

@@ -275,7 +275,7 @@ pub fn run(mut a: Args, registry: &Registry) -> anyhow::Result<()> {
     let c = Comparison {
         base,
         policies,
-        out: a.out.clone(),
+        out: Some(a.out.clone()),
         force: a.force.force,
         swf_out: a.swf_out.clone(),
         batsim_jobs: a.batsim_jobs.clone(),

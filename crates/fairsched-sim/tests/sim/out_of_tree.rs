@@ -174,7 +174,7 @@ fn an_out_of_tree_policy_runs_in_simulate_beside_fcfs() {
     let c = Comparison {
         base: kth(&r, "fcfs"),
         policies: vec![spec("fcfs"), spec("lifo")],
-        out: out.path().join("compare"),
+        out: Some(out.path().join("compare")),
         force: false,
         swf_out: None,
         batsim_jobs: None,
