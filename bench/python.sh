@@ -6,7 +6,7 @@
 #       tasks DataFrame, in process, against the CLI's
 #       `fairsched simulate --trace LOG --policy fcfs --out DIR --no-progress`
 #       (wall time, medians of ROUNDS alternated rounds; target: Python
-#       <= 1.2 x the CLI);
+#       <= 1.1 x the CLI);
 #   (b) policy: a first-fit Order policy written in Python against the Rust
 #       `first-fit` on the bundled KTH-SP2 log: decisions per second (picks
 #       that start a task), and the same schedule (every task's start);
@@ -115,7 +115,7 @@ if has_part simulate; then
     run_part simulate --trace "$HPC2N" --cli "$BIN" --rounds "$ROUNDS" --tmp "$work"
     f=$work/simulate.json
     {
-        echo "(a) $(basename "$HPC2N") (202,871 jobs, 240 processors), fcfs, $ROUNDS rounds alternated, wall time"
+        echo "(a) $(basename "$HPC2N") (202,871 jobs, 240 processors), fcfs, $ROUNDS rounds alternated (each first in every other round), wall time"
         echo "  cli:    $BIN simulate --trace $HPC2N --policy fcfs --out DIR --no-progress  (a subprocess: start, replay, 5 output files)"
         echo "  python: r = fairsched.simulate(LOG, policies=[\"fcfs\"], progress=False); r.tasks  (in process, no file written)"
         jq_py "$f" '"  cli     median %.3f s  runs %s  (first, untimed round: %.3f s)" % (d["cli_median_s"], " ".join("%.3f" % x for x in d["cli_wall_s"]), d["cli_first_s"])'

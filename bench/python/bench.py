@@ -92,8 +92,15 @@ def part_simulate(a):
     first_py, _, _, r, tasks, _ = py()
     cli_w, cli_c, py_w, py_c, py_sim, py_tasks = [], [], [], [], [], []
     for i in range(a.rounds):
-        c, cc = cli()
-        p, s, t, r, tasks, pc = py()
+        # ABBA: each goes first in every other round, so that neither
+        # always runs right after the other (the CLI's files are still
+        # being written back when it exits).
+        if i % 2 == 0:
+            c, cc = cli()
+            p, s, t, r, tasks, pc = py()
+        else:
+            p, s, t, r, tasks, pc = py()
+            c, cc = cli()
         cli_w.append(c)
         cli_c.append(cc)
         py_w.append(p)
@@ -135,8 +142,8 @@ def part_simulate(a):
         "cli_first_s": round(first_cli, 4),
         "py_first_s": round(first_py, 4),
         "ratio": round(ratio, 3),
-        "target": 1.2,
-        "pass": ratio <= 1.2,
+        "target": 1.1,
+        "pass": ratio <= 1.1,
         "same_result": same,
         "mean_wait_s": r.summary["mean_wait_s"],
         "cli_mean_wait_s": cli_summary["mean_wait_s"],

@@ -708,7 +708,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         let mut p: Vec<String> = sweep.runs.iter().map(|r| format!("{}/", r.name)).collect();
         p.extend(["comparison.csv".into(), "comparison.json".into()]);
         // The schedule files in each run's folder: the next run clears them.
-        if let Some(out) = &out {
+        if let Some(out) = out.as_mut() {
             for name in schedule_files.in_run_folder() {
                 out.inside(&name)?;
             }
@@ -972,9 +972,15 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         ])?,
         _ => Vec::new(),
     };
-    if let Some(out) = out.as_mut() {
-        out.finish()?;
-    }
+    // The folder's path, as given (or as the caller opened it).
+    let folder_path = match out {
+        Some(out) => {
+            let path = c.out.clone().unwrap_or_else(|| out.path().to_path_buf());
+            out.finish()?;
+            Some(path)
+        }
+        None => None,
+    };
     shown.notes = t.notes.clone();
     shown.note(
         "wait_s, bsld: mean wait (s) and mean bounded slowdown; p90_, p99_: their percentiles \
@@ -985,7 +991,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
          slowdowns (1 when all are equal, down to 1/n); received/owned: each organization's share \
          of the processor time its tasks held against its share of the processors, in %.",
     );
-    let Some(out) = out else {
+    let Some(out_path) = folder_path else {
         return Ok(Compared {
             summaries,
             table: t,
@@ -995,7 +1001,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         });
     };
     // What was written, from the lists of files put in place.
-    let out_path = c.out.as_deref().unwrap_or(out.path());
+    let out_path = out_path.as_path();
     let folder = if several {
         run_files.first().and_then(|f| f.parent()).unwrap_or(out_path)
     } else {
