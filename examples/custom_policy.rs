@@ -226,7 +226,7 @@ fn compare(registry: &Registry, out: &Path) -> Res<()> {
             "least-running-org".parse()?,
             "shortest-estimate-first".parse()?,
         ],
-        out: out.join("compare"),
+        out: Some(out.join("compare")),
         force: false,
         swf_out: None,
         batsim_jobs: None,

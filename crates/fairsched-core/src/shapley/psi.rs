@@ -168,6 +168,35 @@ mod tests {
         assert_eq!(p.at(secs(20)), 12_000_000 + 7 * 3 * 2_000_000);
     }
 
+    /// The paper's illustration of §3.2 (seed 002): a job started at 0 and
+    /// completed at 2 has flow time 2; split into (0, 1) and (1, 1) its
+    /// flow times sum to 3, so splitting would let an organization claim a
+    /// worse service than it got. ψsp gives both schedules the same
+    /// utility, 2t − 1 at every t ≥ 2, while they run (at t = 1: 1 for
+    /// the whole job seen running, 1 for the first half done) and after.
+    #[test]
+    fn splitting_a_job_leaves_its_utility_unchanged() {
+        let flow = |jobs: &[(i64, i64)]| -> i64 { jobs.iter().map(|&(s, p)| s + p).sum() };
+        let whole = [(0, 2)];
+        let split = [(0, 1), (1, 1)];
+        assert_eq!((flow(&whole), flow(&split)), (2, 3));
+        for t in 0..=10 {
+            let mut a = Psi::default();
+            a.add_run_seen_at(secs(0), secs(2), secs(t));
+            let mut b = Psi::default();
+            for (s, p) in split {
+                if s <= t {
+                    b.add_run_seen_at(secs(s), secs(s + p), secs(t));
+                }
+            }
+            assert_eq!(a.at(secs(t)), b.at(secs(t)), "t = {t}");
+            assert_eq!(a.at(secs(t)), brute_force(&whole, t));
+            if t >= 2 {
+                assert_eq!(seconds(a.at(secs(t))), (2 * t - 1) as f64, "t = {t}");
+            }
+        }
+    }
+
     use proptest::prelude::*;
 
     /// Random jobs `(start, length)` in whole seconds, a time `t` to see

@@ -190,6 +190,41 @@ fn an_out_of_tree_policy_runs_in_simulate_beside_fcfs() {
     assert_ne!(fcfs.mean_wait_s, lifo.mean_wait_s);
     assert!(done.shown.to_text().contains("lifo"));
     assert!(out.path().join("compare/lifo/summary.json").is_file());
+
+    // Without a folder (the Python package without `out`): the same
+    // figures, the same table, and no file written anywhere (the working
+    // directory is this process's: the check is the temporary folder
+    // left empty and nothing said as written).
+    let none = Comparison { out: None, ..c };
+    let mem = compare::run(&none, None, &Quiet).unwrap();
+    let json = |s: &fairsched_sim::Summary| {
+        let mut s = s.clone();
+        s.tool = None;
+        s.wall_time_s = 0.0;
+        serde_json::to_string(&s).unwrap()
+    };
+    for (a, b) in done.summaries.iter().zip(&mem.summaries) {
+        assert_eq!(json(a), json(b));
+    }
+    // The same rows but their wall_s, the last column.
+    let figures = |csv: String| -> Vec<String> {
+        csv.lines()
+            .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+            .collect()
+    };
+    assert_eq!(figures(done.table.to_csv()), figures(mem.table.to_csv()));
+    assert_eq!(mem.wrote, "");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1, "only compare/");
+    // And the schedule files, which go in the folder, need one.
+    let swf = Comparison {
+        swf_out: Some("schedule.swf".into()),
+        ..none
+    };
+    let e = compare::run(&swf, None, &Quiet)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("--swf-out"), "{e}");
 }
 
 /// The Shapley experiment on 2 windows of the bundled log, `lifo` beside
