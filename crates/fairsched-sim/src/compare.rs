@@ -735,8 +735,11 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
             Some(out) => Some(out.here()?),
             None => None,
         };
-        let mut csv = run_dir.as_ref().map(|d| d.tasks_csv()).transpose()?;
-        let mut runs_csv = run_dir.as_ref().map(|_| RunsCsv::default());
+        // tasks.csv and runs.csv as the run goes, with a folder to go in.
+        let mut tables = match &run_dir {
+            Some(d) => Some((d.tasks_csv()?, RunsCsv::default())),
+            None => None,
+        };
         let mut bar = bars.bar(&r.name, from, span);
         let mut schedule = schedule_files.recorders(r.config.split_parallel);
         let mut tap = c.tap.as_ref().map(|t| {
@@ -745,7 +748,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
         });
         let done = {
             let mut observers: Vec<&mut dyn Observer> = Vec::with_capacity(4);
-            if let (Some(csv), Some(runs_csv)) = (csv.as_mut(), runs_csv.as_mut()) {
+            if let Some((csv, runs_csv)) = tables.as_mut() {
                 observers.push(csv);
                 observers.push(runs_csv);
             }
@@ -771,7 +774,7 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
             }
             Ok(d) => d,
         };
-        if let (Some(run_dir), Some(csv), Some(runs_csv)) = (&run_dir, csv, runs_csv) {
+        if let (Some(run_dir), Some((csv, runs_csv))) = (&run_dir, tables) {
             run_dir.finish_tasks_csv(csv)?;
             run_dir.stage(&run_dir.path().join("runs.csv"), &runs_csv.into_bytes())?;
             // The whole header, read by now either way.
