@@ -992,7 +992,10 @@ pub fn run(c: &Comparison, out: Option<OutDir>, host: &dyn CompareHost) -> Resul
     fairness.note(
         "jain_users, jain_orgs: Jain's index of the users' and of the organizations' mean bounded \
          slowdowns (1 when all are equal, down to 1/n); received/owned: each organization's share \
-         of the processor time its tasks held against its share of the processors, in %.",
+         of the processor time its tasks held against its share of the processors, in %. When \
+         every task ran to its end, received shares are the workload's whatever the policy: they \
+         compare the organizations' demand with what they own; the waits and Jain's indices \
+         compare the policies.",
     );
     let Some(out_path) = folder_path else {
         return Ok(Compared {

@@ -566,3 +566,106 @@ pub fn median(mut xs: Vec<f64>) -> Option<f64> {
 pub fn max(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
     xs.into_iter().filter(|x| x.is_finite()).reduce(f64::max)
 }
+
+/// Subsets enumerated at most; beyond, this many are drawn (seeded).
+const MAX_SUBSETS: usize = 20_000;
+
+/// A claim judged as the paper measured it, over `k` repetitions (the
+/// paper's count): the share of the subsets of `k` of the values `xs` in
+/// which `holds` is true. Every subset when there are at most 20,000
+/// (16 repetitions, k = 4: 1,820), else 20,000 drawn with a fixed seed (the
+/// same share at every run). `None` with fewer than `k` finite values; all
+/// of them, once, when `k` is 0 or `xs` has exactly `k`.
+pub fn share_of_subsets(xs: &[f64], k: usize, holds: impl Fn(&[f64]) -> bool) -> Option<f64> {
+    let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let n = v.len();
+    if n < k || n == 0 {
+        return None;
+    }
+    if k == 0 || k == n {
+        return Some(if holds(&v) { 1.0 } else { 0.0 });
+    }
+    let mut pick = vec![0.0; k];
+    let (mut yes, mut all) = (0usize, 0usize);
+    if combinations(n, k).is_some_and(|c| c <= MAX_SUBSETS as u128) {
+        // Every subset, in lexicographic order of indices.
+        let mut idx: Vec<usize> = (0..k).collect();
+        loop {
+            for (p, &i) in pick.iter_mut().zip(&idx) {
+                *p = v[i];
+            }
+            all += 1;
+            yes += usize::from(holds(&pick));
+            // The next combination: the rightmost index that can move.
+            let Some(j) = (0..k).rev().find(|&j| idx[j] < n - k + j) else {
+                break;
+            };
+            idx[j] += 1;
+            for m in j + 1..k {
+                idx[m] = idx[m - 1] + 1;
+            }
+        }
+    } else {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5AB5E7);
+        // A partial Fisher–Yates shuffle per draw: its first k a uniform
+        // subset, whatever order the previous draw left.
+        let mut order: Vec<usize> = (0..n).collect();
+        for _ in 0..MAX_SUBSETS {
+            for j in 0..k {
+                order.swap(j, rng.random_range(j..n));
+                pick[j] = v[order[j]];
+            }
+            all += 1;
+            yes += usize::from(holds(&pick));
+        }
+    }
+    Some(yes as f64 / all as f64)
+}
+
+/// C(n, k), or `None` past u128.
+fn combinations(n: usize, k: usize) -> Option<u128> {
+    let k = k.min(n - k);
+    let mut c: u128 = 1;
+    for i in 0..k {
+        c = c.checked_mul((n - i) as u128)? / (i as u128 + 1);
+    }
+    Some(c)
+}
+
+#[cfg(test)]
+mod subset_tests {
+    use super::*;
+
+    #[test]
+    fn every_subset_is_counted_once() {
+        // 16 values, 4 of them large: a subset of 4 holds "max ≥ 10" unless
+        // it draws only from the 12 small ones: 1 − C(12,4)/C(16,4).
+        let mut xs = vec![1.0; 12];
+        xs.extend([20.0; 4]);
+        let share = share_of_subsets(&xs, 4, |s| s.iter().any(|&x| x >= 10.0)).unwrap();
+        assert!((share - (1.0 - 495.0 / 1820.0)).abs() < 1e-12, "{share}");
+        // "In every one of the 4": only the single subset of the 4 large.
+        let all = share_of_subsets(&xs, 4, |s| s.iter().all(|&x| x >= 10.0)).unwrap();
+        assert!((all - 1.0 / 1820.0).abs() < 1e-12, "{all}");
+    }
+
+    #[test]
+    fn edges_and_draws() {
+        assert_eq!(share_of_subsets(&[1.0, 2.0], 4, |_| true), None);
+        assert_eq!(
+            share_of_subsets(&[1.0, f64::NAN, 2.0], 2, |s| s.len() == 2),
+            Some(1.0)
+        );
+        assert_eq!(combinations(16, 4), Some(1820));
+        // C(40, 10) is past the bound: drawn, the same share every time,
+        // near the exact one (a subset of 10 of 20 ones and 20 zeros has
+        // at least one 1 unless all 10 are zeros: 1 − C(20,10)/C(40,10)).
+        let xs: Vec<f64> = (0..40).map(|i| f64::from(u8::from(i % 2 == 0))).collect();
+        let a = share_of_subsets(&xs, 10, |s| s.contains(&1.0)).unwrap();
+        let b = share_of_subsets(&xs, 10, |s| s.contains(&1.0)).unwrap();
+        assert_eq!(a, b);
+        let exact = 1.0 - 184_756.0 / 847_660_528.0;
+        assert!((a - exact).abs() < 0.01, "{a} vs {exact}");
+    }
+}
