@@ -1,11 +1,13 @@
 #!/bin/bash
 # Single-host Slurm 22.05 (Debian 12) for CI and the pilot tests: no systemd, no cgroups,
-# runs as root. From ../shared/recipes/slurm-local-setup.sh (the recipe), unchanged but for this
-# header.
+# runs as root. From ../shared/recipes/slurm-local-setup.sh (the recipe), with TEST_ACCOUNTS
+# added (the steering tests need accounts of several users each).
 #   SLURM_CPUS=8   virtual CPUs on the one node (can exceed real cores)
 #   WITH_DBD=1     also install MariaDB + slurmdbd (needed for sacct, sshare,
 #                  fair-share, age factor, sacctmgr accounts/QOS)
 #   TEST_USERS="alice bob"   Unix users to create (and register in sacctmgr if WITH_DBD=1)
+#   TEST_ACCOUNTS="physics:alice,bob chemistry:carol,dave"   with WITH_DBD=1, accounts and their
+#                  users (the users are created; a user's default account is the first listed)
 #   SKIP_APT=1     packages already installed: skip apt-get update/install
 #   EXTRA_CONF="..."  more slurm.conf lines (the default array limit is raised to 4001 already)
 set -euo pipefail
@@ -28,7 +30,10 @@ if [ "${SKIP_APT:-0}" != 1 ]; then
   apt-get install -y -qq --no-install-recommends $PKGS >/dev/null
 fi
 
-for u in $TEST_USERS; do id "$u" >/dev/null 2>&1 || useradd -m "$u"; done
+TEST_ACCOUNTS=${TEST_ACCOUNTS:-}
+TEST_ACCOUNT_USERS=""
+for spec in $TEST_ACCOUNTS; do TEST_ACCOUNT_USERS="$TEST_ACCOUNT_USERS ${spec#*:}"; done
+for u in $TEST_USERS ${TEST_ACCOUNT_USERS//,/ }; do id "$u" >/dev/null 2>&1 || useradd -m "$u"; done
 
 # 2. munge: the postinst normally creates the key; make sure, then start by hand
 [ -s /etc/munge/munge.key ] || mungekey -c -f -k /etc/munge/munge.key
@@ -123,6 +128,13 @@ if [ "$WITH_DBD" = 1 ]; then
   for u in $TEST_USERS; do
     sacctmgr -i add account "acct_$u" Cluster=ci >/dev/null || true
     sacctmgr -i add user "$u" Account="acct_$u" >/dev/null || true
+  done
+  for spec in $TEST_ACCOUNTS; do
+    sacctmgr -i add account "${spec%%:*}" Cluster=ci >/dev/null || true
+    IFS=, read -r -a users <<<"${spec#*:}"
+    for u in "${users[@]}"; do
+      sacctmgr -i add user "$u" Account="${spec%%:*}" >/dev/null || true
+    done
   done
 fi
 [ -s /run/slurmctld.pid ] && kill -0 "$(cat /run/slurmctld.pid)" 2>/dev/null || slurmctld
