@@ -67,8 +67,9 @@ pub struct Live {
 /// Builds the core `config` describes from `registry`. A policy that reads
 /// more than the views is refused here, before anything runs: a
 /// clairvoyant one (true runtimes, which a live driver does not know), or
-/// one that reads the users' runtime estimates (live tasks give none) —
-/// both as their registry entries declare.
+/// one that reads the users' runtime estimates (live tasks give none; a
+/// steered core's tasks do: Slurm's time limits) — both as their registry
+/// entries declare.
 pub fn build_core(config: &Config, registry: &Registry) -> Result<Scheduler, LiveError> {
     let spec = |what: &str, s: &str| {
         s.parse()
@@ -138,6 +139,7 @@ pub fn build_core(config: &Config, registry: &Registry) -> Result<Scheduler, Liv
                     "`{text}` is clairvoyant: it reads true runtimes, which a live service does not know (it runs in `fairsched simulate` only)"
                 )));
             }
+            Reads::Estimates if config.steered => {}
             Reads::Estimates => {
                 return Err(LiveError::Config(format!(
                     "`{text}` reads the users' runtime estimates (requested run times, SWF field 9), and live tasks give none: \
@@ -160,8 +162,18 @@ pub fn build_core(config: &Config, registry: &Registry) -> Result<Scheduler, Liv
         ),
         _ => None,
     };
-    // One machine; slots join as workers register.
+    // One machine; slots join as workers register (or, steering, as the
+    // resource manager's processors are counted).
     let core = Scheduler::new(&Platform::pool(0), config.seed, allocate, order, control);
+    if config.steered {
+        if core.preempts() {
+            return Err(LiveError::Config(format!(
+                "policy `{}` stops running tasks for waiting ones: a steering controller never stops a job",
+                config.order
+            )));
+        }
+        return Ok(core.steered());
+    }
     Ok(core)
 }
 
@@ -296,6 +308,15 @@ impl Live {
     /// database was created with [`Live::open_from_log`].
     pub fn replayed_actions(&self) -> &[Action] {
         &self.out
+    }
+
+    /// Runs `f` in one transaction of the database, outside any step: a
+    /// driver's own tables (the steering controller's last decisions).
+    pub fn transact(
+        &mut self,
+        f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<()>,
+    ) -> Result<(), LiveError> {
+        Ok(self.store.transact(f)?)
     }
 
     /// Applies one step at `now` (clamped to the core's time); see

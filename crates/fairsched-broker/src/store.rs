@@ -41,6 +41,11 @@ pub struct Config {
     pub control: Option<String>,
     /// The core's seed.
     pub seed: u64,
+    /// A steering controller's core ([`fairsched_core::Scheduler::steered`]):
+    /// another resource manager starts the tasks; their time limits are
+    /// the users' estimates. Absent (false) in a broker's database.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steered: bool,
 }
 
 impl Default for Config {
@@ -51,6 +56,7 @@ impl Default for Config {
             order: "first-fit".into(),
             control: None,
             seed: 0,
+            steered: false,
         }
     }
 }
@@ -452,7 +458,7 @@ impl Store {
 
     /// Runs `f` in one transaction of the database (committed if it
     /// returns `Ok`).
-    pub(crate) fn transact(
+    pub fn transact(
         &mut self,
         f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<()>,
     ) -> Result<(), StoreError> {

@@ -45,6 +45,13 @@ pub enum Event {
     SlotDrain { slot: SlotId },
     /// A timer requested by [`Action::Timer`] fires.
     Timer { token: u64 },
+    /// Another resource manager started this waiting task itself (the
+    /// steering controller reports Slurm's starts to a
+    /// [`crate::Scheduler::steered`] core, which never starts a task on
+    /// its own): it takes free slots of its machine, as a pick's start
+    /// does, and policies see [`Notice::Started`]. Ignored when the task
+    /// is not waiting or its machine has too few free slots.
+    Start { task: TaskId },
 }
 
 /// What the core asks the driver to do, or reports as done.

@@ -1,7 +1,7 @@
 //! The deterministic core: events in, actions out.
 
 use crate::event::{Action, Attempt, AttemptEnd, EndRecord, Event, Notice, SlotList};
-use crate::ids::{MachineId, SlotId, TaskId};
+use crate::ids::{MachineId, OrgId, SlotId, TaskId};
 use crate::model::{Outcome, TaskSpec};
 use crate::point::{Allocate, ClairvoyantAllocate, ClairvoyantOrder, Control, ControlOut, Order};
 use crate::point::{Pick, RuntimeOracle, SimRng};
@@ -206,6 +206,9 @@ pub struct Scheduler {
     fired: Vec<u64>,
     stats: CoreStats,
     poisoned: bool,
+    /// Set by [`Scheduler::steered`]: another resource manager starts
+    /// the tasks ([`Event::Start`]); the core only ranks them.
+    steered: bool,
 }
 
 /// A snapshot's body as written ([`crate::snapshot`]); [`BodyIn`] reads
@@ -295,7 +298,101 @@ impl Scheduler {
             fired: Vec::new(),
             stats: CoreStats::default(),
             poisoned: false,
+            steered: false,
         }
+    }
+
+    /// The core as a steering controller drives it: another resource
+    /// manager (Slurm) decides when tasks start and reports each start
+    /// with [`Event::Start`]; the core never dispatches by itself, and its
+    /// `Order` policy's decisions are read with [`Scheduler::rank`] and
+    /// turned into that manager's priorities. Policies see the same
+    /// notices as under dispatch, so their fairness state follows what
+    /// really ran. Not part of a snapshot: build the core the same way
+    /// before [`Scheduler::restore`].
+    pub fn steered(mut self) -> Scheduler {
+        self.steered = true;
+        self
+    }
+    /// Whether the `Order` policy may stop running tasks ([`Order::preempts`]).
+    pub fn preempts(&self) -> bool {
+        self.order.preempts()
+    }
+    /// Whether it was built with [`Scheduler::steered`].
+    pub fn is_steered(&self) -> bool {
+        self.steered
+    }
+
+    /// The order in which the `Order` policy would start `machine`'s
+    /// waiting tasks if its slots freed up now: the picks it makes, one
+    /// after the other, on a copy of the core given enough extra slots for
+    /// every waiting task (owned as the machine's slots are, in turn, so
+    /// organizations' shares of the machine stay as they are), each pick
+    /// applied before the next is asked, as dispatch does. Tasks the policy
+    /// leaves waiting follow in id order (submission order for drivers
+    /// that number tasks as they arrive). Reads nothing a pick could not;
+    /// changes nothing. O(state) for the copy plus one pick per waiting
+    /// task. A preempting policy's stops, and clairvoyant policies, are
+    /// errors (no oracle here).
+    pub fn rank(&self, machine: MachineId) -> Result<Vec<TaskId>, CoreError> {
+        let Some(ms) = self.state.machines.get(machine.index()) else {
+            return Ok(Vec::new());
+        };
+        if ms.waiting == 0 {
+            return Ok(Vec::new());
+        }
+        let need = ms.waiting_slots;
+        let mut sim = self.clone();
+        sim.steered = false;
+        sim.poisoned = false;
+        let owners: Vec<OrgId> = sim
+            .state
+            .slots
+            .iter()
+            .filter(|s| s.machine == machine && s.present)
+            .map(|s| s.owner)
+            .collect();
+        for k in 0..need {
+            let owner = owners
+                .get(k as usize % owners.len().max(1))
+                .copied()
+                .unwrap_or(OrgId(0));
+            let slot = sim.state.add_slot(machine, owner);
+            let (state, mut p) = sim.policies();
+            p.tell_all_but_control(state, Notice::SlotJoined { slot, machine });
+        }
+        let mut out = Vec::new();
+        sim.fill(machine, None, &mut out)?;
+        let mut ranked = Vec::with_capacity(ms.waiting as usize);
+        for a in &out {
+            match a {
+                Action::Start { task, .. } => ranked.push(*task),
+                Action::Stop { task, .. } => {
+                    return Err(CoreError::BadPick {
+                        machine,
+                        reason: format!(
+                            "the policy stops running task {task} to rank waiting ones: a steering controller never stops a job"
+                        ),
+                    });
+                }
+                _ => {}
+            }
+        }
+        if ranked.len() < ms.waiting as usize {
+            let picked: alloc::collections::BTreeSet<TaskId> = ranked.iter().copied().collect();
+            let mut rest: Vec<TaskId> = self
+                .state
+                .tasks
+                .iter()
+                .filter(|(id, t)| {
+                    t.machine == machine && matches!(t.status, Status::Waiting) && !picked.contains(id)
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            rest.sort_unstable();
+            ranked.extend(rest);
+        }
+        Ok(ranked)
     }
 
     /// Whether a policy reads true runtimes (and so needs an oracle at
@@ -460,6 +557,7 @@ impl Scheduler {
             fired: body.fired,
             stats: body.stats,
             poisoned: body.poisoned,
+            steered: self.steered,
         };
         Ok(())
     }
@@ -640,6 +738,17 @@ impl Scheduler {
                     } else {
                         self.slot_leave(slot, out);
                     }
+                }
+                _ => self.stats.ignored_events += 1,
+            },
+            Event::Start { task } => match self.state.tasks.get(&task) {
+                Some(t)
+                    if matches!(t.status, Status::Waiting)
+                        && t.spec.slots as usize <= self.state.machines[t.machine.index()].free.len() =>
+                {
+                    let m = t.machine;
+                    self.start(m, task, None, out)?;
+                    self.mark(m);
                 }
                 _ => self.stats.ignored_events += 1,
             },
@@ -975,6 +1084,14 @@ impl Scheduler {
         out: &mut Vec<Action>,
     ) -> Result<(), CoreError> {
         if self.dirty_list.is_empty() {
+            return Ok(());
+        }
+        if self.steered {
+            // Another resource manager starts the tasks.
+            for &m in &self.dirty_list {
+                self.dirty[m.index()] = false;
+            }
+            self.dirty_list.clear();
             return Ok(());
         }
         let mut list = core::mem::take(&mut self.dirty_list);

@@ -8,6 +8,8 @@
 //! pilot jobs ([`pilot`]).
 
 pub mod pilot;
+#[cfg(feature = "steer")]
+pub mod steer;
 pub mod tools;
 
 pub use tools::{parse_job_id, run, sbatch, sbatch_env, shell_quote, write_script};

@@ -84,6 +84,7 @@ pub fn run(c: AdminCommand) -> anyhow::Result<()> {
                 order: policy,
                 control,
                 seed,
+                steered: false,
             };
             let live =
                 Live::create(&db, &config, &fairsched_core::Registry::builtin()).map_err(|e| match e {

@@ -2,4 +2,5 @@
 
 mod discipline;
 mod snapshot;
+mod steered;
 mod workflow_fairness;

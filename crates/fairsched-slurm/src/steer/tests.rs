@@ -1,0 +1,443 @@
+//! The controller against a scripted Slurm: a queue that starts the
+//! pending jobs of highest priority (site factor, then job number) as
+//! processors free up, as Slurm's main scheduler does when the site
+//! factor dominates. The real Slurm's tests are in
+//! crates/fairsched/tests/cli/slurm_steer.rs.
+
+use super::*;
+
+#[derive(Clone, Debug)]
+struct FakeJob {
+    id: u64,
+    user: String,
+    account: String,
+    cpus: u32,
+    running_since: Option<i64>,
+    /// Seconds it runs once started (Slurm knows; the controller never).
+    runtime: i64,
+    site: i64,
+    held: bool,
+}
+
+/// A one-partition Slurm with `cpus` processors.
+#[derive(Clone, Debug)]
+struct Fake {
+    cpus: u32,
+    now: i64,
+    next: u64,
+    jobs: Vec<FakeJob>,
+    /// Printed instead of squeue's output once.
+    garbage: Option<String>,
+    updates: u64,
+    calls: u32,
+    config: String,
+}
+
+impl Fake {
+    fn new(cpus: u32) -> Fake {
+        Fake {
+            cpus,
+            now: 0,
+            next: 100,
+            jobs: Vec::new(),
+            garbage: None,
+            updates: 0,
+            calls: 0,
+            config: "PriorityType = priority/multifactor\nPrioritySiteFactorPlugin = (null)\nPriorityWeightAge = 1000\nPriorityWeightFairShare = 10000\n".into(),
+        }
+    }
+    fn submit(&mut self, user: &str, account: &str, n: usize, runtime: i64) -> Vec<u64> {
+        (0..n)
+            .map(|_| {
+                self.next += 1;
+                self.jobs.push(FakeJob {
+                    id: self.next,
+                    user: user.into(),
+                    account: account.into(),
+                    cpus: 1,
+                    running_since: None,
+                    runtime,
+                    site: 0,
+                    held: false,
+                });
+                self.next
+            })
+            .collect()
+    }
+    /// Time passes: finished jobs leave, then the highest-priority
+    /// pending jobs start while processors are free.
+    fn advance(&mut self, secs: i64) {
+        self.now += secs;
+        let now = self.now;
+        self.jobs
+            .retain(|j| j.running_since.is_none_or(|s| now - s < j.runtime));
+        loop {
+            let busy: u32 = self
+                .jobs
+                .iter()
+                .filter(|j| j.running_since.is_some())
+                .map(|j| j.cpus)
+                .sum();
+            let next = self
+                .jobs
+                .iter_mut()
+                .filter(|j| j.running_since.is_none() && !j.held)
+                .max_by_key(|j| (j.site, std::cmp::Reverse(j.id)));
+            match next {
+                Some(j) if busy + j.cpus <= self.cpus => j.running_since = Some(now),
+                _ => break,
+            }
+        }
+    }
+    fn started(&self, ids: &[u64]) -> usize {
+        self.jobs
+            .iter()
+            .filter(|j| ids.contains(&j.id) && j.running_since.is_some())
+            .count()
+            + ids
+                .iter()
+                .filter(|id| !self.jobs.iter().any(|j| j.id == **id))
+                .count()
+    }
+}
+
+impl Cluster for Fake {
+    fn squeue(&mut self) -> Result<String, SlurmError> {
+        if let Some(g) = self.garbage.take() {
+            return Ok(g);
+        }
+        Ok(self
+            .jobs
+            .iter()
+            .map(|j| {
+                format!(
+                    "{}|{}|{}|{}|{}|1:00:00|{}\n",
+                    j.id,
+                    j.id,
+                    j.user,
+                    j.account,
+                    j.cpus,
+                    if j.running_since.is_some() {
+                        "RUNNING"
+                    } else {
+                        "PENDING"
+                    }
+                )
+            })
+            .collect())
+    }
+    fn sprio(&mut self) -> Result<String, SlurmError> {
+        Ok(self
+            .jobs
+            .iter()
+            .filter(|j| j.running_since.is_none() && !j.held)
+            .map(|j| format!("{}|{}\n", j.id, j.site))
+            .collect())
+    }
+    fn sinfo_cpus(&mut self) -> Result<String, SlurmError> {
+        Ok(format!("0/{0}/0/{0}\n", self.cpus))
+    }
+    fn config(&mut self) -> Result<String, SlurmError> {
+        Ok(self.config.clone())
+    }
+    fn accounts(&mut self) -> Result<String, SlurmError> {
+        Ok("root|\nroot|root\nphysics|\nphysics|alice\nchemistry|carol\n".into())
+    }
+    fn set_site_factors(&mut self, updates: &[(String, i64)]) -> Result<Sent, SlurmError> {
+        let mut sent = Sent::default();
+        for chunk in updates.chunks(UPDATES_PER_CALL) {
+            sent.calls += 1;
+            for (id, v) in chunk {
+                match self.jobs.iter_mut().find(|j| j.id.to_string() == *id) {
+                    Some(j) => {
+                        j.site = *v;
+                        self.updates += 1;
+                    }
+                    None => sent
+                        .refused
+                        .push((id.clone(), format!("Invalid job id specified for job {id}"))),
+                }
+            }
+        }
+        self.calls += sent.calls;
+        Ok(sent)
+    }
+}
+
+fn settings(policy: &str) -> Settings {
+    Settings {
+        policy: policy.into(),
+        control: None,
+        seed: 0,
+        partition: None,
+        orgs: vec![("physics".into(), 8), ("chemistry".into(), 8)],
+        step: None,
+    }
+}
+
+fn db(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("steer.db")
+}
+
+fn controller(path: &Path, policy: &str, fake: &mut Fake) -> Controller {
+    Controller::open_or_create(path, &settings(policy), &Registry::builtin(), fake).unwrap()
+}
+
+/// One cycle at the fake's time.
+fn cycle(c: &mut Controller, fake: &mut Fake) -> Cycle {
+    let at = c.live().store().epoch_ms() + fake.now * 1000;
+    c.cycle(fake, at, false).unwrap()
+}
+
+#[test]
+fn under_fair_share_the_trickle_passes_the_flood() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(16);
+    let mut c = controller(&db(&dir), "fair-share", &mut fake);
+    // alice (physics) floods: 64 jobs of 60 s; 16 start at once.
+    let flood = fake.submit("alice", "physics", 64, 60);
+    fake.advance(1);
+    cycle(&mut c, &mut fake);
+    // carol (chemistry) submits 4 later, while the flood waits.
+    fake.advance(10);
+    let trickle = fake.submit("carol", "chemistry", 4, 60);
+    let r = cycle(&mut c, &mut fake);
+    assert_eq!(r.pending, 48 + 4);
+    // Each of carol's jobs is above every waiting flood job.
+    let site = |id: u64| fake.jobs.iter().find(|j| j.id == id).unwrap().site;
+    let lowest_trickle = trickle.iter().map(|&id| site(id)).min().unwrap();
+    let waiting_flood: Vec<u64> = flood
+        .iter()
+        .copied()
+        .filter(|&id| fake.jobs.iter().any(|j| j.id == id && j.running_since.is_none()))
+        .collect();
+    assert!(waiting_flood.iter().all(|&id| site(id) < lowest_trickle));
+    // When the first wave ends, carol's 4 jobs start before the flood's.
+    fake.advance(50);
+    assert_eq!(fake.started(&trickle), 4);
+    // Without steering (every factor 0) the job numbers decide: carol
+    // waits behind the whole flood.
+    let mut plain = Fake::new(16);
+    let _ = plain.submit("alice", "physics", 64, 60);
+    plain.advance(11);
+    let trickle = plain.submit("carol", "chemistry", 4, 60);
+    plain.advance(50);
+    assert_eq!(plain.started(&trickle), 0);
+}
+
+#[test]
+fn a_factor_changed_behind_its_back_is_restored_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(4);
+    let mut c = controller(&db(&dir), "fair-share", &mut fake);
+    fake.submit("alice", "physics", 10, 100);
+    fake.submit("carol", "chemistry", 10, 100);
+    fake.advance(1);
+    let first = cycle(&mut c, &mut fake);
+    assert!(first.not_stuck.is_empty());
+    assert_eq!(first.calls, 1);
+    let pending: Vec<&FakeJob> = fake.jobs.iter().filter(|j| j.running_since.is_none()).collect();
+    let (victim, good) = (pending[3].id, pending[3].site);
+    fake.jobs.iter_mut().find(|j| j.id == victim).unwrap().site = 7;
+    let next = cycle(&mut c, &mut fake);
+    assert_eq!(next.not_stuck, vec![victim.to_string()]);
+    assert_eq!(next.changes.len(), 1, "{:?}", next.changes);
+    assert_eq!(fake.jobs.iter().find(|j| j.id == victim).unwrap().site, good);
+    assert_eq!(c.totals().not_stuck, 1);
+    // A cycle where nothing changed sends nothing.
+    let quiet = cycle(&mut c, &mut fake);
+    assert!(quiet.changes.is_empty() && quiet.calls == 0);
+}
+
+/// The same script, with the controller dropped (as by `kill -9`: no
+/// shutdown runs) and reopened between cycles, sets the same factors.
+#[test]
+fn a_restarted_controller_decides_as_one_that_was_not_stopped() {
+    let run = |restart_every: Option<usize>| -> Vec<Vec<(String, i64, i64)>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = db(&dir);
+        let mut fake = Fake::new(8);
+        let mut c = controller(&path, "fair-share", &mut fake);
+        let mut out = Vec::new();
+        for round in 0..12 {
+            let (user, account) = if round % 3 == 0 {
+                ("carol", "chemistry")
+            } else {
+                ("alice", "physics")
+            };
+            fake.submit(user, account, 3 + round % 4, 20 + 7 * (round as i64 % 5));
+            fake.advance(9);
+            out.push(cycle(&mut c, &mut fake).changes);
+            if restart_every.is_some_and(|k| round % k == k - 1) {
+                drop(c);
+                c = Controller::open(&path, &Registry::builtin()).unwrap();
+            }
+        }
+        out
+    };
+    let straight = run(None);
+    assert!(straight.iter().map(Vec::len).sum::<usize>() > 20);
+    assert_eq!(run(Some(1)), straight);
+    assert_eq!(run(Some(5)), straight);
+}
+
+#[test]
+fn a_dry_run_changes_nothing_and_reset_puts_every_factor_back_to_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    let mut fake = Fake::new(2);
+    let mut c = controller(&path, "fair-share", &mut fake);
+    fake.submit("alice", "physics", 6, 100);
+    fake.submit("carol", "chemistry", 2, 100);
+    fake.advance(1);
+    let epoch = c.live().store().epoch_ms();
+    let dry = c.cycle(&mut fake, epoch + 1000, true).unwrap();
+    assert_eq!(dry.changes.len(), 6, "{:?}", dry.changes);
+    assert_eq!(fake.updates, 0);
+    assert!(fake.jobs.iter().all(|j| j.site == 0));
+    assert_eq!(c.totals().cycles, 0);
+    let steps = c.live().steps();
+    drop(c);
+    let mut c = Controller::open(&path, &Registry::builtin()).unwrap();
+    assert_eq!(c.live().steps(), steps, "a dry run logs nothing");
+    // The real cycle does what the dry run said.
+    let real = cycle(&mut c, &mut fake);
+    assert_eq!(real.changes, dry.changes);
+    assert!(fake.jobs.iter().any(|j| j.site != 0));
+    let sent = c.reset(&mut fake).unwrap();
+    assert!(sent.refused.is_empty());
+    assert!(fake.jobs.iter().all(|j| j.site == 0));
+}
+
+#[test]
+fn output_that_does_not_parse_skips_the_whole_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(2);
+    let mut c = controller(&db(&dir), "fair-share", &mut fake);
+    fake.submit("alice", "physics", 4, 100);
+    fake.advance(1);
+    let steps = c.live().steps();
+    fake.garbage = Some("101|101|alice|physics|1|1:00:00|RUNNING\n102|102|alice\n".into());
+    let epoch = c.live().store().epoch_ms();
+    let e = c.cycle(&mut fake, epoch + 1000, false).unwrap_err();
+    assert!(e.to_string().contains("line 2"), "{e}");
+    assert_eq!(c.live().steps(), steps, "nothing of the cycle was applied");
+    assert!(c.jobs().is_empty());
+    assert_eq!(c.totals().skipped, 1);
+    assert_eq!(fake.updates, 0);
+    // The next cycle runs normally.
+    let r = cycle(&mut c, &mut fake);
+    assert_eq!(r.pending + r.running, 4);
+}
+
+#[test]
+fn jobs_gone_between_squeue_and_scontrol_are_refused_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(1);
+    let mut c = controller(&db(&dir), "fair-share", &mut fake);
+    fake.submit("alice", "physics", 3, 100);
+    fake.submit("carol", "chemistry", 3, 100);
+    fake.advance(1);
+    // A Slurm whose queue lost two pending jobs after squeue ran.
+    struct Losing<'a>(&'a mut Fake, Vec<String>);
+    impl Cluster for Losing<'_> {
+        fn squeue(&mut self) -> Result<String, SlurmError> {
+            self.0.squeue()
+        }
+        fn sprio(&mut self) -> Result<String, SlurmError> {
+            let s = self.0.sprio();
+            let lost = &self.1;
+            self.0.jobs.retain(|j| !lost.contains(&j.id.to_string()));
+            s
+        }
+        fn sinfo_cpus(&mut self) -> Result<String, SlurmError> {
+            self.0.sinfo_cpus()
+        }
+        fn config(&mut self) -> Result<String, SlurmError> {
+            self.0.config()
+        }
+        fn accounts(&mut self) -> Result<String, SlurmError> {
+            self.0.accounts()
+        }
+        fn set_site_factors(&mut self, u: &[(String, i64)]) -> Result<Sent, SlurmError> {
+            self.0.set_site_factors(u)
+        }
+    }
+    let lost: Vec<String> = fake.jobs.iter().rev().take(2).map(|j| j.id.to_string()).collect();
+    let epoch = c.live().store().epoch_ms();
+    let r = c
+        .cycle(&mut Losing(&mut fake, lost.clone()), epoch + 1000, false)
+        .unwrap();
+    let mut refused: Vec<String> = r.refused.iter().map(|(j, _)| j.clone()).collect();
+    refused.sort();
+    let mut lost = lost;
+    lost.sort();
+    assert_eq!(refused, lost);
+    assert_eq!(c.totals().refused, 2);
+    // Next cycle: they are gone, cancelled in the core.
+    let r = cycle(&mut c, &mut fake);
+    assert_eq!(r.ended, 2);
+}
+
+#[test]
+fn a_slurm_without_multifactor_or_with_a_site_factor_plugin_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(2);
+    fake.config = "PriorityType = priority/basic\n".into();
+    let e = Controller::open_or_create(
+        &db(&dir),
+        &settings("fair-share"),
+        &Registry::builtin(),
+        &mut fake,
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("priority/multifactor"), "{e}");
+    fake.config =
+        "PriorityType = priority/multifactor\nPrioritySiteFactorPlugin = site_factor/example\n".into();
+    let e = Controller::open_or_create(
+        &db(&dir),
+        &settings("fair-share"),
+        &Registry::builtin(),
+        &mut fake,
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("site factor plugin"), "{e}");
+    assert!(!db(&dir).exists());
+}
+
+#[test]
+fn clairvoyant_and_preempting_policies_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(2);
+    for (policy, says) in [("ref", "clairvoyant"), ("diet-ethic", "never stops a job")] {
+        let e = Controller::open_or_create(&db(&dir), &settings(policy), &Registry::builtin(), &mut fake)
+            .err()
+            .unwrap_or_else(|| panic!("{policy} accepted"));
+        assert!(e.to_string().contains(says), "{policy}: {e}");
+    }
+}
+
+#[test]
+fn reopening_with_other_settings_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(2);
+    drop(controller(&db(&dir), "fair-share", &mut fake));
+    let e = Controller::open_or_create(
+        &db(&dir),
+        &settings("round-robin"),
+        &Registry::builtin(),
+        &mut fake,
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("created for --policy fair-share"), "{e}");
+}
+
+#[test]
+fn scontrol_error_lines_name_their_job() {
+    assert!(mentions_job("Invalid job id specified for job 42", "42"));
+    assert!(!mentions_job("Invalid job id specified for job 421", "42"));
+    assert!(mentions_job("Job 13_2 is not pending", "13_2"));
+}
