@@ -334,7 +334,11 @@ impl Scheduler {
     /// changes nothing. O(state) for the copy plus one pick per waiting
     /// task. A preempting policy's stops, and clairvoyant policies, are
     /// errors (no oracle here).
-    pub fn rank(&self, machine: MachineId) -> Result<Vec<TaskId>, CoreError> {
+    ///
+    /// The picks are made at `now` (or the core's time, if later): a
+    /// steering controller ranks at each of its cycles, whose instants
+    /// are its own period's, not times that a run's end could explain.
+    pub fn rank(&self, machine: MachineId, now: Time) -> Result<Vec<TaskId>, CoreError> {
         let Some(ms) = self.state.machines.get(machine.index()) else {
             return Ok(Vec::new());
         };
@@ -345,6 +349,7 @@ impl Scheduler {
         let mut sim = self.clone();
         sim.steered = false;
         sim.poisoned = false;
+        sim.state.now = sim.state.now.max(now);
         let owners: Vec<OrgId> = sim
             .state
             .slots

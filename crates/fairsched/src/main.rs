@@ -9,6 +9,7 @@ mod cmd_pilot;
 mod cmd_policies;
 mod cmd_report;
 mod cmd_simulate;
+mod cmd_slurm;
 mod cmd_trace;
 mod host;
 mod progress;
@@ -84,6 +85,10 @@ enum Command {
     /// their status, their cancellation.
     #[command(subcommand)]
     Pilot(cmd_pilot::PilotCommand),
+    /// Steer a Slurm you already run: fairsched's policies as site factors on its queue
+    /// (`slurm steer`, `slurm explain`).
+    #[command(subcommand)]
+    Slurm(cmd_slurm::SlurmCommand),
     /// One self-contained HTML page (inline SVG and CSS) of the tables and plots of
     /// `simulate`, `experiment` and `trace` output folders.
     Report(cmd_report::Args),
@@ -181,6 +186,7 @@ fn main() -> ExitCode {
         Command::Export(a) => cmd_live::export_cmd(a),
         Command::Report(a) => cmd_report::run(a),
         Command::Pilot(c) => cmd_pilot::run(c),
+        Command::Slurm(c) => cmd_slurm::run(c, &registry),
     };
     // Exit 0, 1 (the run failed) or 2 (the command line is wrong).
     term::finish(result)

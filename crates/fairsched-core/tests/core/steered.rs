@@ -108,14 +108,18 @@ fn rank_is_the_order_dispatch_would_start_them_in() {
                 .step(Time::from_secs(*at), events.clone(), None, &mut out)
                 .unwrap();
         }
-        let ranked = steered.rank(MachineId(0)).unwrap();
+        let ranked = steered.rank(MachineId(0), Time::from_secs(31)).unwrap();
         assert_eq!(ranked.len(), 16 - 2, "{order}: {ranked:?}");
         let mut sorted = ranked.clone();
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), ranked.len(), "{order}: a task ranked twice");
         // Ranking changes nothing.
-        assert_eq!(steered.rank(MachineId(0)).unwrap(), ranked, "{order}");
+        assert_eq!(
+            steered.rank(MachineId(0), Time::from_secs(31)).unwrap(),
+            ranked,
+            "{order}"
+        );
         assert_eq!(starts(&out), vec![TaskId(1), TaskId(3)], "{order}");
         // The twin: the same state in a core that dispatches, then
         // every waiting task's slots join at once.

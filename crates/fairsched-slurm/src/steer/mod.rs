@@ -151,6 +151,16 @@ impl Cluster for Tools {
             // on stderr ("Invalid job id specified for job 42").
             match crate::tools::run("scontrol", &[], Some(&input)) {
                 Ok(_) => {}
+                Err(SlurmError::Failed(msg)) if msg.contains("permission denied") => {
+                    return Err(SlurmError::Usage(format!(
+                        "Slurm refused to change a site factor ({}): the controller needs operator rights \
+                         (as root or SlurmUser, or `sacctmgr modify user NAME set AdminLevel=Operator`)",
+                        msg.lines()
+                            .find(|l| l.contains("permission denied"))
+                            .unwrap_or("")
+                            .trim()
+                    )));
+                }
                 Err(SlurmError::Failed(msg)) => {
                     let mut any = false;
                     for (job, _) in chunk {
@@ -293,6 +303,16 @@ impl Controller {
         registry: &Registry,
         cluster: &mut dyn Cluster,
     ) -> Result<Controller, SteerError> {
+        let core_config = Config {
+            allocate: "single-pool".into(),
+            order: settings.policy.clone(),
+            control: settings.control.clone(),
+            seed: settings.seed,
+            steered: true,
+        };
+        // The policies first: a spec that cannot steer is refused before
+        // Slurm is asked anything.
+        fairsched_broker::build_core(&core_config, registry)?;
         let config = queue::parse_config(&cluster.config()?);
         if config.priority_type != "priority/multifactor" {
             return Err(SteerError::Config(format!(
@@ -319,17 +339,7 @@ impl Controller {
             );
         }
         let step = settings.step.unwrap_or_else(|| config.weight_sum() + 1).max(1);
-        let live = Live::create(
-            path,
-            &Config {
-                allocate: "single-pool".into(),
-                order: settings.policy.clone(),
-                control: settings.control.clone(),
-                seed: settings.seed,
-                steered: true,
-            },
-            registry,
-        )?;
+        let live = Live::create(path, &core_config, registry)?;
         let mut c = Controller {
             live,
             path: path.to_owned(),
@@ -654,7 +664,7 @@ impl Controller {
                 }
             }
             let ranked = core
-                .rank(POOL)
+                .rank(POOL, now)
                 .map_err(|e| SteerError::Config(format!("ranking: {e}")))?;
             let plan = plan(&jobs, &ranked, &slurm_pending, &sprio, self.step);
             c.changes = plan.changes;
@@ -723,7 +733,7 @@ impl Controller {
         let ranked = self
             .live
             .core()
-            .rank(POOL)
+            .rank(POOL, now)
             .map_err(|e| SteerError::Config(format!("ranking: {e}")))?;
         let plan = plan(&self.jobs, &ranked, &slurm_pending, &sprio, self.step);
         c.pending = plan.pending;

@@ -32,6 +32,47 @@ pub fn skipping(what: &str, why: impl std::fmt::Display) {
     );
 }
 
+/// Whether a Slurm cluster is up; panics if one is required and is not.
+pub fn slurm_up() -> bool {
+    // A node is up unless Slurm calls it down, drained, failed or unknown
+    // (idle, mixed, allocated, completing… all take jobs or will).
+    let states = Command::new("sinfo")
+        .args(["-h", "-o", "%T"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let up = states.as_deref().is_some_and(|s| {
+        s.lines().any(|l| {
+            let l = l.trim();
+            !l.is_empty()
+                && !["down", "drain", "fail", "unknown", "not_responding"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+        })
+    });
+    if !up {
+        let why = format!(
+            "no Slurm cluster here (`sinfo -h -o %T` says {states:?}; .ci/slurm-setup.sh starts one)"
+        );
+        assert!(
+            std::env::var("FAIRSCHED_SLURM").as_deref() != Ok("required"),
+            "FAIRSCHED_SLURM=required: {why}"
+        );
+        crate::common::skipping(module_path!(), why);
+    }
+    up
+}
+
+/// The CI's one Slurm cluster, for one test at a time: the tests that
+/// submit to it (pilots, sweeps, steering) measure waits and fill its
+/// processors, so none runs beside another. Poisoning is ignored (a test
+/// that failed holding it leaves the cluster to the next).
+pub fn slurm_exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static SLURM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SLURM.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The binary under test.
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fairsched"));

@@ -38,6 +38,7 @@ mod report_sim;
 mod simulate_semantics;
 mod slurm_array;
 mod slurm_pilots;
+mod slurm_steer;
 mod stdout_and_errors;
 mod trace_tau;
 mod trial_inputs;

@@ -443,6 +443,7 @@ fn a_sweep_on_the_real_slurm_writes_the_local_runs_files() {
         crate::common::skipping(module_path!(), format!("no real Slurm: {why}"));
         return;
     }
+    let _cluster = crate::common::slurm_exclusive();
     let root = tempfile::tempdir().unwrap();
     let (local, sweep) = (root.path().join("local"), root.path().join("sweep"));
     fs::create_dir_all(&local).unwrap();

@@ -19,43 +19,11 @@
 //! returns, unless FAIRSCHED_SLURM=required (as `.ci/run` sets): then it
 //! fails.
 
-use crate::common::{Broker, bin, wait_for};
+use crate::common::{Broker, bin, slurm_up, wait_for};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// Whether a Slurm cluster is up; panics if one is required and is not.
-fn slurm_up() -> bool {
-    // A node is up unless Slurm calls it down, drained, failed or unknown
-    // (idle, mixed, allocated, completing… all take jobs or will).
-    let states = Command::new("sinfo")
-        .args(["-h", "-o", "%T"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-    let up = states.as_deref().is_some_and(|s| {
-        s.lines().any(|l| {
-            let l = l.trim();
-            !l.is_empty()
-                && !["down", "drain", "fail", "unknown", "not_responding"]
-                    .iter()
-                    .any(|p| l.starts_with(p))
-        })
-    });
-    if !up {
-        let why = format!(
-            "no Slurm cluster here (`sinfo -h -o %T` says {states:?}; .ci/slurm-setup.sh starts one)"
-        );
-        assert!(
-            std::env::var("FAIRSCHED_SLURM").as_deref() != Ok("required"),
-            "FAIRSCHED_SLURM=required: {why}"
-        );
-        crate::common::skipping(module_path!(), why);
-    }
-    up
-}
 
 /// Pilots submitted from `dir` (state file `dir/pilots.json`), cancelled
 /// when dropped, so that a failing test leaves no job holding CPUs.
@@ -181,6 +149,7 @@ fn five_hundred_tasks_of_two_users_run_once_on_pilots_with_fair_share() {
     if !slurm_up() {
         return;
     }
+    let _cluster = crate::common::slurm_exclusive();
     const TASKS: usize = 500;
     const TOLERANCE: f64 = 0.06;
     let dir = tempfile::tempdir().unwrap();
@@ -300,6 +269,7 @@ fn a_pilot_cancelled_with_scancel_mid_task_loses_nothing() {
     if !slurm_up() {
         return;
     }
+    let _cluster = crate::common::slurm_exclusive();
     const TASKS: usize = 12;
     let dir = tempfile::tempdir().unwrap();
     let (started, done) = (dir.path().join("started"), dir.path().join("done"));
@@ -423,6 +393,7 @@ fn a_pilot_drains_before_its_wall_time_and_exits_cleanly() {
     if !slurm_up() {
         return;
     }
+    let _cluster = crate::common::slurm_exclusive();
     const TASKS: usize = 30;
     let dir = tempfile::tempdir().unwrap();
     let (started, done) = (dir.path().join("started"), dir.path().join("done"));

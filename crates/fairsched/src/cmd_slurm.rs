@@ -1,0 +1,414 @@
+//! `fairsched slurm`: fairsched's policies over a Slurm that keeps
+//! running its queue (`fairsched_slurm::steer`), and the site's history
+//! and workloads for the simulator.
+//!
+//! - `slurm steer` turns the policy's order of the pending jobs into
+//!   Slurm site factors, cycle after cycle; it never starts, holds or
+//!   cancels a job. `--dry-run` says what it would change; `--reset`
+//!   puts every factor it set back to 0.
+//! - `slurm explain JOBID` says why a pending job has its factor.
+//! - `slurm history` writes the site's accounting as an SWF log and a
+//!   platform file; `slurm replay` submits a window of a log to Slurm.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use fairsched_slurm::steer::{Controller, Cycle, Settings, Tools};
+
+use crate::term::{sayln, usage};
+
+#[derive(clap::Subcommand)]
+pub enum SlurmCommand {
+    /// Steer a running Slurm's queue: the policy's order of the pending jobs, as site factors.
+    ///
+    /// Each cycle reads the pending and running jobs (squeue) and their site factors (sprio),
+    /// steps fairsched's core with what changed (its log and snapshots in --db: a restart
+    /// resumes the same usage history), ranks the pending jobs under the policy, and sends the
+    /// site factors that differ (scontrol update JobId=… SiteFactor=…, batched: one scontrol
+    /// per 1,000 updates). It never starts, holds or cancels a job, and never sets Priority=:
+    /// Slurm's scheduler and backfill stay in charge. Organizations are Slurm accounts; the
+    /// processors each contributes come from --platform (its [[org]] names are account names),
+    /// else every account with users (sacctmgr) gets an even share. Needs PriorityType=
+    /// priority/multifactor, no site factor plugin, and operator rights (docs/slurm-steering.md).
+    ///
+    /// Examples:
+    ///   fairsched slurm steer --dry-run
+    ///   fairsched slurm steer --policy fair-share --platform site.toml --every 30s
+    ///   fairsched slurm steer --policy direct-contr --platform site.toml --metrics /run/fairsched/steer.prom
+    ///   fairsched slurm steer --reset
+    #[command(verbatim_doc_comment)]
+    Steer(SteerArgs),
+    /// Why a pending job has its site factor: its user's and organization's standing under the
+    /// policy, its rank, the last cycle's value and whether it stuck.
+    Explain(ExplainArgs),
+}
+
+#[derive(clap::Args)]
+pub struct SteerArgs {
+    /// The order policy (`fairsched policies`): the fair-share family, direct-contr,
+    /// round-robin, fcfs, or any blind or estimate-reading order of the registry. Clairvoyant
+    /// and preempting ones are refused.
+    #[arg(long, value_name = "SPEC", default_value = "fair-share")]
+    policy: String,
+    /// A control policy (`fairsched policies`), changing priorities after events.
+    #[arg(long, value_name = "SPEC")]
+    control: Option<String>,
+    /// The organizations: a platform file whose [[org]] names are Slurm accounts, each with the
+    /// processors it contributes (`procs`); see examples/platform.toml.
+    #[arg(long, value_name = "FILE.toml")]
+    platform: Option<PathBuf>,
+    /// Steer only this partition's jobs (its processors are the pool).
+    #[arg(long, value_name = "P")]
+    partition: Option<String>,
+    /// Time between cycles (seconds, or 30s, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = fairsched_worker::parse_seconds)]
+    every: Duration,
+    /// The controller's database (SQLite: its log, snapshots and last decisions).
+    #[arg(long, value_name = "FILE", default_value = "steer.db")]
+    db: PathBuf,
+    /// Run one cycle and print, job by job, the site factors it would change; change nothing
+    /// (neither Slurm nor the database).
+    #[arg(long, conflicts_with = "reset")]
+    dry_run: bool,
+    /// Set back to 0 the site factor of every pending job the controller set one on, and exit.
+    #[arg(long)]
+    reset: bool,
+    /// Stop after N cycles [default: run until stopped].
+    #[arg(long, value_name = "N")]
+    cycles: Option<u64>,
+    /// Write the controller's metrics (Prometheus text format) to this file after every cycle.
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<PathBuf>,
+    /// Spacing of the site factors [default: one more than the sum of Slurm's priority
+    /// weights, so that the site factor alone decides the order].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=1_000_000_000))]
+    step: Option<i64>,
+    /// The core's seed (policies that draw at random).
+    #[arg(long, value_name = "N", default_value = "0")]
+    seed: u64,
+}
+
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    /// The Slurm job id (as squeue prints it: 42, or 42_3 for an array element).
+    job: String,
+    /// The controller's database.
+    #[arg(long, value_name = "FILE", default_value = "steer.db")]
+    db: PathBuf,
+}
+
+pub fn run(c: SlurmCommand, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
+    match c {
+        SlurmCommand::Steer(a) => steer(a, registry),
+        SlurmCommand::Explain(a) => explain(a, registry),
+    }
+}
+
+fn settings(a: &SteerArgs) -> anyhow::Result<Settings> {
+    let orgs = match &a.platform {
+        None => Vec::new(),
+        Some(p) => {
+            let file = fairsched_sim::platform_file::PlatformFile::load(p).map_err(usage)?;
+            file.orgs.iter().map(|o| (o.name.clone(), o.procs)).collect()
+        }
+    };
+    Ok(Settings {
+        policy: a.policy.clone(),
+        control: a.control.clone(),
+        seed: a.seed,
+        partition: a.partition.clone(),
+        orgs,
+        step: a.step,
+    })
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
+    let settings = settings(&a)?;
+    let mut tools = Tools {
+        partition: a.partition.clone(),
+    };
+    let config_error = |e: fairsched_slurm::steer::SteerError| -> anyhow::Error {
+        match e {
+            fairsched_slurm::steer::SteerError::Config(m) => usage(m),
+            fairsched_slurm::steer::SteerError::Live(fairsched_broker::LiveError::Config(m)) => usage(m),
+            e => anyhow::Error::new(e),
+        }
+    };
+    if a.reset {
+        if !a.db.exists() {
+            bail!(
+                "{}: no such controller database (nothing to reset)",
+                a.db.display()
+            );
+        }
+        let mut c = Controller::open(&a.db, registry).map_err(config_error)?;
+        let sent = c.reset(&mut tools)?;
+        sayln!(
+            "reset: site factors of the pending jobs the controller had set are 0 again ({} scontrol call{}, {} refused)",
+            sent.calls,
+            if sent.calls == 1 { "" } else { "s" },
+            sent.refused.len()
+        );
+        for (job, why) in &sent.refused {
+            sayln!("  job {job}: {why}");
+        }
+        return Ok(());
+    }
+    if a.dry_run {
+        // A database that does not exist yet is made in a temporary
+        // folder and removed: a dry run writes nothing.
+        let scratch;
+        let db = if a.db.exists() {
+            a.db.clone()
+        } else {
+            scratch = Scratch::new()?;
+            scratch.0.join("steer.db")
+        };
+        let mut c = Controller::open_or_create(&db, &settings, registry, &mut tools).map_err(config_error)?;
+        let cy = c.cycle(&mut tools, now_ms(), true)?;
+        sayln!(
+            "dry run (nothing sent): {} pending, {} running under {}; {} site factor{} would change",
+            cy.pending,
+            cy.running,
+            settings.policy,
+            cy.changes.len(),
+            if cy.changes.len() == 1 { "" } else { "s" }
+        );
+        for (job, from, to) in &cy.changes {
+            sayln!("job {job}: site factor {from} -> {to}");
+        }
+        return Ok(());
+    }
+    let mut c = Controller::open_or_create(&a.db, &settings, registry, &mut tools).map_err(config_error)?;
+    sayln!(
+        "steering{} under {} (site factors {} apart; database {}), every {} s",
+        a.partition
+            .as_ref()
+            .map(|p| format!(" partition {p}"))
+            .unwrap_or_default(),
+        settings.policy,
+        c.step(),
+        a.db.display(),
+        a.every.as_secs_f64()
+    );
+    let mut done = 0u64;
+    loop {
+        let started = Instant::now();
+        match c.cycle(&mut tools, now_ms(), false) {
+            Ok(cy) => {
+                report(&cy, c.totals().cycles)?;
+                if let Some(m) = &a.metrics {
+                    write_metrics(m, &cy, &c)?;
+                }
+            }
+            // A tool that failed or printed what does not parse: the cycle
+            // was skipped whole (nothing applied); the next one retries.
+            Err(fairsched_slurm::steer::SteerError::Slurm(e)) if e.is_usage() => {
+                return Err(usage(e));
+            }
+            Err(fairsched_slurm::steer::SteerError::Slurm(e)) => {
+                tracing::warn!("cycle skipped: {e}");
+                if let Some(m) = &a.metrics {
+                    write_metrics(m, &Cycle::default(), &c)?;
+                }
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("steering stopped")),
+        }
+        done += 1;
+        if a.cycles.is_some_and(|n| done >= n) {
+            return Ok(());
+        }
+        let left = a.every.saturating_sub(started.elapsed());
+        std::thread::sleep(left);
+    }
+}
+
+fn report(cy: &Cycle, n: u64) -> anyhow::Result<()> {
+    sayln!(
+        "cycle {n}: {} pending, {} running; {} submitted, {} started, {} ended; {} update{} in {} scontrol call{}, {} not stuck, {} refused; {:.1} ms own, {:.1} ms in Slurm's tools",
+        cy.pending,
+        cy.running,
+        cy.submitted,
+        cy.started,
+        cy.ended,
+        cy.changes.len(),
+        if cy.changes.len() == 1 { "" } else { "s" },
+        cy.calls,
+        if cy.calls == 1 { "" } else { "s" },
+        cy.not_stuck.len(),
+        cy.refused.len(),
+        cy.own_secs * 1e3,
+        cy.tools_secs * 1e3
+    );
+    Ok(())
+}
+
+/// The metrics file: Prometheus' text format, replaced whole.
+fn write_metrics(path: &Path, cy: &Cycle, c: &Controller) -> anyhow::Result<()> {
+    let t = c.totals();
+    let mut s = String::new();
+    let mut m = |name: &str, kind: &str, help: &str, v: f64| {
+        s.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
+        ));
+    };
+    m(
+        "fairsched_steer_cycles_total",
+        "counter",
+        "Cycles run.",
+        t.cycles as f64,
+    );
+    m(
+        "fairsched_steer_cycles_skipped_total",
+        "counter",
+        "Cycles skipped (a Slurm tool failed or printed what does not parse).",
+        t.skipped as f64,
+    );
+    m(
+        "fairsched_steer_cycle_own_seconds",
+        "gauge",
+        "The last cycle's time in the controller, outside Slurm's tools.",
+        cy.own_secs,
+    );
+    m(
+        "fairsched_steer_cycle_tools_seconds",
+        "gauge",
+        "The last cycle's time in Slurm's tools.",
+        cy.tools_secs,
+    );
+    m(
+        "fairsched_steer_jobs_pending",
+        "gauge",
+        "Pending jobs the last cycle saw.",
+        cy.pending as f64,
+    );
+    m(
+        "fairsched_steer_jobs_running",
+        "gauge",
+        "Running jobs the last cycle saw.",
+        cy.running as f64,
+    );
+    m(
+        "fairsched_steer_updates_total",
+        "counter",
+        "Site factors sent.",
+        t.updates as f64,
+    );
+    m(
+        "fairsched_steer_scontrol_calls_total",
+        "counter",
+        "scontrol processes run.",
+        t.calls as f64,
+    );
+    m(
+        "fairsched_steer_not_stuck_total",
+        "counter",
+        "Site factors found changed since the controller set them (re-asserted).",
+        t.not_stuck as f64,
+    );
+    m(
+        "fairsched_steer_refused_total",
+        "counter",
+        "Updates Slurm refused (the job had gone).",
+        t.refused as f64,
+    );
+    m(
+        "fairsched_steer_unmirrored_total",
+        "counter",
+        "Starts the core's pool could not hold (more processors busy than the organizations contribute).",
+        t.unmirrored as f64,
+    );
+    fairsched_report::write_atomic(path, s.as_bytes())
+        .with_context(|| format!("metrics file {}", path.display()))
+}
+
+fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
+    if !a.db.exists() {
+        return Err(usage(format!(
+            "{}: no such controller database (run `fairsched slurm steer` first, or name it with --db)",
+            a.db.display()
+        )));
+    }
+    let c = Controller::open(&a.db, registry)?;
+    let Some(t) = c.jobs().get(&a.job) else {
+        bail!(
+            "job {}: not followed by the controller of {} (finished, never seen by a cycle, or not in its partition)",
+            a.job,
+            a.db.display()
+        );
+    };
+    let org = c.org_of(&t.account);
+    let user = c.user_of(&t.user);
+    let pending = c.jobs().values().filter(|j| !j.running).count();
+    sayln!(
+        "job {} of user {} (fairsched user {}), account {} (organization {}), {}",
+        a.job,
+        t.user,
+        user.map_or("?".into(), |u| u.to_string()),
+        t.account,
+        org.map_or("?".into(), |o| o.to_string()),
+        if t.running { "running" } else { "pending" }
+    );
+    sayln!("policy: {}", c.settings().policy);
+    if let Some(r) = t.rank {
+        sayln!(
+            "rank at the last cycle: {} of {pending} pending (0 starts next)",
+            r
+        );
+    }
+    match (t.wanted, t.seen) {
+        (Some(w), Some(s)) if w == s => {
+            sayln!("site factor: {w} (set, and sprio showed it at the last cycle: it stuck)")
+        }
+        (Some(w), Some(s)) => sayln!(
+            "site factor: the last cycle wanted {w}; sprio showed {s} at its start (changed since, or not yet set): it is re-asserted each cycle until it sticks"
+        ),
+        (Some(w), None) => sayln!(
+            "site factor: the last cycle wanted {w} (sprio did not list the job: held, or just submitted)"
+        ),
+        (None, _) => sayln!("site factor: none set by the controller"),
+    }
+    let gauges = c.live().core().gauges();
+    let ours: Vec<_> = gauges
+        .iter()
+        .filter(|g| matches!(g.key, Some(("org", _))))
+        .collect();
+    if !ours.is_empty() {
+        sayln!("the organizations' standing under {}:", c.settings().policy);
+        for g in ours {
+            let (_, k) = g.key.expect("filtered");
+            let mark = if org.is_some_and(|o| i64::from(o) == k) {
+                "  <- this job's"
+            } else {
+                ""
+            };
+            sayln!("  {} org {k}: {:.3}{mark}   ({})", g.name, g.value, g.help);
+        }
+    }
+    Ok(())
+}
+
+/// A temporary folder, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> anyhow::Result<Scratch> {
+        let p = std::env::temp_dir().join(format!("fairsched-steer-dry-{}-{}", std::process::id(), now_ms()));
+        std::fs::create_dir_all(&p).with_context(|| format!("cannot create {}", p.display()))?;
+        Ok(Scratch(p))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
