@@ -27,7 +27,9 @@ command -v sinfo > /dev/null || die "no Slurm here (sinfo is missing): bash .ci/
 build_release
 
 tmp=$(mktemp -d)
-trap 'scancel -u alice -u bob -u carol >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+# scancel takes one -u: each user's jobs in turn.
+cancel() { for u in alice bob carol; do scancel -u "$u" >/dev/null 2>&1 || true; done; }
+trap 'cancel; rm -rf "$tmp"' EXIT
 cat > "$tmp/site.toml" <<'TOML'
 [[org]]
 name = "physics"
@@ -56,7 +58,7 @@ out=bench/results/slurm-steer.txt
 } | tee "$out"
 fail=0
 for n in $SIZES; do
-    scancel -u alice -u bob -u carol >/dev/null 2>&1 || true
+    cancel
     idle
     blocker=$(sbatch --parsable --uid=bob -A physics -n 16 -t 30 -o /dev/null --wrap "sleep 3600")
     for _ in $(seq 100); do

@@ -268,7 +268,7 @@ pub struct Controller {
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS steer_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS steer_jobs (job TEXT PRIMARY KEY, task INTEGER NOT NULL UNIQUE, record TEXT NOT NULL,
-  user TEXT NOT NULL, account TEXT NOT NULL, running INTEGER NOT NULL, wanted INTEGER, seen INTEGER, rank INTEGER);
+  user TEXT NOT NULL, account TEXT NOT NULL, running INTEGER NOT NULL, wanted INTEGER, seen INTEGER);
 CREATE TABLE IF NOT EXISTS steer_names (kind TEXT NOT NULL, name TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (kind, name));";
 
 impl Controller {
@@ -443,9 +443,7 @@ impl Controller {
         let mut jobs = BTreeMap::new();
         {
             let mut q = conn
-                .prepare(
-                    "SELECT job, task, record, user, account, running, wanted, seen, rank FROM steer_jobs",
-                )
+                .prepare("SELECT job, task, record, user, account, running, wanted, seen FROM steer_jobs")
                 .map_err(db)?;
             let rows = q
                 .query_map([], |r| {
@@ -459,7 +457,7 @@ impl Controller {
                             running: r.get::<_, i64>(5)? != 0,
                             wanted: r.get(6)?,
                             seen: r.get(7)?,
-                            rank: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
+                            rank: None,
                         },
                     ))
                 })
@@ -467,6 +465,21 @@ impl Controller {
             for row in rows {
                 let (job, t) = row.map_err(db)?;
                 jobs.insert(job, t);
+            }
+        }
+        // The last cycle's ranking.
+        let ranking: Vec<String> = conn
+            .query_row("SELECT value FROM steer_meta WHERE key = 'ranking'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .optional()
+            .map_err(db)?
+            .map(|r| serde_json::from_str(&r).map_err(|e| corrupt("ranking", e)))
+            .transpose()?
+            .unwrap_or_default();
+        for (i, id) in ranking.iter().enumerate() {
+            if let Some(t) = jobs.get_mut(id) {
+                t.rank = Some(i as u64);
             }
         }
         Ok(Controller {
@@ -572,10 +585,16 @@ impl Controller {
         let mut new_names: Vec<(&'static str, String, i64)> = Vec::new();
         let mut starts = Vec::new();
         let mut running_changes: Vec<(String, bool)> = Vec::new();
+        let mut records: Vec<(String, String)> = Vec::new();
         for j in &order {
             let running = j.state == JobState::Running;
             match self.jobs.get(&j.id) {
                 Some(t) => {
+                    if t.record != j.record {
+                        // A pending array element given a factor of its
+                        // own became a job record of its own.
+                        records.push((j.id.clone(), j.record.clone()));
+                    }
                     if running && !t.running {
                         starts.push((j.id.clone(), t.task, j.cpus));
                     } else if !running && t.running {
@@ -663,6 +682,11 @@ impl Controller {
                     t.running = *r;
                 }
             }
+            for (id, r) in &records {
+                if let Some(t) = jobs.get_mut(id) {
+                    t.record = r.clone();
+                }
+            }
             let ranked = core
                 .rank(POOL, now)
                 .map_err(|e| SteerError::Config(format!("ranking: {e}")))?;
@@ -729,6 +753,12 @@ impl Controller {
             }
         }
 
+        for (id, r) in &records {
+            if let Some(t) = self.jobs.get_mut(id) {
+                t.record = r.clone();
+            }
+        }
+
         // 3. The policy's order, as site factors.
         let ranked = self
             .live
@@ -742,18 +772,27 @@ impl Controller {
         c.not_stuck = plan.not_stuck;
         // Recorded before it is sent: a crash in between is re-asserted
         // by the next cycle's read-back.
-        for (id, (rank, seen, wanted)) in &plan.per_job {
+        // Only the rows whose factors changed are written; the ranking is
+        // one value (a job's rank changes whenever one above it starts).
+        let mut changed_rows = BTreeMap::new();
+        let mut ranking = vec![String::new(); plan.per_job.len()];
+        for (id, &(rank, seen, wanted)) in &plan.per_job {
             if let Some(t) = self.jobs.get_mut(id) {
-                t.rank = Some(*rank);
-                t.seen = *seen;
-                t.wanted = Some(*wanted);
+                t.rank = Some(rank);
+                if t.seen != seen || t.wanted != Some(wanted) {
+                    t.seen = seen;
+                    t.wanted = Some(wanted);
+                    changed_rows.insert(id.clone(), (seen, wanted));
+                }
             }
+            ranking[rank as usize] = id.clone();
         }
         self.totals.cycles += 1;
         self.totals.not_stuck += c.not_stuck.len() as u64;
         self.totals.unmirrored += unmirrored;
         self.totals.updates += c.changes.len() as u64;
-        self.write_jobs(&plan.per_job)?;
+        self.totals.calls += c.changes.len().div_ceil(UPDATES_PER_CALL) as u64;
+        self.write_jobs(&changed_rows, &records, Some(&ranking))?;
 
         // 4. Sent, batched.
         if !c.changes.is_empty() {
@@ -764,7 +803,7 @@ impl Controller {
             match sent {
                 Ok(sent) => {
                     c.calls = sent.calls;
-                    self.totals.calls += u64::from(sent.calls);
+                    // Written with the next cycle's rows.
                     self.totals.refused += sent.refused.len() as u64;
                     c.refused = sent.refused;
                 }
@@ -774,30 +813,44 @@ impl Controller {
                 }
             }
         }
-        self.save_totals()?;
         c.own_secs = (t0.elapsed() - tools).as_secs_f64();
         c.tools_secs = tools.as_secs_f64();
         Ok(c)
     }
 
-    fn write_jobs(&mut self, per_job: &BTreeMap<String, (u64, Option<i64>, i64)>) -> Result<(), SteerError> {
+    /// Writes the rows whose factors changed, the ranking if given, and
+    /// the totals, in one transaction.
+    fn write_jobs(
+        &mut self,
+        rows: &BTreeMap<String, (Option<i64>, i64)>,
+        records: &[(String, String)],
+        ranking: Option<&[String]>,
+    ) -> Result<(), SteerError> {
         let totals = serde_json::to_string(&self.totals).expect("totals serialize");
+        let ranking = ranking.map(|r| serde_json::to_string(r).expect("ids serialize"));
         self.live
             .transact(|tx| {
-                let mut up = tx.prepare_cached(
-                    "UPDATE steer_jobs SET rank = ?2, seen = ?3, wanted = ?4 WHERE job = ?1",
-                )?;
-                for (id, (rank, seen, wanted)) in per_job {
-                    up.execute(params![id, *rank as i64, seen, wanted])?;
+                let mut up = tx.prepare_cached("UPDATE steer_jobs SET seen = ?2, wanted = ?3 WHERE job = ?1")?;
+                for (id, (seen, wanted)) in rows {
+                    up.execute(params![id, seen, wanted])?;
+                }
+                for (id, record) in records {
+                    tx.execute("UPDATE steer_jobs SET record = ?2 WHERE job = ?1", params![id, record])?;
                 }
                 tx.execute("UPDATE steer_meta SET value = ?1 WHERE key = 'totals'", [totals])?;
+                if let Some(r) = ranking {
+                    tx.execute(
+                        "INSERT INTO steer_meta (key, value) VALUES ('ranking', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1",
+                        [r],
+                    )?;
+                }
                 Ok(())
             })
             .map_err(SteerError::from)
     }
 
     fn save_totals(&mut self) -> Result<(), SteerError> {
-        self.write_jobs(&BTreeMap::new())
+        self.write_jobs(&BTreeMap::new(), &[], None)
     }
 
     /// Sets back to 0 the site factor of every pending job it set one on;

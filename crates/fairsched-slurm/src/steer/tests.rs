@@ -17,6 +17,11 @@ struct FakeJob {
     runtime: i64,
     site: i64,
     held: bool,
+    /// A pending element of array 900 not yet split off: squeue shows it
+    /// as `900_ID` of record 900, sprio lists record 900 once.
+    in_array: bool,
+    /// Submitted as an array element: shown as `900_ID` for good.
+    array_born: bool,
 }
 
 /// A one-partition Slurm with `cpus` processors.
@@ -59,6 +64,8 @@ impl Fake {
                     runtime,
                     site: 0,
                     held: false,
+                    in_array: false,
+                    array_born: false,
                 });
                 self.next
             })
@@ -89,6 +96,10 @@ impl Fake {
             }
         }
     }
+    /// The array's own record: its last element, the one never split off.
+    fn meta(&self) -> Option<&FakeJob> {
+        self.jobs.iter().filter(|j| j.in_array).max_by_key(|j| j.id)
+    }
     fn started(&self, ids: &[u64]) -> usize {
         self.jobs
             .iter()
@@ -110,10 +121,20 @@ impl Cluster for Fake {
             .jobs
             .iter()
             .map(|j| {
+                let shown = if j.array_born {
+                    format!("900_{}", j.id)
+                } else {
+                    j.id.to_string()
+                };
+                let record = if j.in_array {
+                    "900".to_string()
+                } else {
+                    j.id.to_string()
+                };
                 format!(
                     "{}|{}|{}|{}|{}|1:00:00|{}\n",
-                    j.id,
-                    j.id,
+                    shown,
+                    record,
                     j.user,
                     j.account,
                     j.cpus,
@@ -130,8 +151,9 @@ impl Cluster for Fake {
         Ok(self
             .jobs
             .iter()
-            .filter(|j| j.running_since.is_none() && !j.held)
+            .filter(|j| j.running_since.is_none() && !j.held && !j.in_array)
             .map(|j| format!("{}|{}\n", j.id, j.site))
+            .chain(self.meta().map(|m| format!("900|{}\n", m.site)))
             .collect())
     }
     fn sinfo_cpus(&mut self) -> Result<String, SlurmError> {
@@ -148,10 +170,28 @@ impl Cluster for Fake {
         for chunk in updates.chunks(UPDATES_PER_CALL) {
             sent.calls += 1;
             for (id, v) in chunk {
-                match self.jobs.iter_mut().find(|j| j.id.to_string() == *id) {
+                let split = id.strip_prefix("900_");
+                match self.jobs.iter_mut().find(|j| {
+                    split.map_or(j.id.to_string() == *id && !j.array_born, |k| {
+                        j.array_born && j.id.to_string() == k
+                    })
+                }) {
                     Some(j) => {
                         j.site = *v;
                         self.updates += 1;
+                        if j.in_array {
+                            // Split off, unless it is the array's own record
+                            // (then the value is every unsplit element's).
+                            let id = j.id;
+                            let meta = self.jobs.iter().filter(|j| j.in_array).map(|j| j.id).max();
+                            if meta == Some(id) {
+                                for e in self.jobs.iter_mut().filter(|e| e.in_array) {
+                                    e.site = *v;
+                                }
+                            } else if let Some(j) = self.jobs.iter_mut().find(|j| j.id == id) {
+                                j.in_array = false;
+                            }
+                        }
                     }
                     None => sent
                         .refused
@@ -440,4 +480,27 @@ fn scontrol_error_lines_name_their_job() {
     assert!(mentions_job("Invalid job id specified for job 42", "42"));
     assert!(!mentions_job("Invalid job id specified for job 421", "42"));
     assert!(mentions_job("Job 13_2 is not pending", "13_2"));
+}
+
+/// Pending array elements share one job record until an update gives one
+/// a factor of its own (Slurm splits it off): the controller follows the
+/// new record, so the next cycle finds every factor where it put it.
+#[test]
+fn array_elements_split_off_by_their_update_are_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(1);
+    let mut c = controller(&db(&dir), "fcfs", &mut fake);
+    fake.submit("alice", "physics", 6, 100);
+    for j in fake.jobs.iter_mut().skip(1) {
+        (j.in_array, j.array_born) = (true, true);
+    }
+    fake.advance(1);
+    let first = cycle(&mut c, &mut fake);
+    assert_eq!(first.changes.len(), 5);
+    assert_eq!(fake.jobs.iter().filter(|j| j.in_array).count(), 1);
+    let second = cycle(&mut c, &mut fake);
+    assert!(
+        second.changes.is_empty() && second.not_stuck.is_empty(),
+        "{second:?}"
+    );
 }
