@@ -9,6 +9,9 @@ mod cmd_pilot;
 mod cmd_policies;
 mod cmd_report;
 mod cmd_simulate;
+// Not wired into `Command` yet: the `slurm` family will call its `history` and `replay`.
+#[allow(dead_code)]
+mod cmd_slurm_history;
 mod cmd_trace;
 mod host;
 mod progress;
