@@ -5,9 +5,13 @@
 //! Slurm whose tools are on the `PATH` (or named by `$FAIRSCHED_SBATCH`
 //! and friends) will do. Experiments submit their instances as job arrays
 //! with them (`fairsched_sim::sweep`), and the live service its workers as
-//! pilot jobs ([`pilot`]).
+//! pilot jobs ([`pilot`]). A site's accounting becomes a workload log
+//! ([`history`]: `sacct` → SWF and a platform file), and a window of a log
+//! a real queue again ([`replay`]: time-compressed `sbatch` submissions).
 
+pub mod history;
 pub mod pilot;
+pub mod replay;
 #[cfg(feature = "steer")]
 pub mod steer;
 pub mod tools;

@@ -174,7 +174,7 @@ fn policy_help(kind: Kind, what: &str, default: &str) -> String {
     )
 }
 
-fn parse_window(s: &str) -> Result<(i64, i64), String> {
+pub(crate) fn parse_window(s: &str) -> Result<(i64, i64), String> {
     let (a, b) = s.split_once(',').ok_or("expected START,LEN in seconds")?;
     let a: i64 = a
         .trim()

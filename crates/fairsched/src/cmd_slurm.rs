@@ -42,6 +42,22 @@ pub enum SlurmCommand {
     /// Why a pending job has its site factor: its user's and organization's standing under the
     /// policy, its rank, the last cycle's value and whether it stuck.
     Explain(ExplainArgs),
+    /// The site's accounting (sacct) as an SWF log and a platform file (accounts as
+    /// organizations, users mapped), for `fairsched simulate` to replay under every policy.
+    ///
+    /// Examples:
+    ///   fairsched slurm history --since 2026-11-01 --swf site.swf --platform site.toml
+    ///   fairsched slurm history --since now-1days --swf - | head
+    #[command(verbatim_doc_comment)]
+    History(crate::cmd_slurm_history::HistoryArgs),
+    /// Submit a window of a workload log to Slurm, time-compressed, as `sleep` jobs under the
+    /// users and accounts the platform file maps; what was submitted goes to OUT/submitted.csv.
+    ///
+    /// Examples:
+    ///   fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,7200 --speedup 60 --dry-run
+    ///   fairsched slurm replay log.swf --window 0,3600 --speedup 60 --platform site.toml --users physics=alice,bob --users chemistry=carol,dave
+    #[command(verbatim_doc_comment)]
+    Replay(crate::cmd_slurm_history::ReplayArgs),
 }
 
 #[derive(clap::Args)]
@@ -102,6 +118,8 @@ pub fn run(c: SlurmCommand, registry: &fairsched_core::Registry) -> anyhow::Resu
     match c {
         SlurmCommand::Steer(a) => steer(a, registry),
         SlurmCommand::Explain(a) => explain(a, registry),
+        SlurmCommand::History(a) => crate::cmd_slurm_history::history(a),
+        SlurmCommand::Replay(a) => crate::cmd_slurm_history::replay(a),
     }
 }
 

@@ -10,6 +10,7 @@ mod cmd_policies;
 mod cmd_report;
 mod cmd_simulate;
 mod cmd_slurm;
+mod cmd_slurm_history;
 mod cmd_trace;
 mod host;
 mod progress;
@@ -86,7 +87,8 @@ enum Command {
     #[command(subcommand)]
     Pilot(cmd_pilot::PilotCommand),
     /// Steer a Slurm you already run: fairsched's policies as site factors on its queue
-    /// (`slurm steer`, `slurm explain`).
+    /// (`slurm steer`, `slurm explain`); its accounting as a log (`slurm history`); a log's
+    /// window as real jobs (`slurm replay`).
     #[command(subcommand)]
     Slurm(cmd_slurm::SlurmCommand),
     /// One self-contained HTML page (inline SVG and CSS) of the tables and plots of
