@@ -13,9 +13,12 @@
 #   bash bench/slurm-steer.sh
 #   SIZES="1000 10000" CYCLES=4 bash bench/slurm-steer.sh
 #
-# Slurm's default MaxJobCount is 10,000 job records: each array element the
-# controller gives its own factor becomes a record of its own, so the
-# largest size is 9,984 jobs (a 16-CPU blocker, 16 array heads kept spare).
+# Each array element the controller gives a factor of its own becomes a job
+# record of its own, and records of ended jobs stay for MinJobAge (300 s):
+# the sizes one after the other need more than Slurm's default MaxJobCount
+# of 10,000 records. Set the cluster up with EXTRA_CONF="MaxJobCount=50000"
+# (checked below). The largest size, 9,984 pending jobs, stays under the
+# default as one run would.
 # Writes bench/results/slurm-steer.txt. Exit 1 when a target is missed.
 
 source "$(dirname "$0")/lib.sh"
@@ -24,6 +27,10 @@ SIZES=${SIZES:-"1000 3000 9984"}
 CYCLES=${CYCLES:-3}
 command -v sinfo > /dev/null || die "no Slurm here (sinfo is missing): bash .ci/slurm-setup.sh with WITH_DBD=1 TEST_ACCOUNTS=\"physics:alice,bob chemistry:carol,dave\""
 [ "$(id -u)" = 0 ] || die "run as root (submits jobs as alice, bob and carol)"
+max_jobs=$(scontrol show config | awk -F'= ' '/^MaxJobCount/ { print $2 + 0 }')
+need=0
+for n in $SIZES; do need=$((need + 2 * n)); done
+[ "${max_jobs:-0}" -ge "$need" ] || die "MaxJobCount is ${max_jobs:-unknown}; these sizes need $need job records: set the cluster up with EXTRA_CONF=\"MaxJobCount=50000\""
 build_release
 
 tmp=$(mktemp -d)

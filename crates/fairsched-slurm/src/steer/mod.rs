@@ -722,21 +722,21 @@ impl Controller {
         if !events.is_empty() {
             let jobs = &self.jobs;
             let r = self.live.commit_with(vec![(now, events)], |tx, _| {
+                // Prepared once per transaction, not once per row.
+                let mut delete = tx.prepare_cached("DELETE FROM steer_jobs WHERE job = ?1")?;
                 for id in &gone {
-                    tx.execute("DELETE FROM steer_jobs WHERE job = ?1", [id])?;
+                    delete.execute([id])?;
                 }
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO steer_jobs (job, task, record, user, account, running) VALUES (?1, ?2, ?3, ?4, ?5, 0)",
+                )?;
                 for (id, t) in &new_jobs {
-                    tx.execute(
-                        "INSERT INTO steer_jobs (job, task, record, user, account, running) VALUES (?1, ?2, ?3, ?4, ?5, 0)",
-                        params![id, t.task.0 as i64, t.record, t.user, t.account],
-                    )?;
+                    insert.execute(params![id, t.task.0 as i64, t.record, t.user, t.account])?;
                 }
+                let mut running = tx.prepare_cached("UPDATE steer_jobs SET running = ?2 WHERE job = ?1")?;
                 for (id, _) in &running_changes {
                     if let Some(t) = jobs.get(id) {
-                        tx.execute(
-                            "UPDATE steer_jobs SET running = ?2 WHERE job = ?1",
-                            params![id, i64::from(t.running)],
-                        )?;
+                        running.execute(params![id, i64::from(t.running)])?;
                     }
                 }
                 for (kind, name, id) in &new_names {
@@ -834,8 +834,9 @@ impl Controller {
                 for (id, (seen, wanted)) in rows {
                     up.execute(params![id, seen, wanted])?;
                 }
+                let mut rec = tx.prepare_cached("UPDATE steer_jobs SET record = ?2 WHERE job = ?1")?;
                 for (id, record) in records {
-                    tx.execute("UPDATE steer_jobs SET record = ?2 WHERE job = ?1", params![id, record])?;
+                    rec.execute(params![id, record])?;
                 }
                 tx.execute("UPDATE steer_meta SET value = ?1 WHERE key = 'totals'", [totals])?;
                 if let Some(r) = ranking {
