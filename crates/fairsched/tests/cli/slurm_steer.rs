@@ -182,6 +182,8 @@ fn physics_usage() -> f64 {
 }
 
 struct Run {
+    /// When it began, as sacct's --since takes it.
+    since: String,
     flood: Vec<(i64, i64)>,
     trickle: Vec<(i64, i64)>,
     /// Slurm recalculated its fair share (a PriorityCalcPeriod tick)
@@ -198,6 +200,7 @@ fn flood_and_trickle(steer: Option<&str>) -> Run {
     }
     let dir = tempfile::tempdir().unwrap();
     let ctl = steer.map(|p| controller(dir.path(), p, &[]));
+    let since = tool("date", &["+%Y-%m-%dT%H:%M:%S"]).trim().to_owned();
     let t0 = Instant::now();
     let flood = submit("alice", "physics", 48, 4);
     std::thread::sleep(Duration::from_millis(1500));
@@ -212,6 +215,7 @@ fn flood_and_trickle(steer: Option<&str>) -> Run {
     wait_idle(Duration::from_secs(120));
     drop(ctl);
     Run {
+        since,
         flood: times(&flood),
         trickle: times(&trickle),
         early_tick,
@@ -263,7 +267,73 @@ fn under_steering_the_trickle_passes_the_flood() {
             wait * 2.0 <= plain_wait,
             "{policy}: carol waited {wait:.1} s steered, {plain_wait:.1} s under plain Slurm"
         );
+        if policy == "fair-share" {
+            history_replays(&steered);
+        }
     }
+}
+
+/// `slurm history` of a run's jobs: an SWF log that `trace info` reads,
+/// with sacct's users, accounts, sizes and times, and that `simulate`
+/// replays with the platform file it wrote.
+fn history_replays(run: &Run) {
+    let dir = tempfile::tempdir().unwrap();
+    let (swf, platform) = (dir.path().join("site.swf"), dir.path().join("site.toml"));
+    std::thread::sleep(Duration::from_secs(1)); // sacct's last records
+    let o = bin()
+        .args(["slurm", "history", "--since", &run.since, "--swf"])
+        .arg(&swf)
+        .arg("--platform")
+        .arg(&platform)
+        .output()
+        .unwrap();
+    ok(&o);
+    let info = ok(&bin().args(["trace", "info"]).arg(&swf).output().unwrap());
+    assert!(info.contains("jobs           52 kept of 52"), "{info}");
+    assert!(info.contains("users          2 "), "{info}");
+    let text = std::fs::read_to_string(&swf).unwrap();
+    let jobs: Vec<Vec<i64>> = text
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect())
+        .collect();
+    // Each job's wait as squeue gave it (start - submit), its size 1, its
+    // limit 5 minutes, and alice's 48 jobs under one account, carol's 4
+    // under the other.
+    let waits: BTreeMap<i64, i64> = run
+        .flood
+        .iter()
+        .chain(&run.trickle)
+        .map(|(s, b)| b - s)
+        .enumerate()
+        .map(|(i, w)| (i as i64, w))
+        .collect();
+    assert_eq!(jobs.len(), waits.len());
+    let mut by_group: BTreeMap<i64, usize> = BTreeMap::new();
+    for j in &jobs {
+        assert_eq!((j[4], j[7], j[8]), (1, 1, 300), "{j:?}");
+        assert!((3..=6).contains(&j[3]), "run time {j:?}");
+        *by_group.entry(j[12]).or_default() += 1;
+    }
+    assert_eq!(by_group.values().copied().collect::<Vec<_>>(), vec![48, 4], "{by_group:?}");
+    let mut swf_waits: Vec<i64> = jobs.iter().map(|j| j[2]).collect();
+    let mut ours: Vec<i64> = waits.values().copied().collect();
+    swf_waits.sort_unstable();
+    ours.sort_unstable();
+    assert_eq!(swf_waits, ours);
+    let out = tempfile::tempdir().unwrap();
+    let sim = bin()
+        .args(["simulate", "--no-progress", "--policy", "fair-share", "--trace"])
+        .arg(&swf)
+        .arg("--platform")
+        .arg(&platform)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    ok(&sim);
+    let tasks = std::fs::read_to_string(out.path().join("tasks.csv")).unwrap();
+    assert_eq!(tasks.lines().count(), 1 + 52);
 }
 
 /// The controller's wanted factor of each pending job, from its database.
