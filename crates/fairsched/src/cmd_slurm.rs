@@ -58,6 +58,29 @@ pub enum SlurmCommand {
     ///   fairsched slurm replay log.swf --window 0,3600 --speedup 60 --platform site.toml --users physics=alice,bob --users chemistry=carol,dave
     #[command(verbatim_doc_comment)]
     Replay(crate::cmd_slurm_history::ReplayArgs),
+    /// How fair a recorded schedule was (a `slurm history` log, or any SWF log with waits):
+    /// each organization's processor time against the processors it contributes, Jain's index
+    /// of the two's ratio, the Shapley utilities ψ, and with --phi the contributions φ (REF's
+    /// utilities) and Σ|φ − ψ| / p_tot.
+    ///
+    /// Examples:
+    ///   fairsched slurm score site.swf --platform site.toml --phi
+    #[command(verbatim_doc_comment)]
+    Score(ScoreArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ScoreArgs {
+    /// The schedule: an SWF log whose jobs have their waits and run times (field 3 and 4).
+    log: PathBuf,
+    /// The organizations (processors each contributes, users of each): `slurm history
+    /// --platform` writes one.
+    #[arg(long, value_name = "FILE.toml")]
+    platform: PathBuf,
+    /// Also the Shapley contributions φ (2^k − 2 coalition schedules of the whole log: for a
+    /// few organizations).
+    #[arg(long)]
+    phi: bool,
 }
 
 #[derive(clap::Args)]
@@ -120,6 +143,7 @@ pub fn run(c: SlurmCommand, registry: &fairsched_core::Registry) -> anyhow::Resu
         SlurmCommand::Explain(a) => explain(a, registry),
         SlurmCommand::History(a) => crate::cmd_slurm_history::history(a),
         SlurmCommand::Replay(a) => crate::cmd_slurm_history::replay(a),
+        SlurmCommand::Score(a) => score(a),
     }
 }
 
@@ -410,6 +434,128 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
             };
             sayln!("  {} org {k}: {:.3}{mark}   ({})", g.name, g.value, g.help);
         }
+    }
+    Ok(())
+}
+
+fn score(a: ScoreArgs) -> anyhow::Result<()> {
+    use fairsched_core::{
+        Attempt, AttemptEnd, EndRecord, MachineId, Outcome, SlotId, TaskMeta, TaskSpec, Time, sink::Observer,
+    };
+    let platform = fairsched_sim::platform_file::PlatformFile::load(&a.platform).map_err(usage)?;
+    let orgs = platform.mapper(0);
+    let reader = fairsched_trace::SwfReader::open(&a.log).map_err(usage)?;
+    let mut observer = fairsched_sim::fairness::FairnessObserver::new(None, a.phi);
+    let k = platform.orgs.len();
+    let (mut work, mut jobs, mut skipped) = (vec![0f64; k], vec![0u64; k], 0u64);
+    for job in reader {
+        let j = job.map_err(usage)?;
+        if j.wait_time < 0 || j.run_time < 0 {
+            skipped += 1;
+            continue;
+        }
+        let org = orgs
+            .org_of(j.user_id)
+            .map_err(|e| usage(format!("{}, job {}: {e}", a.log.display(), j.job_number)))?;
+        let procs = u32::try_from(
+            if j.allocated_procs > 0 {
+                j.allocated_procs
+            } else {
+                j.requested_procs
+            }
+            .max(1),
+        )
+        .unwrap_or(u32::MAX);
+        let submit = Time::from_secs(j.submit_time);
+        let start = Time::from_secs(j.submit_time + j.wait_time);
+        let stop = Time::from_secs(j.submit_time + j.wait_time + j.run_time);
+        let rec = EndRecord {
+            spec: TaskSpec::new(j.job_number.max(0) as u64, j.user_id, org).slots(procs),
+            submit,
+            end: stop,
+            outcome: Outcome::Completed,
+            machine: Some(MachineId(0)),
+            requeued: Vec::new(),
+            last: Some(Attempt {
+                machine: MachineId(0),
+                slot: SlotId(0),
+                slots: procs,
+                start,
+                stop,
+                end: AttemptEnd::Completed,
+            }),
+            phases: [None; 4],
+        };
+        let meta = TaskMeta {
+            job: j.job_number.max(0) as u64,
+            runtime: Some(Time::from_secs(j.run_time)),
+            log_status: None,
+        };
+        observer.on_task(&rec, &meta);
+        work[org as usize] += f64::from(procs) * j.run_time as f64;
+        jobs[org as usize] += 1;
+    }
+    let procs = platform.procs();
+    let fair = observer.finish(&procs, 1);
+    let total_work: f64 = work.iter().sum();
+    let total_procs: f64 = procs.iter().map(|&p| f64::from(p)).sum();
+    sayln!(
+        "{}: {} jobs scored ({} without a wait or a run time left out), {} organizations of {}",
+        a.log.display(),
+        jobs.iter().sum::<u64>(),
+        skipped,
+        k,
+        a.platform.display()
+    );
+    sayln!(
+        "{:<14} {:>6} {:>12} {:>6} {:>16} {:>9} {:>14} {:>14} {:>14}",
+        "organization",
+        "procs",
+        "contributes",
+        "jobs",
+        "processor-time",
+        "received",
+        "psi (s^2)",
+        "phi (s^2)",
+        "phi - psi"
+    );
+    let mut ratios = Vec::new();
+    for (i, o) in platform.orgs.iter().enumerate() {
+        let share = f64::from(o.procs) / total_procs.max(1.0);
+        let got = if total_work > 0.0 {
+            work[i] / total_work
+        } else {
+            0.0
+        };
+        if share > 0.0 {
+            ratios.push(got / share);
+        }
+        let line = fair.orgs.get(i);
+        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4e}"));
+        sayln!(
+            "{:<14} {:>6} {:>11.1}% {:>6} {:>14.0} s {:>8.1}% {:>14} {:>14} {:>14}",
+            o.name,
+            o.procs,
+            share * 100.0,
+            jobs[i],
+            work[i],
+            got * 100.0,
+            fmt(line.map(|l| l.psi)),
+            fmt(line.and_then(|l| l.phi)),
+            fmt(line.and_then(|l| l.phi_minus_psi))
+        );
+    }
+    if let Some(j) = fairsched_core::metrics::jain(ratios.iter().copied()) {
+        sayln!(
+            "Jain's index of received / contributed over the organizations: {j:.4} (1: each received its share)"
+        );
+    }
+    match (fair.phi_gap_per_work_s, &fair.note) {
+        (Some(g), _) => sayln!(
+            "sum |phi - psi| / p_tot: {g:.1} s (0: every organization got its contribution, as under REF)"
+        ),
+        (None, Some(n)) => sayln!("phi: {n}"),
+        (None, None) => {}
     }
     Ok(())
 }

@@ -315,7 +315,11 @@ fn history_replays(run: &Run) {
         assert!((3..=6).contains(&j[3]), "run time {j:?}");
         *by_group.entry(j[12]).or_default() += 1;
     }
-    assert_eq!(by_group.values().copied().collect::<Vec<_>>(), vec![48, 4], "{by_group:?}");
+    assert_eq!(
+        by_group.values().copied().collect::<Vec<_>>(),
+        vec![48, 4],
+        "{by_group:?}"
+    );
     let mut swf_waits: Vec<i64> = jobs.iter().map(|j| j[2]).collect();
     let mut ours: Vec<i64> = waits.values().copied().collect();
     swf_waits.sort_unstable();
@@ -334,6 +338,19 @@ fn history_replays(run: &Run) {
     ok(&sim);
     let tasks = std::fs::read_to_string(out.path().join("tasks.csv")).unwrap();
     assert_eq!(tasks.lines().count(), 1 + 52);
+    // And how fair the recorded schedule was.
+    let score = ok(&bin()
+        .args(["slurm", "score"])
+        .arg(&swf)
+        .arg("--platform")
+        .arg(&platform)
+        .arg("--phi")
+        .output()
+        .unwrap());
+    assert!(
+        score.contains("52 jobs scored") && score.contains("Jain's index"),
+        "{score}"
+    );
 }
 
 /// The controller's wanted factor of each pending job, from its database.
@@ -585,4 +602,58 @@ fn write_platform(d: &Path) -> String {
     let p = d.join("site.toml");
     std::fs::write(&p, PLATFORM).unwrap();
     p.display().to_string()
+}
+
+/// `slurm score` of a schedule written by hand: two organizations of 2
+/// processors each; the first got 3/4 of the processor time.
+#[test]
+fn score_measures_a_recorded_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let swf = dir.path().join("s.swf");
+    // job submit wait run procs ... user(12)
+    let line = |n: u32, submit: u32, wait: u32, run: u32, user: u32| {
+        format!("{n} {submit} {wait} {run} 1 -1 -1 1 -1 -1 1 {user} -1 -1 -1 -1 -1 -1\n")
+    };
+    let text = format!(
+        "; MaxProcs: 4\n{}{}{}{}",
+        line(1, 0, 0, 300, 1),
+        line(2, 0, 0, 300, 1),
+        line(3, 0, 0, 300, 1),
+        line(4, 0, 0, 100, 2)
+    );
+    std::fs::write(&swf, text).unwrap();
+    let platform = dir.path().join("p.toml");
+    std::fs::write(
+        &platform,
+        "[[org]]\nname = \"a\"\nprocs = 2\nusers = [1]\n\n[[org]]\nname = \"b\"\nprocs = 2\nusers = [2]\n",
+    )
+    .unwrap();
+    let out = ok(&bin()
+        .args(["slurm", "score"])
+        .arg(&swf)
+        .arg("--platform")
+        .arg(&platform)
+        .arg("--phi")
+        .output()
+        .unwrap());
+    assert!(out.contains("4 jobs scored"), "{out}");
+    assert!(out.contains("90.0%") && out.contains("10.0%"), "{out}");
+    // Ratios 1.8 and 0.2: J = 4 / (2 * 3.28) = 0.6098.
+    assert!(out.contains("organizations: 0.6098"), "{out}");
+    assert!(out.contains("sum |phi - psi| / p_tot"), "{out}");
+    // A user no organization lists: named.
+    std::fs::write(&platform, "[[org]]\nname = \"a\"\nprocs = 4\nusers = [1]\n").unwrap();
+    let o = bin()
+        .args(["slurm", "score"])
+        .arg(&swf)
+        .arg("--platform")
+        .arg(&platform)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("user 2"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
