@@ -37,8 +37,8 @@ pub fn assign(current: &[i64], step: i64) -> Vec<i64> {
     }
     // Above the first kept job: upward, `step` apart.
     let first = kept[0];
-    for i in 0..first {
-        out[i] = current[first] + step * (first - i) as i64;
+    for (i, v) in out.iter_mut().enumerate().take(first) {
+        *v = current[first] + step * (first - i) as i64;
     }
     // Between kept neighbours: spread evenly over the room.
     for w in kept.windows(2) {
@@ -51,8 +51,8 @@ pub fn assign(current: &[i64], step: i64) -> Vec<i64> {
     }
     // Below the last kept job: downward, `step` apart.
     let last = *kept.last().expect("not empty");
-    for i in last + 1..n {
-        out[i] = current[last] - step * (i - last) as i64;
+    for (i, v) in out.iter_mut().enumerate().skip(last + 1) {
+        *v = current[last] - step * (i - last) as i64;
     }
     out
 }
@@ -209,7 +209,7 @@ mod tests {
     fn too_many_jobs_for_the_step_narrow_it() {
         let n = 300_000;
         let s = effective_step(n, 12_001);
-        assert!(s < 12_001 && s >= 1);
+        assert!((1..12_001).contains(&s));
         let v = assign(&vec![0; n], 12_001);
         check(&v, s);
     }
