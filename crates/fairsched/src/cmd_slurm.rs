@@ -100,8 +100,9 @@ pub struct SteerArgs {
     /// Steer only this partition's jobs (its processors are the pool).
     #[arg(long, value_name = "P")]
     partition: Option<String>,
-    /// Time between cycles (seconds, or 30s, 2m).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = fairsched_worker::parse_seconds)]
+    /// Time between cycles (seconds, or 30s, 2m; at least 1 s: each cycle runs squeue and
+    /// sprio over the whole queue).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = every)]
     every: Duration,
     /// The controller's database (SQLite: its log, snapshots and last decisions).
     #[arg(long, value_name = "FILE", default_value = "steer.db")]
@@ -114,7 +115,7 @@ pub struct SteerArgs {
     #[arg(long)]
     reset: bool,
     /// Stop after N cycles [default: run until stopped].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     cycles: Option<u64>,
     /// Write the controller's metrics (Prometheus text format) to this file after every cycle.
     #[arg(long, value_name = "FILE")]
@@ -135,6 +136,14 @@ pub struct ExplainArgs {
     /// The controller's database.
     #[arg(long, value_name = "FILE", default_value = "steer.db")]
     db: PathBuf,
+}
+
+fn every(s: &str) -> Result<Duration, String> {
+    let d = fairsched_worker::parse_seconds(s)?;
+    if d < Duration::from_secs(1) {
+        return Err(format!("{s}: at least 1 s between cycles"));
+    }
+    Ok(d)
 }
 
 pub fn run(c: SlurmCommand, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
