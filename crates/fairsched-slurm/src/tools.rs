@@ -75,6 +75,34 @@ pub fn run_env(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Whether a Slurm cluster is up here: `sinfo` runs and some node takes
+/// jobs (idle, mixed, allocated, completing…: not down, drained, failed
+/// or unknown). `Err` says why not (for a test's "skipping" line).
+pub fn cluster_up() -> Result<(), String> {
+    let states = Command::new(program("sinfo"))
+        .args(["-h", "-o", "%T"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let up = states.as_deref().is_some_and(|s| {
+        s.lines().any(|l| {
+            let l = l.trim();
+            !l.is_empty()
+                && !["down", "drain", "fail", "unknown", "not_responding"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+        })
+    });
+    if up {
+        Ok(())
+    } else {
+        Err(format!(
+            "no Slurm cluster here (`sinfo -h -o %T` says {states:?}; .ci/slurm-setup.sh starts one)"
+        ))
+    }
+}
+
 /// Submits a batch script (its text, starting with `#!`) with these extra
 /// `sbatch` options; the job id Slurm gave it (with `--parsable`, the part
 /// before any `;cluster`).

@@ -28,32 +28,15 @@ use std::time::{Duration, Instant};
 
 /// Whether a Slurm cluster is up; panics if one is required and is not.
 fn slurm_up() -> bool {
-    let states = Command::new("sinfo")
-        .args(["-h", "-o", "%T"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-    let up = states.as_deref().is_some_and(|s| {
-        s.lines().any(|l| {
-            let l = l.trim();
-            !l.is_empty()
-                && !["down", "drain", "fail", "unknown", "not_responding"]
-                    .iter()
-                    .any(|p| l.starts_with(p))
-        })
-    });
-    if !up {
-        let why = format!(
-            "no Slurm cluster here (`sinfo -h -o %T` says {states:?}; .ci/slurm-setup.sh starts one)"
-        );
+    let up = fairsched_slurm::tools::cluster_up();
+    if let Err(why) = &up {
         assert!(
             std::env::var("FAIRSCHED_SLURM").as_deref() != Ok("required"),
             "FAIRSCHED_SLURM=required: {why}"
         );
         eprintln!("skipping {}: {why}", module_path!());
     }
-    up
+    up.is_ok()
 }
 
 /// This test's job ids, cancelled when dropped (a failing test leaves

@@ -419,31 +419,25 @@ fn jobs_gone_between_squeue_and_scontrol_are_refused_and_reported() {
     assert_eq!(r.ended, 2);
 }
 
+/// Why creating a controller for `policy` on `fake` fails.
+fn refused(dir: &tempfile::TempDir, fake: &mut Fake, policy: &str) -> String {
+    match Controller::open_or_create(&db(dir), &settings(policy), &Registry::builtin(), fake) {
+        Ok(_) => panic!("{policy} accepted on {fake:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
 #[test]
 fn a_slurm_without_multifactor_or_with_a_site_factor_plugin_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut fake = Fake::new(2);
     fake.config = "PriorityType = priority/basic\n".into();
-    let e = Controller::open_or_create(
-        &db(&dir),
-        &settings("fair-share"),
-        &Registry::builtin(),
-        &mut fake,
-    )
-    .err()
-    .unwrap();
-    assert!(e.to_string().contains("priority/multifactor"), "{e}");
+    let e = refused(&dir, &mut fake, "fair-share");
+    assert!(e.contains("priority/multifactor"), "{e}");
     fake.config =
         "PriorityType = priority/multifactor\nPrioritySiteFactorPlugin = site_factor/example\n".into();
-    let e = Controller::open_or_create(
-        &db(&dir),
-        &settings("fair-share"),
-        &Registry::builtin(),
-        &mut fake,
-    )
-    .err()
-    .unwrap();
-    assert!(e.to_string().contains("site factor plugin"), "{e}");
+    let e = refused(&dir, &mut fake, "fair-share");
+    assert!(e.contains("site factor plugin"), "{e}");
     assert!(!db(&dir).exists());
 }
 
@@ -452,10 +446,8 @@ fn clairvoyant_and_preempting_policies_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut fake = Fake::new(2);
     for (policy, says) in [("ref", "clairvoyant"), ("diet-ethic", "never stops a job")] {
-        let e = Controller::open_or_create(&db(&dir), &settings(policy), &Registry::builtin(), &mut fake)
-            .err()
-            .unwrap_or_else(|| panic!("{policy} accepted"));
-        assert!(e.to_string().contains(says), "{policy}: {e}");
+        let e = refused(&dir, &mut fake, policy);
+        assert!(e.contains(says), "{policy}: {e}");
     }
 }
 
@@ -464,15 +456,8 @@ fn reopening_with_other_settings_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut fake = Fake::new(2);
     drop(controller(&db(&dir), "fair-share", &mut fake));
-    let e = Controller::open_or_create(
-        &db(&dir),
-        &settings("round-robin"),
-        &Registry::builtin(),
-        &mut fake,
-    )
-    .err()
-    .unwrap();
-    assert!(e.to_string().contains("created for --policy fair-share"), "{e}");
+    let e = refused(&dir, &mut fake, "round-robin");
+    assert!(e.contains("created for --policy fair-share"), "{e}");
 }
 
 #[test]

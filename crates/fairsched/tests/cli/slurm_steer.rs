@@ -339,14 +339,7 @@ fn history_replays(run: &Run) {
     let tasks = std::fs::read_to_string(out.path().join("tasks.csv")).unwrap();
     assert_eq!(tasks.lines().count(), 1 + 52);
     // And how fair the recorded schedule was.
-    let score = ok(&bin()
-        .args(["slurm", "score"])
-        .arg(&swf)
-        .arg("--platform")
-        .arg(&platform)
-        .arg("--phi")
-        .output()
-        .unwrap());
+    let score = score(&swf, &platform);
     assert!(
         score.contains("52 jobs scored") && score.contains("Jain's index"),
         "{score}"
@@ -628,14 +621,7 @@ fn score_measures_a_recorded_schedule() {
         "[[org]]\nname = \"a\"\nprocs = 2\nusers = [1]\n\n[[org]]\nname = \"b\"\nprocs = 2\nusers = [2]\n",
     )
     .unwrap();
-    let out = ok(&bin()
-        .args(["slurm", "score"])
-        .arg(&swf)
-        .arg("--platform")
-        .arg(&platform)
-        .arg("--phi")
-        .output()
-        .unwrap());
+    let out = score(&swf, &platform);
     assert!(out.contains("4 jobs scored"), "{out}");
     assert!(out.contains("90.0%") && out.contains("10.0%"), "{out}");
     // Ratios 1.8 and 0.2: J = 4 / (2 * 3.28) = 0.6098.
@@ -656,4 +642,16 @@ fn score_measures_a_recorded_schedule() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// `fairsched slurm score LOG --platform FILE --phi`'s output.
+fn score(swf: &Path, platform: &Path) -> String {
+    ok(&bin()
+        .args(["slurm", "score"])
+        .arg(swf)
+        .arg("--platform")
+        .arg(platform)
+        .arg("--phi")
+        .output()
+        .unwrap())
 }
