@@ -35,7 +35,7 @@ pub enum SlurmCommand {
     /// Examples:
     ///   fairsched slurm steer --dry-run
     ///   fairsched slurm steer --policy fair-share --platform site.toml --every 30s
-    ///   fairsched slurm steer --policy direct-contr --platform site.toml --metrics /run/fairsched/steer.prom
+    ///   fairsched slurm steer --policy direct-contr --platform site.toml --metrics steer.prom
     ///   fairsched slurm steer --reset
     #[command(verbatim_doc_comment)]
     Steer(SteerArgs),
@@ -47,15 +47,13 @@ pub enum SlurmCommand {
     ///
     /// Examples:
     ///   fairsched slurm history --since 2026-11-01 --swf site.swf --platform site.toml
-    ///   fairsched slurm history --since now-1days --swf - | head
     #[command(verbatim_doc_comment)]
     History(crate::cmd_slurm_history::HistoryArgs),
     /// Submit a window of a workload log to Slurm, time-compressed, as `sleep` jobs under the
     /// users and accounts the platform file maps; what was submitted goes to OUT/submitted.csv.
     ///
     /// Examples:
-    ///   fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,7200 --speedup 60 --dry-run
-    ///   fairsched slurm replay log.swf --window 0,3600 --speedup 60 --platform site.toml --users physics=alice,bob --users chemistry=carol,dave
+    ///   fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,900 --speedup 6 --dry-run
     #[command(verbatim_doc_comment)]
     Replay(crate::cmd_slurm_history::ReplayArgs),
     /// How fair a recorded schedule was (a `slurm history` log, or any SWF log with waits):

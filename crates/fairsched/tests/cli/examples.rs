@@ -61,6 +61,11 @@ const SYNOPSES: &[&str] = &[
     "fairsched experiment collect DIR",
     "fairsched pilot slurm --count N --slots K [--time HH:MM:SS] [--partition P] [--account A]",
     "fairsched pilot status | cancel [JOBID...]",
+    "fairsched slurm steer [--policy SPEC] [--control SPEC] [--platform FILE.toml] [--partition P]",
+    "fairsched slurm explain JOBID [--db steer.db]",
+    "fairsched slurm history --since DATE [--until DATE] --swf FILE [--platform FILE.toml] [--procs ACCOUNT=N]",
+    "fairsched slurm replay LOG --window START,LEN --speedup K [--platform FILE.toml] [--users ORG=USER,...]",
+    "fairsched slurm score LOG --platform FILE.toml [--phi]",
     // README.md, "The live service".
     "fairsched status [--tasks] [--json]    fairsched cancel ID    fairsched explain ID [--json]",
     "fairsched submit --workflow montage.json.gz --command mProject='mProject {name}' --command …",
@@ -88,6 +93,53 @@ const LIVE: &[(&str, &str)] = &[
     ),
     ("fairsched pilot status", PILOTS_CANCEL),
     ("fairsched pilot cancel", PILOTS_CANCEL),
+    // README.md, "Steering an existing Slurm", and `slurm … --help`.
+    (
+        "fairsched slurm steer --dry-run --platform site.toml",
+        STEER_STICK,
+    ),
+    (
+        "fairsched slurm steer --policy fair-share --platform site.toml --every 30s --cycles 3",
+        STEER_STICK,
+    ),
+    (
+        "fairsched slurm explain \"$(squeue -h -t PD -o %i | head -n 1)\"",
+        STEER_STICK,
+    ),
+    ("fairsched slurm steer --reset", STEER_STICK),
+    ("fairsched slurm steer --dry-run", STEER_STICK),
+    (
+        "fairsched slurm steer --policy fair-share --platform site.toml --every 30s",
+        STEER_FLOOD,
+    ),
+    (
+        "fairsched slurm steer --policy direct-contr --platform site.toml --metrics steer.prom",
+        STEER_FLOOD,
+    ),
+    (
+        "fairsched slurm history --since \"$(date -d '1 day ago' +%F)\" --swf site.swf --platform site-history.toml",
+        STEER_FLOOD,
+    ),
+    (
+        "fairsched slurm history --since 2026-11-01 --swf site.swf --platform site.toml",
+        STEER_FLOOD,
+    ),
+    (
+        "fairsched slurm score site.swf --platform site-history.toml --phi",
+        STEER_FLOOD,
+    ),
+    (
+        "fairsched slurm score site.swf --platform site.toml --phi",
+        STEER_SCORE,
+    ),
+    (
+        "fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,7200 --speedup 60 --dry-run",
+        STEER_REPLAY,
+    ),
+    (
+        "fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,900 --speedup 6 --dry-run",
+        STEER_REPLAY,
+    ),
     (
         "fairsched submit --count 2000 -- '$HOME/bin/simulate {i}'",
         WALKTHROUGH,
@@ -159,6 +211,13 @@ const WALKTHROUGH: &str = "examples::the_readme_live_service_runs_as_written";
 const PILOTS: &str = "slurm_pilots::five_hundred_tasks_of_two_users_run_once_on_pilots_with_fair_share";
 const PILOTS_DRAIN: &str = "slurm_pilots::a_pilot_drains_before_its_wall_time_and_exits_cleanly";
 const PILOTS_CANCEL: &str = "slurm_pilots::a_pilot_cancelled_with_scancel_mid_task_loses_nothing";
+/// The steering controller and its companions on the real Slurm
+/// (crates/fairsched/tests/cli/slurm_steer.rs).
+const STEER_STICK: &str =
+    "slurm_steer::factors_stick_survive_a_kill_and_a_dry_run_and_reset_change_what_they_say";
+const STEER_FLOOD: &str = "slurm_steer::under_steering_the_trickle_passes_the_flood";
+const STEER_SCORE: &str = "slurm_steer::score_measures_a_recorded_schedule";
+const STEER_REPLAY: &str = "slurm_steer::a_replay_dry_run_prints_what_the_window_holds";
 /// A sweep submitted to the real Slurm and collected.
 const SLURM_SWEEP: &str = "slurm_array::a_sweep_on_the_real_slurm_writes_the_local_runs_files";
 
@@ -184,7 +243,7 @@ const REDUCED: &[(&str, &str, &str, &str)] = &[
 /// Subcommands that talk to a broker.
 const LIVE_COMMANDS: &[&str] = &[
     "serve", "worker", "submit", "status", "cancel", "explain", "output", "optional", "admin", "export",
-    "pilot",
+    "pilot", "slurm",
 ];
 
 /// ALL-CAPS words that are names, not placeholders: the shared logs'

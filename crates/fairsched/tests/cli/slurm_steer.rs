@@ -471,6 +471,20 @@ fn factors_stick_survive_a_kill_and_a_dry_run_and_reset_change_what_they_say() {
     );
     assert_eq!(wanted(&db), want);
 
+    // Explain: the job's rank, its factor, whether it stuck.
+    let first = want.keys().next().unwrap().clone();
+    let job = squeue_id(&first);
+    let out = ok(&bin()
+        .args(["slurm", "explain", &job, "--db"])
+        .arg(&db)
+        .output()
+        .unwrap());
+    assert!(out.contains(&format!("job {job} of user")), "{out}");
+    assert!(
+        out.contains("rank at the last cycle:") && out.contains("it stuck"),
+        "{out}"
+    );
+
     // (d) Reset: every factor back to 0.
     let out = ok(&steer_once(dir.path(), &["--reset"]));
     assert!(out.contains("reset"), "{out}");
@@ -654,4 +668,46 @@ fn score(swf: &Path, platform: &Path) -> String {
         .arg("--phi")
         .output()
         .unwrap())
+}
+
+/// The job id squeue shows for a job record (the same for plain jobs).
+fn squeue_id(record: &str) -> String {
+    tool("squeue", &["-h", "-j", record, "-o", "%i"])
+        .trim()
+        .to_owned()
+}
+
+/// `slurm replay --dry-run` of a real log's window: one sbatch line per
+/// job the window holds, nothing submitted (no Slurm needed).
+#[test]
+fn a_replay_dry_run_prints_what_the_window_holds() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/KTH-SP2-1996-2.1-cln.swf.gz");
+    let out_dir = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["slurm", "replay"])
+        .arg(&log)
+        .args(["--window", "599850,7200", "--speedup", "60", "--dry-run", "--out"])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    let out = ok(&o);
+    // The jobs of the log submitted in [599850, 607050).
+    let text = {
+        use std::io::Read;
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&log).unwrap())
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    };
+    let expected = text
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
+        .filter(|s| (599_850..607_050).contains(s))
+        .count();
+    assert!(expected > 3, "{expected}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("sbatch ")).collect();
+    assert_eq!(lines.len(), expected, "{out}");
+    assert!(lines.iter().all(|l| l.contains("--wrap 'sleep ")), "{out}");
 }
