@@ -386,7 +386,10 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
             a.db.display()
         )));
     }
-    let c = Controller::open(&a.db, registry)?;
+    let c = Controller::open(&a.db, registry).map_err(|e| match e {
+        fairsched_slurm::steer::SteerError::Config(m) => usage(m),
+        e => anyhow::Error::new(e),
+    })?;
     let Some(t) = c.jobs().get(&a.job) else {
         bail!(
             "job {}: not followed by the controller of {} (finished, never seen by a cycle, or not in its partition)",

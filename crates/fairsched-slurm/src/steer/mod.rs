@@ -387,7 +387,19 @@ impl Controller {
 
     /// Reopens the controller's database (the core from its log).
     pub fn open(path: &Path, registry: &Registry) -> Result<Controller, SteerError> {
+        if !path.is_file() {
+            return Err(SteerError::Config(format!(
+                "{}: not a controller's database (not a file)",
+                path.display()
+            )));
+        }
         let live = Live::open(path, registry)?;
+        if !live.store().config().steered {
+            return Err(SteerError::Config(format!(
+                "{}: not a steering controller's database (a broker's: `fairsched serve` uses it)",
+                path.display()
+            )));
+        }
         let db = |cause| SteerError::Db {
             path: path.to_owned(),
             cause,

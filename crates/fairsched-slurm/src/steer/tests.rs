@@ -489,3 +489,21 @@ fn array_elements_split_off_by_their_update_are_followed() {
         "{second:?}"
     );
 }
+
+#[test]
+fn a_broker_database_or_a_folder_is_not_a_controller() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = dir.path().join("broker.db");
+    drop(Live::create(&broker, &Config::default(), &Registry::builtin()).unwrap());
+    let e = Controller::open(&broker, &Registry::builtin())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("a broker's"), "{e}");
+    let mut fake = Fake::new(2);
+    let e = Controller::open_or_create(dir.path(), &settings("fcfs"), &Registry::builtin(), &mut fake)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("not a file"), "{e}");
+}
