@@ -200,6 +200,10 @@ fn flood_and_trickle(steer: Option<&str>) -> Run {
     }
     let dir = tempfile::tempdir().unwrap();
     let ctl = steer.map(|p| controller(dir.path(), p, &[]));
+    // sacct's --since is to the second and takes the jobs that ended in
+    // that second too: the previous run's last jobs, which ended just
+    // before wait_idle returned, must end in an earlier second.
+    std::thread::sleep(Duration::from_millis(1100));
     let since = tool("date", &["+%Y-%m-%dT%H:%M:%S"]).trim().to_owned();
     let t0 = Instant::now();
     let flood = submit("alice", "physics", 48, 4);
