@@ -29,13 +29,17 @@ pub enum SlurmCommand {
     /// per 1,000 updates). It never starts, holds or cancels a job, and never sets Priority=:
     /// Slurm's scheduler and backfill stay in charge. Organizations are Slurm accounts; the
     /// processors each contributes come from --platform (its [[org]] names are account names),
-    /// else every account with users (sacctmgr) gets an even share. Needs PriorityType=
-    /// priority/multifactor, no site factor plugin, and operator rights (docs/slurm-steering.md).
+    /// else every account with users (sacctmgr) gets an even share. With --control
+    /// workflow-fairness, Slurm dependency chains are workflows (a job and the jobs that depend
+    /// on it; a job's name is its activity), and a job waiting on a dependency reaches the core
+    /// when Slurm could run it. Needs PriorityType=priority/multifactor, no site factor plugin,
+    /// and operator rights (docs/slurm-steering.md).
     ///
     /// Examples:
     ///   fairsched slurm steer --dry-run
     ///   fairsched slurm steer --policy fair-share --platform site.toml --every 30s
     ///   fairsched slurm steer --policy direct-contr --platform site.toml --metrics steer.prom
+    ///   fairsched slurm steer --policy workflow-fcfs --control 'workflow-fairness[tau=0.05]' --db wf.db
     ///   fairsched slurm steer --reset
     #[command(verbatim_doc_comment)]
     Steer(SteerArgs),
@@ -88,7 +92,8 @@ pub struct SteerArgs {
     /// and preempting ones are refused.
     #[arg(long, value_name = "SPEC", default_value = "fair-share")]
     policy: String,
-    /// A control policy (`fairsched policies`), changing priorities after events.
+    /// A control policy (`fairsched policies`), changing priorities after events:
+    /// workflow-fairness (with a priority order: workflow-fcfs) over dependency chains.
     #[arg(long, value_name = "SPEC")]
     control: Option<String>,
     /// The organizations: a platform file whose [[org]] names are Slurm accounts, each with the
@@ -282,10 +287,15 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
 
 fn report(cy: &Cycle, n: u64) -> anyhow::Result<()> {
     sayln!(
-        "cycle {n}: {} pending, {} running; {} submitted, {} started, {} ended; {} update{} in {} scontrol call{}, {} not stuck, {} refused; {:.1} ms own, {:.1} ms in Slurm's tools",
+        "cycle {n}: {} pending, {} running; {} submitted{}, {} started, {} ended; {} update{} in {} scontrol call{}, {} not stuck, {} refused; {:.1} ms own, {:.1} ms in Slurm's tools",
         cy.pending,
         cy.running,
         cy.submitted,
+        if cy.waiting > 0 {
+            format!(" ({} more waiting on a dependency)", cy.waiting)
+        } else {
+            String::new()
+        },
         cy.started,
         cy.ended,
         cy.changes.len(),
@@ -410,6 +420,23 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
         if t.running { "running" } else { "pending" }
     );
     sayln!("policy: {}", c.settings().policy);
+    if let Some(w) = c
+        .live()
+        .core()
+        .view()
+        .task(t.task)
+        .and_then(|v| v.spec().workflow())
+    {
+        sayln!(
+            "workflow {} (activity {}): a chain of Slurm dependencies{}",
+            w.workflow.0,
+            w.activity,
+            c.settings()
+                .control
+                .as_ref()
+                .map_or(String::new(), |k| format!(", under --control {k}"))
+        );
+    }
     if let Some(r) = t.rank {
         sayln!(
             "rank at the last cycle: {} of {pending} pending (0 starts next)",

@@ -26,7 +26,7 @@ pub mod queue;
 
 use crate::SlurmError;
 use fairsched_broker::{Config, Live, LiveError};
-use fairsched_core::{Event, MachineId, OrgId, Registry, TaskId, TaskSpec, Time};
+use fairsched_core::{Event, MachineId, OrgId, Registry, TaskId, TaskSpec, Time, WorkflowId, WorkflowRef};
 use queue::{JobState, SlurmJob};
 use rusqlite::{OptionalExtension, params};
 use std::collections::{BTreeMap, BTreeSet};
@@ -229,6 +229,9 @@ pub struct Cycle {
     pub submitted: usize,
     pub started: usize,
     pub ended: usize,
+    /// Pending jobs waiting on a dependency: not given to the core until
+    /// it is satisfied.
+    pub waiting: usize,
     /// The updates wanted: `(job, from, to)`.
     pub changes: Vec<(String, i64, i64)>,
     /// Of them, jobs whose last value did not stick.
@@ -261,6 +264,12 @@ pub struct Controller {
     settings: Settings,
     jobs: BTreeMap<String, Tracked>,
     users: BTreeMap<String, i64>,
+    /// Workflow and activity ids by name (see [`workflows`]).
+    workflow_ids: BTreeMap<String, i64>,
+    activity_ids: BTreeMap<String, i64>,
+    /// The workflow of each job number (`13` for `13_2`) known to belong
+    /// to one, while the workflow has a job in the queue.
+    workflow_of: BTreeMap<String, i64>,
     orgs: BTreeMap<String, u32>,
     step: i64,
     totals: Totals,
@@ -269,7 +278,8 @@ pub struct Controller {
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS steer_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS steer_jobs (job TEXT PRIMARY KEY, task INTEGER NOT NULL UNIQUE, record TEXT NOT NULL,
   user TEXT NOT NULL, account TEXT NOT NULL, running INTEGER NOT NULL, wanted INTEGER, seen INTEGER);
-CREATE TABLE IF NOT EXISTS steer_names (kind TEXT NOT NULL, name TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (kind, name));";
+CREATE TABLE IF NOT EXISTS steer_names (kind TEXT NOT NULL, name TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (kind, name));
+CREATE TABLE IF NOT EXISTS steer_workflows (head TEXT PRIMARY KEY, workflow INTEGER NOT NULL);";
 
 impl Controller {
     /// Opens the controller's database at `path`, or creates it for
@@ -346,6 +356,9 @@ impl Controller {
             settings: settings.clone(),
             jobs: BTreeMap::new(),
             users: BTreeMap::new(),
+            workflow_ids: BTreeMap::new(),
+            activity_ids: BTreeMap::new(),
+            workflow_of: BTreeMap::new(),
             orgs: BTreeMap::new(),
             step,
             totals: Totals::default(),
@@ -430,6 +443,7 @@ impl Controller {
         })?;
         let mut users = BTreeMap::new();
         let mut orgs = BTreeMap::new();
+        let (mut workflow_ids, mut activity_ids) = (BTreeMap::new(), BTreeMap::new());
         {
             let mut q = conn
                 .prepare("SELECT kind, name, id FROM steer_names")
@@ -445,10 +459,19 @@ impl Controller {
                 .map_err(db)?;
             for row in rows {
                 let (kind, name, id) = row.map_err(db)?;
-                if kind == "org" {
-                    orgs.insert(name, id as u32);
-                } else {
-                    users.insert(name, id);
+                match kind.as_str() {
+                    "org" => {
+                        orgs.insert(name, id as u32);
+                    }
+                    "workflow" => {
+                        workflow_ids.insert(name, id);
+                    }
+                    "activity" => {
+                        activity_ids.insert(name, id);
+                    }
+                    _ => {
+                        users.insert(name, id);
+                    }
                 }
             }
         }
@@ -479,6 +502,28 @@ impl Controller {
                 jobs.insert(job, t);
             }
         }
+        // A database of a controller from before workflows has no table.
+        let mut workflow_of = BTreeMap::new();
+        let has_workflows: bool = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'steer_workflows'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(db)?
+            > 0;
+        if has_workflows {
+            let mut q = conn
+                .prepare("SELECT head, workflow FROM steer_workflows")
+                .map_err(db)?;
+            let rows = q
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(db)?;
+            for row in rows {
+                let (head, w) = row.map_err(db)?;
+                workflow_of.insert(head, w);
+            }
+        }
         // The last cycle's ranking.
         let ranking: Vec<String> = conn
             .query_row("SELECT value FROM steer_meta WHERE key = 'ranking'", [], |r| {
@@ -494,12 +539,19 @@ impl Controller {
                 t.rank = Some(i as u64);
             }
         }
+        let mut live = live;
+        if !has_workflows {
+            live.transact(|tx| tx.execute_batch(SCHEMA))?;
+        }
         Ok(Controller {
             live,
             path: path.to_owned(),
             settings,
             jobs,
             users,
+            workflow_ids,
+            activity_ids,
+            workflow_of,
             orgs,
             step,
             totals,
@@ -595,6 +647,25 @@ impl Controller {
         order.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         let mut new_jobs: Vec<(String, Tracked)> = Vec::new();
         let mut new_names: Vec<(&'static str, String, i64)> = Vec::new();
+        let new_workflows = workflows(
+            &order,
+            &self.jobs,
+            &self.workflow_of,
+            &self.workflow_ids,
+            &mut new_names,
+        );
+        let workflow_of = |head: &str| {
+            self.workflow_of
+                .get(head)
+                .or_else(|| new_workflows.get(head))
+                .copied()
+        };
+        // Timers the policies asked for that are due.
+        for &(at, token) in self.live.pending_timers() {
+            if at <= now {
+                events.push(Event::Timer { token });
+            }
+        }
         let mut starts = Vec::new();
         let mut running_changes: Vec<(String, bool)> = Vec::new();
         let mut records: Vec<(String, String)> = Vec::new();
@@ -614,12 +685,25 @@ impl Controller {
                         running_changes.push((j.id.clone(), false));
                     }
                 }
+                None if j.waits_on_dependency() => c.waiting += 1,
                 None => {
                     let user = name_id(&self.users, &mut new_names, "user", &j.user);
                     let org = name_id(&self.orgs, &mut new_names, "org", &j.account);
                     let task = self.live.fresh_id();
                     let mut spec = TaskSpec::new(task.0, user, org as u32).slots(j.cpus);
                     spec.estimate = j.limit.map(Time::from_secs);
+                    if let Some(w) = workflow_of(j.head()) {
+                        let activity = name_id(
+                            &self.activity_ids,
+                            &mut new_names,
+                            "activity",
+                            &format!("{w}/{}", j.name),
+                        );
+                        spec.workflow = Some(WorkflowRef {
+                            workflow: WorkflowId(w as u32),
+                            activity: activity as u32,
+                        });
+                    }
                     events.push(Event::Submit(spec));
                     if running {
                         starts.push((j.id.clone(), task, j.cpus));
@@ -725,11 +809,54 @@ impl Controller {
             }
         }
         for (kind, name, id) in &new_names {
-            if *kind == "user" {
-                self.users.insert(name.clone(), *id);
-            } else {
-                self.orgs.insert(name.clone(), *id as u32);
+            let map = match *kind {
+                "user" => &mut self.users,
+                "workflow" => &mut self.workflow_ids,
+                "activity" => &mut self.activity_ids,
+                _ => {
+                    self.orgs.insert(name.clone(), *id as u32);
+                    continue;
+                }
+            };
+            map.insert(name.clone(), *id);
+        }
+        // Workflows are followed while they have a job in the queue.
+        self.workflow_of
+            .extend(new_workflows.iter().map(|(h, w)| (h.clone(), *w)));
+        let live_workflows: BTreeSet<i64> = queue
+            .iter()
+            .filter_map(|j| self.workflow_of.get(j.head()).copied())
+            .collect();
+        let ended_workflows: Vec<String> = self
+            .workflow_of
+            .iter()
+            .filter(|(_, w)| !live_workflows.contains(w))
+            .map(|(h, _)| h.clone())
+            .collect();
+        for h in &ended_workflows {
+            self.workflow_of.remove(h);
+        }
+        let names = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<()> {
+            let mut name =
+                tx.prepare_cached("INSERT INTO steer_names (kind, name, id) VALUES (?1, ?2, ?3)")?;
+            for (kind, n, id) in &new_names {
+                name.execute(params![kind, n, id])?;
             }
+            let mut placed =
+                tx.prepare_cached("INSERT OR REPLACE INTO steer_workflows (head, workflow) VALUES (?1, ?2)")?;
+            for (h, w) in &new_workflows {
+                placed.execute(params![h, w])?;
+            }
+            let mut ended = tx.prepare_cached("DELETE FROM steer_workflows WHERE head = ?1")?;
+            for h in &ended_workflows {
+                ended.execute([h])?;
+            }
+            Ok(())
+        };
+        if events.is_empty()
+            && !(new_names.is_empty() && new_workflows.is_empty() && ended_workflows.is_empty())
+        {
+            self.live.transact(|tx| names(tx))?;
         }
         if !events.is_empty() {
             let jobs = &self.jobs;
@@ -751,13 +878,7 @@ impl Controller {
                         running.execute(params![id, i64::from(t.running)])?;
                     }
                 }
-                for (kind, name, id) in &new_names {
-                    tx.execute(
-                        "INSERT INTO steer_names (kind, name, id) VALUES (?1, ?2, ?3)",
-                        params![kind, name, id],
-                    )?;
-                }
-                Ok(())
+                names(tx)
             });
             if let Some(Err(e)) = r.into_iter().next() {
                 // Nothing was applied: the next cycle reopens and retries.
@@ -948,6 +1069,60 @@ fn plan(
         p.per_job.insert((*id).clone(), (i as u64, seen, want));
     }
     p
+}
+
+/// Workflows (the workflow-fairness Control's): jobs linked by Slurm
+/// dependencies, one workflow per connected chain. A new job that depends
+/// on others joins the workflow of the first of them that has one, else
+/// starts one named by that job's number; a new job that a new job
+/// depends on starts one named by its own number. A job the controller
+/// already follows keeps what it had: the first job of a workflow counts
+/// in it if it is submitted within one cycle of the jobs after it (or
+/// held until they are). Returns the job numbers newly placed, with their
+/// workflow ids (ids new in this cycle go to `new_names`).
+fn workflows(
+    order: &[&SlurmJob],
+    jobs: &BTreeMap<String, Tracked>,
+    known: &BTreeMap<String, i64>,
+    ids: &BTreeMap<String, i64>,
+    new_names: &mut Vec<(&'static str, String, i64)>,
+) -> BTreeMap<String, i64> {
+    let fresh: Vec<&SlurmJob> = order
+        .iter()
+        .copied()
+        .filter(|j| !jobs.contains_key(&j.id) && !known.contains_key(j.head()))
+        .collect();
+    let named: BTreeSet<&str> = fresh
+        .iter()
+        .flat_map(|j| j.after.iter().map(String::as_str))
+        .collect();
+    let mut placed: BTreeMap<String, i64> = BTreeMap::new();
+    for j in fresh {
+        let head = j.head();
+        if placed.contains_key(head) {
+            continue;
+        }
+        let w = if let Some(first) = j.after.first() {
+            let parent = j
+                .after
+                .iter()
+                .find_map(|p| known.get(p).or_else(|| placed.get(p)).copied());
+            match parent {
+                Some(w) => w,
+                None => {
+                    let w = name_id(ids, new_names, "workflow", first);
+                    placed.insert(first.clone(), w);
+                    w
+                }
+            }
+        } else if named.contains(head) {
+            name_id(ids, new_names, "workflow", head)
+        } else {
+            continue;
+        };
+        placed.insert(head.to_owned(), w);
+    }
+    placed
 }
 
 /// Accounts that have at least one user, sorted.

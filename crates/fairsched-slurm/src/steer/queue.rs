@@ -8,11 +8,15 @@
 use crate::SlurmError;
 use std::collections::BTreeMap;
 
-/// `squeue`'s fields, `|`-separated (no user, account or job id holds a
-/// `|`): the job as it is displayed (`13_2` for an array element), the
-/// job record it belongs to (an unsplit pending array shares one), user,
-/// account, processors, time limit, state.
-pub const SQUEUE_FORMAT: &str = "%i|%A|%u|%a|%C|%l|%T";
+/// `squeue`'s fields, `|`-separated (no user, account, job id, reason or
+/// dependency holds a `|`; the name, last, may): the job as it is
+/// displayed (`13_2` for an array element), the job record it belongs to
+/// (an unsplit pending array shares one), user, account, processors, time
+/// limit, state, the reason it waits, the dependencies it still waits on,
+/// its name.
+pub const SQUEUE_FORMAT: &str = "%i|%A|%u|%a|%C|%l|%T|%r|%E|%j";
+/// Fields in [`SQUEUE_FORMAT`].
+const SQUEUE_FIELDS: usize = 10;
 /// The states asked for: waiting, and holding processors.
 pub const SQUEUE_STATES: &str = "PD,CF,R,CG,S";
 /// `sprio`'s fields: job record, weighted site factor.
@@ -39,9 +43,27 @@ pub struct SlurmJob {
     /// The time limit in seconds (`None`: unlimited or not set).
     pub limit: Option<i64>,
     pub state: JobState,
+    /// Why it waits (`%r`: `Priority`, `Resources`, `Dependency`, …).
+    pub reason: String,
+    /// The job records its dependencies name (`%E`, `afterok:41(unfulfilled),afterany:7_*`
+    /// → 41 and 7), in the order given; `singleton` names none.
+    pub after: Vec<String>,
+    /// Its name (`%j`): a workflow's jobs of one name are one activity.
+    pub name: String,
 }
 
 impl SlurmJob {
+    /// Pending until a job it depends on ends: not yet runnable, as a
+    /// workflow task whose inputs do not exist yet (MOTEUR submits a task
+    /// only then).
+    /// Its job number: `13` for array element `13_2`.
+    pub fn head(&self) -> &str {
+        self.id.split('_').next().unwrap_or(&self.id)
+    }
+    pub fn waits_on_dependency(&self) -> bool {
+        self.state == JobState::Pending && self.reason.starts_with("Dependency")
+    }
+
     /// The order jobs are numbered in: job number, then array index.
     pub fn sort_key(&self) -> (u64, u64, &str) {
         let (head, tail) = self.id.split_once('_').unwrap_or((&self.id, ""));
@@ -65,13 +87,13 @@ pub fn parse_squeue(text: &str) -> Result<Vec<SlurmJob>, SlurmError> {
         if line.trim().is_empty() {
             continue;
         }
-        let f: Vec<&str> = line.trim().split('|').collect();
-        if f.len() != 7 {
+        let f: Vec<&str> = line.trim_start().splitn(SQUEUE_FIELDS, '|').collect();
+        if f.len() != SQUEUE_FIELDS {
             return Err(bad(
                 "squeue",
                 n,
                 line,
-                format!("{} fields, expected 7 ({SQUEUE_FORMAT})", f.len()),
+                format!("{} fields, expected {SQUEUE_FIELDS} ({SQUEUE_FORMAT})", f.len()),
             ));
         }
         let id = f[0];
@@ -126,9 +148,34 @@ pub fn parse_squeue(text: &str) -> Result<Vec<SlurmJob>, SlurmError> {
             cpus,
             limit,
             state,
+            reason: f[7].to_owned(),
+            after: parse_dependency(f[8]),
+            name: f[9].to_owned(),
         });
     }
     Ok(jobs)
+}
+
+/// The job records a dependency list names (`%E`): items separated by
+/// `,` (all) or `?` (any), each `TYPE:JOB[_TASK][+MINUTES][:JOB…]` with
+/// Slurm's `(state)` after it; `singleton` and `(null)` name none, and a
+/// token that is not a job number is passed over (the dependency still
+/// holds the job in Slurm; only its workflow is not recognised).
+pub fn parse_dependency(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in s.split([',', '?']) {
+        let item = item.split('(').next().unwrap_or("");
+        let Some((_, jobs)) = item.split_once(':') else {
+            continue;
+        };
+        for job in jobs.split(':') {
+            let num = job.split(['_', '+']).next().unwrap_or("");
+            if !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit()) && !out.iter().any(|o| o == num) {
+                out.push(num.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// A Slurm time limit in seconds: `[DAYS-]HOURS:MINUTES:SECONDS`,
@@ -282,16 +329,21 @@ mod tests {
 
     /// Recorded on the CI Slurm (22.05.8): a running blocker, a pending
     /// array split by an update (13_2 became record 14), a 2-CPU job.
-    const SQUEUE: &str = "13_1|13|alice|physics|1|5:00|PENDING\n\
-                          13_2|14|alice|physics|1|5:00|PENDING\n\
-                          13_3|13|alice|physics|1|5:00|PENDING\n\
-                          12|12|root|root|16|UNLIMITED|RUNNING\n\
-                          9|9|carol|chemistry|2|1-02:04:00|COMPLETING\n";
+    const SQUEUE: &str = "13_1|13|alice|physics|1|5:00|PENDING|Priority|(null)|flood\n\
+                          13_2|14|alice|physics|1|5:00|PENDING|Resources|(null)|flood\n\
+                          13_3|13|alice|physics|1|5:00|PENDING|Priority|(null)|flood\n\
+                          12|12|root|root|16|UNLIMITED|RUNNING|None|(null)|blocker\n\
+                          9|9|carol|chemistry|2|1-02:04:00|COMPLETING|None|(null)|a|b c\n\
+                          15|15|carol|chemistry|1|5:00|PENDING|Dependency|afterok:12(unfulfilled),afterany:13_*(unfulfilled)|merge\n";
 
     #[test]
     fn squeue_lines_as_the_ci_slurm_prints_them() {
         let jobs = parse_squeue(SQUEUE).unwrap();
-        assert_eq!(jobs.len(), 5);
+        assert_eq!(jobs.len(), 6);
+        assert_eq!(jobs[4].name, "a|b c", "a name may hold a |");
+        assert!(jobs[5].waits_on_dependency() && !jobs[0].waits_on_dependency());
+        assert_eq!(jobs[5].after, ["12", "13"]);
+        assert_eq!(jobs[5].name, "merge");
         assert_eq!(jobs[1].id, "13_2");
         assert_eq!(jobs[1].record, "14");
         assert_eq!(jobs[1].limit, Some(300));
@@ -305,24 +357,44 @@ mod tests {
 
     #[test]
     fn a_line_that_does_not_parse_names_its_line_and_field() {
-        let e = parse_squeue("1|1|a|b|1|5:00|PENDING\n2|2|a|b|x|5:00|PENDING\n").unwrap_err();
+        const T: &str = "|Priority|(null)|job";
+        let e = parse_squeue(&format!("1|1|a|b|1|5:00|PENDING{T}\n2|2|a|b|x|5:00|PENDING{T}\n")).unwrap_err();
         assert!(
             e.to_string().contains("line 2") && e.to_string().contains("field 5"),
             "{e}"
         );
         let e = parse_squeue("1|1|a|b|1|5:00\n").unwrap_err();
         assert!(e.to_string().contains("6 fields"), "{e}");
-        let e = parse_squeue("1|1|a|b|1|5:00|BOOT_FAIL\n").unwrap_err();
+        let e = parse_squeue(&format!("1|1|a|b|1|5:00|BOOT_FAIL{T}\n")).unwrap_err();
         assert!(e.to_string().contains("field 7"), "{e}");
-        let e = parse_squeue("1|1|a|b|1|5:xx|PENDING\n").unwrap_err();
+        let e = parse_squeue(&format!("1|1|a|b|1|5:xx|PENDING{T}\n")).unwrap_err();
         assert!(e.to_string().contains("field 6"), "{e}");
-        let e = parse_squeue("x1|1|a|b|1|5:00|PENDING\n").unwrap_err();
+        let e = parse_squeue(&format!("x1|1|a|b|1|5:00|PENDING{T}\n")).unwrap_err();
         assert!(e.to_string().contains("field 1"), "{e}");
         assert!(
             parse_sprio("13|0\n14|x\n")
                 .unwrap_err()
                 .to_string()
                 .contains("line 2")
+        );
+    }
+
+    #[test]
+    fn dependencies_in_every_form_slurm_prints() {
+        assert!(parse_dependency("(null)").is_empty());
+        assert!(parse_dependency("singleton(unfulfilled)").is_empty());
+        assert_eq!(parse_dependency("afterok:41(unfulfilled)"), ["41"]);
+        assert_eq!(
+            parse_dependency("afterany:7_3(unfulfilled)?afterok:8(failed)"),
+            ["7", "8"]
+        );
+        assert_eq!(
+            parse_dependency("after:5+10(unfulfilled),aftercorr:6:7"),
+            ["5", "6", "7"]
+        );
+        assert_eq!(
+            parse_dependency("afterok:x(unfulfilled),afterok:41,afterok:41"),
+            ["41"]
         );
     }
 

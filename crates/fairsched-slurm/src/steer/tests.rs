@@ -22,6 +22,9 @@ struct FakeJob {
     in_array: bool,
     /// Submitted as an array element: shown as `900_ID` for good.
     array_born: bool,
+    name: String,
+    /// Starts only once this job has left the queue (`afterok`).
+    after: Option<u64>,
 }
 
 /// A one-partition Slurm with `cpus` processors.
@@ -66,10 +69,26 @@ impl Fake {
                     held: false,
                     in_array: false,
                     array_born: false,
+                    name: "job".into(),
+                    after: None,
                 });
                 self.next
             })
             .collect()
+    }
+    /// A workflow of `user`: a root job, then `width` jobs named
+    /// `activity` that depend on it (each runs `runtime` s).
+    fn workflow(&mut self, user: &str, account: &str, width: usize, runtime: i64) -> (u64, Vec<u64>) {
+        let root = self.submit(user, account, 1, runtime)[0];
+        let tasks = self.submit(user, account, width, runtime);
+        for j in self.jobs.iter_mut().filter(|j| tasks.contains(&j.id)) {
+            (j.name, j.after) = ("activity".into(), Some(root));
+        }
+        (root, tasks)
+    }
+    /// Its parent still in the queue.
+    fn blocked(&self, j: &FakeJob) -> bool {
+        j.after.is_some_and(|p| self.jobs.iter().any(|o| o.id == p))
     }
     /// Time passes: finished jobs leave, then the highest-priority
     /// pending jobs start while processors are free.
@@ -87,11 +106,15 @@ impl Fake {
                 .sum();
             let next = self
                 .jobs
-                .iter_mut()
-                .filter(|j| j.running_since.is_none() && !j.held)
-                .max_by_key(|j| (j.site, std::cmp::Reverse(j.id)));
+                .iter()
+                .filter(|j| j.running_since.is_none() && !j.held && !self.blocked(j))
+                .max_by_key(|j| (j.site, std::cmp::Reverse(j.id)))
+                .map(|j| (j.id, j.cpus));
             match next {
-                Some(j) if busy + j.cpus <= self.cpus => j.running_since = Some(now),
+                Some((id, cpus)) if busy + cpus <= self.cpus => {
+                    let j = self.jobs.iter_mut().find(|j| j.id == id).unwrap();
+                    j.running_since = Some(now);
+                }
                 _ => break,
             }
         }
@@ -131,8 +154,12 @@ impl Cluster for Fake {
                 } else {
                     j.id.to_string()
                 };
+                let (reason, dependency) = match j.after {
+                    Some(p) if self.blocked(j) => ("Dependency", format!("afterok:{p}(unfulfilled)")),
+                    _ => ("Priority", "(null)".to_string()),
+                };
                 format!(
-                    "{}|{}|{}|{}|{}|1:00:00|{}\n",
+                    "{}|{}|{}|{}|{}|1:00:00|{}|{reason}|{dependency}|{}\n",
                     shown,
                     record,
                     j.user,
@@ -142,7 +169,8 @@ impl Cluster for Fake {
                         "RUNNING"
                     } else {
                         "PENDING"
-                    }
+                    },
+                    j.name
                 )
             })
             .collect())
@@ -357,7 +385,7 @@ fn output_that_does_not_parse_skips_the_whole_cycle() {
     fake.submit("alice", "physics", 4, 100);
     fake.advance(1);
     let steps = c.live().steps();
-    fake.garbage = Some("101|101|alice|physics|1|1:00:00|RUNNING\n102|102|alice\n".into());
+    fake.garbage = Some("101|101|alice|physics|1|1:00:00|RUNNING|None|(null)|job\n102|102|alice\n".into());
     let epoch = c.live().store().epoch_ms();
     let e = c.cycle(&mut fake, epoch + 1000, false).unwrap_err();
     assert!(e.to_string().contains("line 2"), "{e}");
@@ -506,4 +534,112 @@ fn a_broker_database_or_a_folder_is_not_a_controller() {
         .unwrap()
         .to_string();
     assert!(e.contains("not a file"), "{e}");
+}
+
+fn with_control(policy: &str, control: &str) -> Settings {
+    Settings {
+        control: Some(control.into()),
+        ..settings(policy)
+    }
+}
+
+/// The workflow each followed job's task has in the core.
+fn workflow_refs(c: &Controller) -> BTreeMap<String, Option<WorkflowRef>> {
+    let view = c.live().core().view();
+    c.jobs()
+        .iter()
+        .map(|(id, t)| (id.clone(), view.task(t.task).and_then(|v| v.spec().workflow())))
+        .collect()
+}
+
+/// A dependency chain is a workflow: its first job and the jobs after
+/// it share one workflow, a job's name is its activity, and a job that
+/// waits on a dependency reaches the core only when Slurm can run it.
+#[test]
+fn dependency_chains_are_workflows_whose_jobs_reach_the_core_when_runnable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(4);
+    let set = with_control("workflow-fcfs", "workflow-fairness[tau=0.05]");
+    let mut c = Controller::open_or_create(&db(&dir), &set, &Registry::builtin(), &mut fake).unwrap();
+    let (root, tasks) = fake.workflow("alice", "physics", 6, 10);
+    let lone = fake.submit("carol", "chemistry", 1, 10)[0];
+    fake.advance(1);
+    let first = cycle(&mut c, &mut fake);
+    assert_eq!((first.submitted, first.waiting), (2, 6), "{first:?}");
+    let refs = workflow_refs(&c);
+    let root_ref = refs[&root.to_string()].expect("the root is in a workflow");
+    assert_eq!(refs[&lone.to_string()], None, "a job without dependencies is not");
+    // Restarted, it still knows the workflow once its root has ended.
+    drop(c);
+    let mut c = Controller::open(&db(&dir), &Registry::builtin()).unwrap();
+    fake.advance(10);
+    let second = cycle(&mut c, &mut fake);
+    assert_eq!(second.submitted, 6, "{second:?}");
+    let refs = workflow_refs(&c);
+    for t in &tasks {
+        let r = refs[&t.to_string()].expect("a task after the root is in its workflow");
+        assert_eq!(r.workflow, root_ref.workflow);
+        assert_ne!(r.activity, root_ref.activity, "another name, another activity");
+    }
+    let activities: BTreeSet<u32> = tasks
+        .iter()
+        .map(|t| refs[&t.to_string()].unwrap().activity)
+        .collect();
+    assert_eq!(activities.len(), 1);
+}
+
+/// Two workflows of one user: the first is wide, the second arrives when
+/// the first is under way. Under workflow-fcfs alone the second's first
+/// job waits behind every task of the first; the workflow-fairness
+/// Control raises it (its workflow has all its work pending), and Slurm
+/// starts it in the next wave, ahead of the first's waiting tasks.
+#[test]
+fn the_workflow_controls_raises_reach_slurm() {
+    // (the first's last start, the second's first start, each one's end)
+    let run = |control: Option<&str>| -> (i64, i64, i64, i64) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fake = Fake::new(4);
+        let set = Settings {
+            control: control.map(str::to_owned),
+            ..settings("workflow-fcfs")
+        };
+        let mut c = Controller::open_or_create(&db(&dir), &set, &Registry::builtin(), &mut fake).unwrap();
+        let (r1, w1) = fake.workflow("alice", "physics", 32, 20);
+        let mut second = None;
+        let (mut started, mut ended) = (BTreeMap::new(), BTreeMap::new());
+        for step in 0..200 {
+            if step == 10 {
+                second = Some(fake.workflow("alice", "physics", 8, 20));
+            }
+            fake.advance(5);
+            cycle(&mut c, &mut fake);
+            for j in fake.jobs.iter().filter(|j| j.running_since.is_some()) {
+                started.entry(j.id).or_insert(fake.now);
+            }
+            for id in (r1..=fake.next).filter(|id| !fake.jobs.iter().any(|j| j.id == *id)) {
+                ended.entry(id).or_insert(fake.now);
+            }
+            if fake.jobs.is_empty() {
+                break;
+            }
+        }
+        let (r2, w2) = second.unwrap();
+        let last = |root: u64, tasks: &[u64]| tasks.iter().chain([&root]).map(|id| ended[id]).max().unwrap();
+        (
+            w1.iter().map(|id| started[id]).max().unwrap(),
+            started[&r2],
+            last(r1, &w1),
+            last(r2, &w2),
+        )
+    };
+    let fcfs = run(None);
+    let fair = run(Some("workflow-fairness[tau=0.05]"));
+    eprintln!(
+        "(first's last start, second's first start, first's end, second's end): fcfs {fcfs:?}, workflow-fairness {fair:?}"
+    );
+    assert!(fcfs.1 >= fcfs.0, "workflow-fcfs: {fcfs:?}");
+    assert!(fair.1 < fair.0, "workflow-fairness: {fair:?}");
+    // Slurm started it in the first wave after the second was submitted
+    // (at 50 s; the first's tasks end in waves of 20 s from 45 s).
+    assert!(fair.1 <= 65, "workflow-fairness: {fair:?}");
 }

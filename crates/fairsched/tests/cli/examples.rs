@@ -117,6 +117,10 @@ const LIVE: &[(&str, &str)] = &[
         STEER_FLOOD,
     ),
     (
+        "fairsched slurm steer --policy workflow-fcfs --control 'workflow-fairness[tau=0.05]' --db wf.db",
+        STEER_WORKFLOWS,
+    ),
+    (
         "fairsched slurm history --since \"$(date -d '1 day ago' +%F)\" --swf site.swf --platform site-history.toml",
         STEER_FLOOD,
     ),
@@ -216,6 +220,7 @@ const PILOTS_CANCEL: &str = "slurm_pilots::a_pilot_cancelled_with_scancel_mid_ta
 const STEER_STICK: &str =
     "slurm_steer::factors_stick_survive_a_kill_and_a_dry_run_and_reset_change_what_they_say";
 const STEER_FLOOD: &str = "slurm_steer::under_steering_the_trickle_passes_the_flood";
+const STEER_WORKFLOWS: &str = "slurm_steer::dependency_chains_are_steered_as_workflows";
 const STEER_SCORE: &str = "slurm_steer::score_measures_a_recorded_schedule";
 const STEER_REPLAY: &str = "slurm_steer::a_replay_dry_run_prints_what_the_window_holds";
 /// A sweep submitted to the real Slurm and collected.

@@ -198,6 +198,21 @@ fn flood_and_trickle(steer: Option<&str>) -> Run {
     for a in ["physics", "chemistry"] {
         tool("sacctmgr", &["-i", "modify", "account", a, "set", "RawUsage=0"]);
     }
+    // The reset zeroes the raw usage; the effective usage that Slurm's fair
+    // share ranks by follows at its next recalculation (PriorityCalcPeriod,
+    // a minute here). Until then a user who ran jobs before (another
+    // test's) would still rank below carol.
+    wait_for(
+        "Slurm's fair share to fold in the reset",
+        Duration::from_secs(90),
+        || {
+            tool("sshare", &["-n", "-P", "-a", "-o", "Account,User,EffectvUsage"])
+                .lines()
+                .filter(|l| l.contains("physics") || l.contains("chemistry"))
+                .all(|l| l.rsplit('|').next().and_then(|u| u.trim().parse::<f64>().ok()) == Some(0.0))
+                .then_some(())
+        },
+    );
     let dir = tempfile::tempdir().unwrap();
     let ctl = steer.map(|p| controller(dir.path(), p, &[]));
     // sacct's --since is to the second and takes the jobs that ended in
@@ -275,6 +290,78 @@ fn under_steering_the_trickle_passes_the_flood() {
             history_replays(&steered);
         }
     }
+}
+
+/// A workflow as a site submits one: a first job (`split`, 2 s), then
+/// `width` jobs (`align`, `secs` s each) that wait for it (`afterok`).
+/// Its job ids, the first job's first.
+fn submit_workflow(user: &str, account: &str, width: usize, secs: u32) -> Vec<String> {
+    let uid = format!("--uid={user}");
+    let sbatch = |extra: &[&str], wrap: &str| {
+        let mut args = vec!["--parsable", &uid, "-A", account, "-t", "5", "-o", "/dev/null"];
+        args.extend_from_slice(extra);
+        args.extend(["--wrap", wrap]);
+        tool("sbatch", &args).trim().to_owned()
+    };
+    let root = sbatch(&["-J", "split"], "sleep 2");
+    let after = format!("--dependency=afterok:{root}");
+    let wrap = format!("sleep {secs}");
+    let mut ids = vec![root.clone()];
+    ids.extend((0..width).map(|_| sbatch(&["-J", "align", &after], &wrap)));
+    ids
+}
+
+/// Two workflows of alice: the first wide (80 jobs after its first, 5
+/// waves of the 16 CPUs), the second (8 after its first) submitted once
+/// the first's jobs run. When the first's last job started, and the
+/// second's first.
+fn two_workflows(control: Option<&str>) -> (i64, i64) {
+    wait_idle(Duration::from_secs(120));
+    let dir = tempfile::tempdir().unwrap();
+    let ctl = control.map(|c| controller(dir.path(), "workflow-fcfs", &["--control", c]));
+    let first = submit_workflow("alice", "physics", 80, 3);
+    wait_for("the first workflow's first wave", Duration::from_secs(60), || {
+        (tool("squeue", &["-h", "-t", "R", "-u", "alice", "-o", "%i"])
+            .lines()
+            .count()
+            >= 16)
+            .then_some(())
+    });
+    let second = submit_workflow("alice", "physics", 8, 3);
+    wait_idle(Duration::from_secs(180));
+    drop(ctl);
+    let last = times(&first).iter().map(|t| t.1).max().unwrap();
+    (last, times(&second[..1])[0].1)
+}
+
+/// The workflow-fairness Control over Slurm dependency chains: plain
+/// Slurm starts a workflow submitted second behind every job of the
+/// first (equal priorities, lower job numbers first); steered by
+/// `workflow-fcfs` with the Control, the second's first job is raised
+/// (all of its workflow's work is pending) and starts while jobs of the
+/// first still wait.
+#[test]
+fn dependency_chains_are_steered_as_workflows() {
+    if !slurm_up() {
+        return;
+    }
+    let _cluster = slurm_exclusive();
+    cancel_all();
+    let (plain_last, plain_second) = two_workflows(None);
+    let (last, second) = two_workflows(Some("workflow-fairness[tau=0.05]"));
+    eprintln!(
+        "two workflows: the second's first job started {} s after the first's last under plain Slurm, {} s before it steered",
+        plain_second - plain_last,
+        last - second
+    );
+    assert!(
+        plain_second >= plain_last,
+        "plain Slurm: {plain_second} against {plain_last}"
+    );
+    assert!(
+        second < last,
+        "steered: the second's first job started at {second}, the first's last at {last}"
+    );
 }
 
 /// `slurm history` of a run's jobs: an SWF log that `trace info` reads,
@@ -556,7 +643,11 @@ fn bad_slurms_get_clear_errors_never_a_crash() {
     let _cluster = slurm_exclusive();
     // squeue printing what does not parse: the cycle is skipped, logged,
     // with its line and field; nothing is applied.
-    let garbage = fake_tool(d, "squeue", "echo '12|12|alice|physics|x|5:00|PENDING'");
+    let garbage = fake_tool(
+        d,
+        "squeue",
+        "echo '12|12|alice|physics|x|5:00|PENDING|Priority|(null)|wrap'",
+    );
     let o = run(
         &[("FAIRSCHED_SQUEUE", &garbage)],
         &["--cycles", "1", "--platform", &write_platform(d)],
