@@ -311,12 +311,14 @@ impl Live {
     }
 
     /// Runs `f` in one transaction of the database, outside any step: a
-    /// driver's own tables (the steering controller's last decisions).
+    /// driver's own tables (the steering controller's last decisions). It
+    /// gets the core, to decide from it what is written.
     pub fn transact(
         &mut self,
-        f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<()>,
+        f: impl FnOnce(&rusqlite::Transaction, &Scheduler) -> rusqlite::Result<()>,
     ) -> Result<(), LiveError> {
-        Ok(self.store.transact(f)?)
+        let core = &self.core;
+        Ok(self.store.transact(|tx| f(tx, core))?)
     }
 
     /// Applies one step at `now` (clamped to the core's time); see
@@ -333,16 +335,17 @@ impl Live {
     /// If the commit fails, the core is put back as before the group and
     /// every step gets the error: nothing was applied.
     pub fn commit(&mut self, steps: Vec<(Time, Vec<Event>)>) -> Vec<Result<Vec<Action>, LiveError>> {
-        self.commit_with(steps, |_, _| Ok(()))
+        self.commit_with(steps, |_, _, _| Ok(()))
     }
 
     /// [`Live::commit`], with `extra` writing the service's own tables in
     /// the same transaction as the steps. It gets each step's result (the
-    /// actions of an accepted step, `None` for a refused one).
+    /// actions of an accepted step, `None` for a refused one) and the core
+    /// after the steps (to decide from it what is written with them).
     pub fn commit_with(
         &mut self,
         steps: Vec<(Time, Vec<Event>)>,
-        extra: impl FnOnce(&rusqlite::Transaction, &[Option<&[Action]>]) -> rusqlite::Result<()>,
+        extra: impl FnOnce(&rusqlite::Transaction, &[Option<&[Action]>], &Scheduler) -> rusqlite::Result<()>,
     ) -> Vec<Result<Vec<Action>, LiveError>> {
         if let Some(why) = &self.broken {
             let msg = format!("not logged: the broker must restart ({why})");
@@ -391,7 +394,8 @@ impl Live {
         let logged = if accepted.is_empty() {
             Ok(())
         } else {
-            self.store.append_with(&accepted, |tx| extra(tx, &outcomes))
+            let core = &self.core;
+            self.store.append_with(&accepted, |tx| extra(tx, &outcomes, core))
         };
         if let Err(e) = logged {
             let msg = e.to_string();

@@ -590,7 +590,7 @@ impl Broker {
         let results = if steps.is_empty() {
             Vec::new()
         } else {
-            self.live.commit_with(steps, |tx, outcomes| {
+            self.live.commit_with(steps, |tx, outcomes, _| {
                 ran = true;
                 let mut delta = ShareDelta::default();
                 let mut batch = Batch::default();

@@ -26,10 +26,12 @@ pub mod queue;
 
 use crate::SlurmError;
 use fairsched_broker::{Config, Live, LiveError};
-use fairsched_core::{Event, MachineId, OrgId, Registry, TaskId, TaskSpec, Time, WorkflowId, WorkflowRef};
+use fairsched_core::{
+    Event, MachineId, OrgId, Registry, Scheduler, TaskId, TaskSpec, Time, WorkflowId, WorkflowRef,
+};
 use queue::{JobState, SlurmJob};
 use rusqlite::{OptionalExtension, params};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -270,6 +272,8 @@ pub struct Controller {
     /// The workflow of each job number (`13` for `13_2`) known to belong
     /// to one, while the workflow has a job in the queue.
     workflow_of: BTreeMap<String, i64>,
+    /// The last cycle's ranking of the pending jobs (first: starts next).
+    ranking: Vec<String>,
     orgs: BTreeMap<String, u32>,
     step: i64,
     totals: Totals,
@@ -359,6 +363,7 @@ impl Controller {
             workflow_ids: BTreeMap::new(),
             activity_ids: BTreeMap::new(),
             workflow_of: BTreeMap::new(),
+            ranking: Vec::new(),
             orgs: BTreeMap::new(),
             step,
             totals: Totals::default(),
@@ -377,7 +382,7 @@ impl Controller {
         let orgs_json = serde_json::to_string(&orgs).expect("orgs serialize");
         let names: Vec<(String, u32)> = c.orgs.iter().map(|(k, v)| (k.clone(), *v)).collect();
         let db = c.path.clone();
-        let results = c.live.commit_with(vec![(Time::ZERO, join)], |tx, _| {
+        let results = c.live.commit_with(vec![(Time::ZERO, join)], |tx, _, _| {
             tx.execute_batch(SCHEMA)?;
             tx.execute(
                 "INSERT INTO steer_meta (key, value) VALUES ('settings', ?1), ('orgs', ?2), ('step', ?3), ('totals', '{}')",
@@ -541,7 +546,7 @@ impl Controller {
         }
         let mut live = live;
         if !has_workflows {
-            live.transact(|tx| tx.execute_batch(SCHEMA))?;
+            live.transact(|tx, _| tx.execute_batch(SCHEMA))?;
         }
         Ok(Controller {
             live,
@@ -552,6 +557,7 @@ impl Controller {
             workflow_ids,
             activity_ids,
             workflow_of,
+            ranking,
             orgs,
             step,
             totals,
@@ -625,7 +631,7 @@ impl Controller {
         // processors), then requeues, submissions, starts.
         let mut c = Cycle::default();
         let seen: BTreeSet<&str> = queue.iter().map(|j| j.id.as_str()).collect();
-        let slurm_pending: BTreeSet<&str> = queue
+        let slurm_pending: HashSet<&str> = queue
             .iter()
             .filter(|j| j.state == JobState::Pending)
             .map(|j| j.id.as_str())
@@ -836,96 +842,84 @@ impl Controller {
         for h in &ended_workflows {
             self.workflow_of.remove(h);
         }
-        let names = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<()> {
-            let mut name =
-                tx.prepare_cached("INSERT INTO steer_names (kind, name, id) VALUES (?1, ?2, ?3)")?;
-            for (kind, n, id) in &new_names {
-                name.execute(params![kind, n, id])?;
-            }
-            let mut placed =
-                tx.prepare_cached("INSERT OR REPLACE INTO steer_workflows (head, workflow) VALUES (?1, ?2)")?;
-            for (h, w) in &new_workflows {
-                placed.execute(params![h, w])?;
-            }
-            let mut ended = tx.prepare_cached("DELETE FROM steer_workflows WHERE head = ?1")?;
-            for h in &ended_workflows {
-                ended.execute([h])?;
-            }
-            Ok(())
-        };
-        if events.is_empty()
-            && !(new_names.is_empty() && new_workflows.is_empty() && ended_workflows.is_empty())
-        {
-            self.live.transact(|tx| names(tx))?;
-        }
-        if !events.is_empty() {
-            let jobs = &self.jobs;
-            let r = self.live.commit_with(vec![(now, events)], |tx, _| {
-                // Prepared once per transaction, not once per row.
-                let mut delete = tx.prepare_cached("DELETE FROM steer_jobs WHERE job = ?1")?;
-                for id in &gone {
-                    delete.execute([id])?;
-                }
-                let mut insert = tx.prepare_cached(
-                    "INSERT INTO steer_jobs (job, task, record, user, account, running) VALUES (?1, ?2, ?3, ?4, ?5, 0)",
-                )?;
-                for (id, t) in &new_jobs {
-                    insert.execute(params![id, t.task.0 as i64, t.record, t.user, t.account])?;
-                }
-                let mut running = tx.prepare_cached("UPDATE steer_jobs SET running = ?2 WHERE job = ?1")?;
-                for (id, _) in &running_changes {
-                    if let Some(t) = jobs.get(id) {
-                        running.execute(params![id, i64::from(t.running)])?;
-                    }
-                }
-                names(tx)
-            });
-            if let Some(Err(e)) = r.into_iter().next() {
-                // Nothing was applied: the next cycle reopens and retries.
-                return Err(e.into());
-            }
-        }
-
         for (id, r) in &records {
             if let Some(t) = self.jobs.get_mut(id) {
                 t.record = r.clone();
             }
         }
-
-        // 3. The policy's order, as site factors.
-        let ranked = self
-            .live
-            .core()
-            .rank(POOL, now)
-            .map_err(|e| SteerError::Config(format!("ranking: {e}")))?;
-        let plan = plan(&self.jobs, &ranked, &slurm_pending, &sprio, self.step);
-        c.pending = plan.pending;
-        c.running = self.jobs.values().filter(|t| t.running).count();
-        c.changes = plan.changes;
-        c.not_stuck = plan.not_stuck;
-        // Recorded before it is sent: a crash in between is re-asserted
-        // by the next cycle's read-back.
-        // Only the rows whose factors changed are written; the ranking is
-        // one value (a job's rank changes whenever one above it starts).
-        let mut changed_rows = BTreeMap::new();
-        let mut ranking = vec![String::new(); plan.per_job.len()];
-        for (id, &(rank, seen, wanted)) in &plan.per_job {
-            if let Some(t) = self.jobs.get_mut(id) {
-                t.rank = Some(rank);
-                if t.seen != seen || t.wanted != Some(wanted) {
-                    t.seen = seen;
-                    t.wanted = Some(wanted);
-                    changed_rows.insert(id.clone(), (seen, wanted));
-                }
+        // 3. The policy's order, as site factors: decided on the core once
+        // stepped, and written in the step's transaction (one commit per
+        // cycle). Recorded before it is sent: a crash in between is
+        // re-asserted by the next cycle's read-back.
+        let mut totals = self.totals.clone();
+        totals.cycles += 1;
+        totals.unmirrored += unmirrored;
+        let writes = Writes {
+            gone: &gone,
+            new_jobs: &new_jobs,
+            running_changes: &running_changes,
+            new_names: &new_names,
+            new_workflows: &new_workflows,
+            ended_workflows: &ended_workflows,
+            records: &records,
+        };
+        let jobs = &self.jobs;
+        let last_ranking = &self.ranking;
+        let step = self.step;
+        let mut decided: Option<Result<Decided, String>> = None;
+        let mut decide_and_write =
+            |tx: &rusqlite::Transaction<'_>, core: &Scheduler| -> rusqlite::Result<()> {
+                let d = match core.rank(POOL, now) {
+                    Ok(ranked) => Decided::new(
+                        plan(jobs, &ranked, &slurm_pending, &sprio, step),
+                        &mut totals,
+                        last_ranking,
+                    ),
+                    Err(e) => {
+                        decided = Some(Err(format!("ranking: {e}")));
+                        return Err(rusqlite::Error::InvalidQuery);
+                    }
+                };
+                let r = writes.write(tx, jobs, &d, &totals);
+                decided = Some(Ok(d));
+                r
+            };
+        if events.is_empty() {
+            let r = self.live.transact(&mut decide_and_write);
+            if let Some(Err(e)) = decided {
+                return Err(SteerError::Config(e));
             }
-            ranking[rank as usize] = id.clone();
+            r?;
+        } else {
+            let r = self
+                .live
+                .commit_with(vec![(now, events)], |tx, _, core| decide_and_write(tx, core));
+            if let Some(Err(e)) = decided {
+                return Err(SteerError::Config(e));
+            }
+            if let Some(Err(e)) = r.into_iter().next() {
+                // Nothing was applied: the next cycle reopens and retries.
+                return Err(e.into());
+            }
         }
-        self.totals.cycles += 1;
-        self.totals.not_stuck += c.not_stuck.len() as u64;
-        self.totals.unmirrored += unmirrored;
-        self.totals.updates += c.changes.len() as u64;
-        self.totals.calls += c.changes.len().div_ceil(UPDATES_PER_CALL) as u64;
-        self.write_jobs(&changed_rows, &records, Some(&ranking))?;
+        let Some(Ok(d)) = decided else {
+            return Err(SteerError::Config("the core refused the cycle's step".into()));
+        };
+        for (rank, (id, seen, wanted)) in d.plan.per_job.iter().enumerate() {
+            if let Some(t) = self.jobs.get_mut(id) {
+                t.rank = Some(rank as u64);
+                t.seen = *seen;
+                t.wanted = Some(*wanted);
+            }
+        }
+        if d.ranking_changed {
+            self.ranking = d.plan.per_job.iter().map(|(id, _, _)| id.clone()).collect();
+        }
+        self.totals = totals;
+        c.pending = d.plan.pending;
+        c.running = self.jobs.values().filter(|t| t.running).count();
+        c.changes = d.plan.changes;
+        c.not_stuck = d.plan.not_stuck;
 
         // 4. Sent, batched.
         if !c.changes.is_empty() {
@@ -951,40 +945,14 @@ impl Controller {
         Ok(c)
     }
 
-    /// Writes the rows whose factors changed, the ranking if given, and
-    /// the totals, in one transaction.
-    fn write_jobs(
-        &mut self,
-        rows: &BTreeMap<String, (Option<i64>, i64)>,
-        records: &[(String, String)],
-        ranking: Option<&[String]>,
-    ) -> Result<(), SteerError> {
+    fn save_totals(&mut self) -> Result<(), SteerError> {
         let totals = serde_json::to_string(&self.totals).expect("totals serialize");
-        let ranking = ranking.map(|r| serde_json::to_string(r).expect("ids serialize"));
         self.live
-            .transact(|tx| {
-                let mut up = tx.prepare_cached("UPDATE steer_jobs SET seen = ?2, wanted = ?3 WHERE job = ?1")?;
-                for (id, (seen, wanted)) in rows {
-                    up.execute(params![id, seen, wanted])?;
-                }
-                let mut rec = tx.prepare_cached("UPDATE steer_jobs SET record = ?2 WHERE job = ?1")?;
-                for (id, record) in records {
-                    rec.execute(params![id, record])?;
-                }
+            .transact(|tx, _| {
                 tx.execute("UPDATE steer_meta SET value = ?1 WHERE key = 'totals'", [totals])?;
-                if let Some(r) = ranking {
-                    tx.execute(
-                        "INSERT INTO steer_meta (key, value) VALUES ('ranking', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1",
-                        [r],
-                    )?;
-                }
                 Ok(())
             })
             .map_err(SteerError::from)
-    }
-
-    fn save_totals(&mut self) -> Result<(), SteerError> {
-        self.write_jobs(&BTreeMap::new(), &[], None)
     }
 
     /// Sets back to 0 the site factor of every pending job it set one on;
@@ -1002,7 +970,7 @@ impl Controller {
         }
         let sent = cluster.set_site_factors(&updates)?;
         let reset: Vec<&String> = updates.iter().map(|(j, _)| j).collect();
-        self.live.transact(|tx| {
+        self.live.transact(|tx, _| {
             for j in &reset {
                 tx.execute("UPDATE steer_jobs SET wanted = NULL WHERE job = ?1", [j])?;
             }
@@ -1020,55 +988,182 @@ impl Controller {
     }
 }
 
-/// A cycle's decisions: for each pending job (by Slurm id), its rank,
-/// the factor `sprio` showed, the one wanted.
+/// A cycle's decisions: for each pending job (by Slurm id) in the
+/// policy's order, the factor `sprio` showed and the one wanted.
 struct Plan {
     pending: usize,
     changes: Vec<(String, i64, i64)>,
     not_stuck: Vec<String>,
-    per_job: BTreeMap<String, (u64, Option<i64>, i64)>,
+    per_job: Vec<(String, Option<i64>, i64)>,
 }
 
 /// Ranks `ranked` (the core's order) of the jobs Slurm has pending.
 fn plan(
     jobs: &BTreeMap<String, Tracked>,
     ranked: &[TaskId],
-    slurm_pending: &BTreeSet<&str>,
+    slurm_pending: &HashSet<&str>,
     sprio: &BTreeMap<String, i64>,
     step: i64,
 ) -> Plan {
-    let by_task: BTreeMap<TaskId, (&String, &Tracked)> = jobs
+    let by_task: HashMap<TaskId, (&String, &Tracked)> = jobs
         .iter()
         .filter(|(id, _)| slurm_pending.contains(id.as_str()))
         .map(|(id, t)| (t.task, (id, t)))
         .collect();
-    let pending: Vec<(&String, &Tracked)> = ranked.iter().filter_map(|t| by_task.get(t).copied()).collect();
+    let pending: Vec<(&String, &Tracked, Option<i64>)> = ranked
+        .iter()
+        .filter_map(|t| by_task.get(t).copied())
+        .map(|(id, t)| (id, t, sprio.get(&t.record).copied()))
+        .collect();
     // What Slurm has now: sprio's value; for a job sprio does not list
     // (held), what was last wanted, else Slurm's default 0.
     let current: Vec<i64> = pending
         .iter()
-        .map(|(_, t)| sprio.get(&t.record).copied().or(t.wanted).unwrap_or(0))
+        .map(|(_, t, seen)| seen.or(t.wanted).unwrap_or(0))
         .collect();
     let wanted = factors::assign(&current, step);
     let mut p = Plan {
         pending: pending.len(),
         changes: Vec::new(),
         not_stuck: Vec::new(),
-        per_job: BTreeMap::new(),
+        per_job: Vec::with_capacity(pending.len()),
     };
-    for (i, ((id, t), (&cur, &want))) in pending.iter().zip(current.iter().zip(&wanted)).enumerate() {
-        let seen = sprio.get(&t.record).copied();
+    for ((id, t, seen), (&cur, &want)) in pending.iter().zip(current.iter().zip(&wanted)) {
         if let (Some(last), Some(s)) = (t.wanted, seen)
-            && last != s
+            && last != *s
         {
             p.not_stuck.push((*id).clone());
         }
         if want != cur {
             p.changes.push(((*id).clone(), cur, want));
         }
-        p.per_job.insert((*id).clone(), (i as u64, seen, want));
+        p.per_job.push(((*id).clone(), *seen, want));
     }
     p
+}
+
+/// A cycle's plan, with what it adds to the totals.
+struct Decided {
+    plan: Plan,
+    /// The order differs from the last cycle's (then it is written).
+    ranking_changed: bool,
+}
+
+impl Decided {
+    fn new(plan: Plan, totals: &mut Totals, last: &[String]) -> Decided {
+        totals.not_stuck += plan.not_stuck.len() as u64;
+        totals.updates += plan.changes.len() as u64;
+        totals.calls += plan.changes.len().div_ceil(UPDATES_PER_CALL) as u64;
+        let ranking_changed =
+            last.len() != plan.per_job.len() || last.iter().zip(&plan.per_job).any(|(a, (b, _, _))| a != b);
+        Decided {
+            plan,
+            ranking_changed,
+        }
+    }
+}
+
+/// What a cycle writes of its own, in its step's transaction.
+struct Writes<'a> {
+    gone: &'a [String],
+    new_jobs: &'a [(String, Tracked)],
+    running_changes: &'a [(String, bool)],
+    new_names: &'a [(&'static str, String, i64)],
+    new_workflows: &'a BTreeMap<String, i64>,
+    ended_workflows: &'a [String],
+    records: &'a [(String, String)],
+}
+
+impl Writes<'_> {
+    /// Writes the cycle's rows: jobs gone, new (with their factors), whose
+    /// state or record changed, whose factors changed; names, workflows,
+    /// the totals (`totals`, as they will be), and the ranking if it
+    /// changed. `jobs` is the controller's, the cycle's changes applied
+    /// but not yet the plan's factors.
+    fn write(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        jobs: &BTreeMap<String, Tracked>,
+        d: &Decided,
+        totals: &Totals,
+    ) -> rusqlite::Result<()> {
+        // Prepared once per transaction, not once per row.
+        let mut delete = tx.prepare_cached("DELETE FROM steer_jobs WHERE job = ?1")?;
+        for id in self.gone {
+            delete.execute([id])?;
+        }
+        let factors: HashMap<&str, (Option<i64>, i64)> = d
+            .plan
+            .per_job
+            .iter()
+            .map(|(id, seen, want)| (id.as_str(), (*seen, *want)))
+            .collect();
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO steer_jobs (job, task, record, user, account, running, seen, wanted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        let fresh: HashSet<&str> = self.new_jobs.iter().map(|(id, _)| id.as_str()).collect();
+        for (id, _) in self.new_jobs {
+            let t = &jobs[id];
+            let (seen, wanted) = factors
+                .get(id.as_str())
+                .map_or((None, None), |&(s, w)| (s, Some(w)));
+            insert.execute(params![
+                id,
+                t.task.0 as i64,
+                t.record,
+                t.user,
+                t.account,
+                i64::from(t.running),
+                seen,
+                wanted
+            ])?;
+        }
+        let mut running = tx.prepare_cached("UPDATE steer_jobs SET running = ?2 WHERE job = ?1")?;
+        for (id, _) in self.running_changes {
+            if let Some(t) = jobs.get(id)
+                && !fresh.contains(id.as_str())
+            {
+                running.execute(params![id, i64::from(t.running)])?;
+            }
+        }
+        let mut rec = tx.prepare_cached("UPDATE steer_jobs SET record = ?2 WHERE job = ?1")?;
+        for (id, record) in self.records {
+            rec.execute(params![id, record])?;
+        }
+        // Only the rows whose factors changed.
+        let mut up = tx.prepare_cached("UPDATE steer_jobs SET seen = ?2, wanted = ?3 WHERE job = ?1")?;
+        for (id, seen, wanted) in &d.plan.per_job {
+            if let Some(t) = jobs.get(id)
+                && !fresh.contains(id.as_str())
+                && (t.seen != *seen || t.wanted != Some(*wanted))
+            {
+                up.execute(params![id, seen, wanted])?;
+            }
+        }
+        let mut name = tx.prepare_cached("INSERT INTO steer_names (kind, name, id) VALUES (?1, ?2, ?3)")?;
+        for (kind, n, id) in self.new_names {
+            name.execute(params![kind, n, id])?;
+        }
+        let mut placed =
+            tx.prepare_cached("INSERT OR REPLACE INTO steer_workflows (head, workflow) VALUES (?1, ?2)")?;
+        for (h, w) in self.new_workflows {
+            placed.execute(params![h, w])?;
+        }
+        let mut ended = tx.prepare_cached("DELETE FROM steer_workflows WHERE head = ?1")?;
+        for h in self.ended_workflows {
+            ended.execute([h])?;
+        }
+        let totals = serde_json::to_string(totals).expect("totals serialize");
+        tx.execute("UPDATE steer_meta SET value = ?1 WHERE key = 'totals'", [totals])?;
+        if d.ranking_changed {
+            let ids: Vec<&str> = d.plan.per_job.iter().map(|(id, _, _)| id.as_str()).collect();
+            tx.execute(
+                "INSERT INTO steer_meta (key, value) VALUES ('ranking', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1",
+                [serde_json::to_string(&ids).expect("ids serialize")],
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Workflows (the workflow-fairness Control's): jobs linked by Slurm
