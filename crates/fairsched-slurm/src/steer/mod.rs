@@ -650,7 +650,7 @@ impl Controller {
         }
         c.ended = gone.len();
         let mut order: Vec<&SlurmJob> = queue.iter().collect();
-        order.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        order.sort_by_cached_key(|j| j.sort_key());
         let mut new_jobs: Vec<(String, Tracked)> = Vec::new();
         let mut new_names: Vec<(&'static str, String, i64)> = Vec::new();
         let new_workflows = workflows(
@@ -1002,7 +1002,7 @@ fn plan(
     jobs: &BTreeMap<String, Tracked>,
     ranked: &[TaskId],
     slurm_pending: &HashSet<&str>,
-    sprio: &BTreeMap<String, i64>,
+    sprio: &HashMap<String, i64>,
     step: i64,
 ) -> Plan {
     let by_task: HashMap<TaskId, (&String, &Tracked)> = jobs
