@@ -158,6 +158,51 @@ pub fn scenario(name: &str, seed: u64) -> Result<Setup, SimError> {
     Ok(Setup { servers: 10, users })
 }
 
+/// The legacy system's right `n_submit` for `setup`: the largest n (every
+/// client submitting n, clamped to its own `[n_min, n_max]`) whose
+/// requests all meet their users' deadlines on FCFS servers kept busy
+/// from the first arrival. A user's requests are done when its own and
+/// those of every user who arrived before it (ties in setup order) are,
+/// so n fits when, for every user i in arrival order,
+///
+/// ```text
+/// Σ_{j ≤ i} n_j · T_j  ≤  servers · (d_i − t0_first),   n_j = n clamped to [n_min_j, n_max_j]
+/// ```
+///
+/// The spec gives the values, not a formula ("the legacy system needs
+/// exactly the right `n_submit` (100 in the consecutive scenario, 190 in
+/// the regular day-time one …)"); this is the derivation behind them
+/// (docs/diet-ethic.md). The bound is necessary whatever the scenario (no
+/// server works before the first arrival). It is sufficient when the
+/// servers never idle once the first user arrives and each user's
+/// requests spread evenly over them (n a multiple of `servers`), as in
+/// night-consecutive and day-regular; elsewhere it is an upper bound.
+/// `None` when even the mandatory requests do not fit, or with no user.
+pub fn legacy_right_n_submit(setup: &Setup) -> Option<u32> {
+    let mut users: Vec<&User> = setup.users.iter().collect();
+    users.sort_by_key(|u| u.arrival); // stable: ties keep setup order
+    let first = users.first()?.arrival;
+    let fits = |n: u32| {
+        let mut work: i128 = 0; // request-ms of the users so far
+        users.iter().all(|u| {
+            work += i128::from(n.max(u.n_min).min(u.n_max)) * i128::from(u.duration.millis());
+            work <= i128::from(setup.servers) * i128::from((u.deadline - first).millis())
+        })
+    };
+    // `fits` only turns false as n grows: the largest n in [1, top] for
+    // which it holds, by bisection (n past every n_max changes nothing).
+    let top = users.iter().map(|u| u.n_max).max()?;
+    if !fits(1) {
+        return None;
+    }
+    let (mut lo, mut hi) = (1, top); // fits(lo); the answer is in [lo, hi]
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) { lo = mid } else { hi = mid - 1 }
+    }
+    Some(lo)
+}
+
 /// The timing model: how long a client's messages take, and what a
 /// server spends on each request beside its work. Every value is zero by
 /// default (ideal timing, the results of the model without it).
@@ -924,6 +969,55 @@ mod tests {
                 .collect();
         v.sort();
         (res, v.into_iter().map(|(_, a, b, c, d)| (a, b, c, d)).collect())
+    }
+
+    /// [`legacy_right_n_submit`] on hand-made setups. Two users on one
+    /// server, 1 s requests, both from 0, deadlines 10 s and 7 s: the
+    /// first is done after its own n (n ≤ 10), the second after both
+    /// users' (2n ≤ 7), so n = 3. A cap of 2 on the first leaves the
+    /// second room (2 + n ≤ 7: 5); 2 s requests for the first count twice
+    /// (2n + n ≤ 7: 2); two servers double the room (2n ≤ 14: 7). Users
+    /// wait in arrival order, not setup order; mandatory requests that
+    /// miss a deadline leave no right n.
+    #[test]
+    fn the_right_n_submit_is_the_largest_that_meets_every_deadline() {
+        let user = |arrival: i64, deadline: i64, n_min: u32, n_max: u32, t: i64| User {
+            arrival: Time::from_secs(arrival),
+            deadline: Time::from_secs(deadline),
+            n_min,
+            n_max,
+            duration: Time::from_secs(t),
+        };
+        let setup = |servers: u32, users: Vec<User>| Setup { servers, users };
+        let right = |s: Setup| legacy_right_n_submit(&s);
+        assert_eq!(
+            right(setup(1, vec![user(0, 10, 1, 100, 1), user(0, 7, 1, 100, 1)])),
+            Some(3)
+        );
+        assert_eq!(
+            right(setup(1, vec![user(0, 10, 1, 2, 1), user(0, 7, 1, 100, 1)])),
+            Some(5)
+        );
+        assert_eq!(
+            right(setup(1, vec![user(0, 10, 1, 100, 2), user(0, 7, 1, 100, 1)])),
+            Some(2)
+        );
+        assert_eq!(
+            right(setup(2, vec![user(0, 10, 1, 100, 1), user(0, 7, 1, 100, 1)])),
+            Some(7)
+        );
+        // The cap binds first: n_max, not the servers' capacity.
+        assert_eq!(right(setup(1, vec![user(0, 100, 1, 40, 1)])), Some(40));
+        // Arrival order, not setup order: the later arrival waits behind.
+        assert_eq!(
+            right(setup(1, vec![user(5, 11, 1, 100, 1), user(1, 7, 1, 100, 1)])),
+            Some(5)
+        );
+        assert_eq!(
+            right(setup(1, vec![user(0, 5, 3, 100, 1), user(0, 5, 3, 100, 1)])),
+            None
+        );
+        assert_eq!(right(setup(1, vec![])), None);
     }
 
     #[test]
