@@ -419,6 +419,19 @@ impl Scheduler {
             self.control.as_ref().map(ControlPolicy::reads),
         )
     }
+    /// [`Scheduler::gauges`] as they read at `now` (never before the
+    /// core's clock): what a driver that steps only when something changed
+    /// (the steering controller) reports between two steps. Decides
+    /// nothing; the core is left as it was.
+    pub fn gauges_at(&self, now: Time) -> Vec<crate::point::Gauge> {
+        if now <= self.state.now {
+            return self.gauges();
+        }
+        let mut at = self.clone();
+        at.state.now = now;
+        at.gauges()
+    }
+
     /// The policies' fairness state now (see [`crate::Order::gauges`]).
     pub fn gauges(&self) -> Vec<crate::point::Gauge> {
         let mut out = Vec::new();

@@ -410,7 +410,7 @@ impl FairnessObserver {
         } else if self.jobs.is_none() {
             Some(format!(
                 "φ not computed: it needs {schedules} coalition schedules of the whole run; \
-                 ask for it with `simulate --phi`"
+                 ask for it with --phi"
             ))
         } else {
             None

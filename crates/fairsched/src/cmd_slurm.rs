@@ -57,7 +57,7 @@ pub enum SlurmCommand {
     /// users and accounts the platform file maps; what was submitted goes to OUT/submitted.csv.
     ///
     /// Examples:
-    ///   fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,900 --speedup 6 --dry-run
+    ///   fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,900 --speedup 60 --dry-run
     #[command(verbatim_doc_comment)]
     Replay(crate::cmd_slurm_history::ReplayArgs),
     /// How fair a recorded schedule was (a `slurm history` log, or any SWF log with waits):
@@ -66,7 +66,7 @@ pub enum SlurmCommand {
     /// utilities) and Σ|φ − ψ| / p_tot.
     ///
     /// Examples:
-    ///   fairsched slurm score site.swf --platform site.toml --phi
+    ///   fairsched slurm score site.swf --platform site-history.toml --phi
     #[command(verbatim_doc_comment)]
     Score(ScoreArgs),
 }
@@ -226,8 +226,16 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
             scratch = Scratch::new()?;
             scratch.0.join("steer.db")
         };
+        let fresh = !a.db.exists();
         let mut c = Controller::open_or_create(&db, &settings, registry, &mut tools).map_err(config_error)?;
         let cy = c.cycle(&mut tools, now_ms(), true)?;
+        if fresh {
+            sayln!(
+                "(a new controller: it knows no usage yet, so this first cycle ranks as if no job had run; \
+                 ties between organizations go to the first of {})",
+                orgs_line(&c)
+            );
+        }
         sayln!(
             "dry run (nothing sent): {} pending, {} running under {}; {} site factor{} would change",
             cy.pending,
@@ -241,9 +249,27 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
         }
         return Ok(());
     }
+    if let Some(m) = &a.metrics {
+        let parent = m
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if m.is_dir() || !parent.is_dir() {
+            return Err(usage(format!(
+                "--metrics {}: {}",
+                m.display(),
+                if m.is_dir() {
+                    "a folder, not a file"
+                } else {
+                    "its folder does not exist"
+                }
+            )));
+        }
+    }
     let mut c = Controller::open_or_create(&a.db, &settings, registry, &mut tools).map_err(config_error)?;
+    sayln!("organizations (account: processors): {}", orgs_line(&c));
     sayln!(
-        "steering{} under {} (site factors {} apart; database {}), every {} s",
+        "steering{} under {} (site factors at least {} apart; database {}), every {} s",
         a.partition
             .as_ref()
             .map(|p| format!(" partition {p}"))
@@ -283,6 +309,15 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
         let left = a.every.saturating_sub(started.elapsed());
         std::thread::sleep(left);
     }
+}
+
+/// `physics: 8, chemistry: 8`.
+fn orgs_line(c: &Controller) -> String {
+    c.contributed()
+        .iter()
+        .map(|(a, p)| format!("{a}: {p}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn report(cy: &Cycle, n: u64) -> anyhow::Result<()> {
@@ -400,9 +435,34 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
         fairsched_slurm::steer::SteerError::Config(m) => usage(m),
         e => anyhow::Error::new(e),
     })?;
+    let id_ok = !a.job.is_empty()
+        && a.job
+            .split('_')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && a.job.matches('_').count() <= 1;
+    if !id_ok {
+        return Err(usage(format!(
+            "{:?} is not a Slurm job id (42, or 42_3 for an array's element)",
+            a.job
+        )));
+    }
     let Some(t) = c.jobs().get(&a.job) else {
+        let elements = c
+            .jobs()
+            .keys()
+            .filter(|k| k.starts_with(&format!("{}_", a.job)))
+            .count();
+        if elements > 0 {
+            bail!(
+                "job {}: an array; the controller follows its elements one by one ({elements} of them, as {}_1, {}_2, …: `squeue -r` lists them)",
+                a.job,
+                a.job,
+                a.job
+            );
+        }
         bail!(
-            "job {}: not followed by the controller of {} (finished, never seen by a cycle, or not in its partition)",
+            "job {}: not followed by the controller of {} (finished, never seen by a cycle, not in its partition, \
+             or waiting on a dependency: such a job is followed once Slurm could run it)",
             a.job,
             a.db.display()
         );
@@ -439,8 +499,8 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
     }
     if let Some(r) = t.rank {
         sayln!(
-            "rank at the last cycle: {} of {pending} pending (0 starts next)",
-            r
+            "rank at the last cycle: {} of {pending} pending (1: starts next)",
+            r + 1
         );
     }
     match (t.wanted, t.seen) {
@@ -448,28 +508,41 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
             sayln!("site factor: {w} (set, and sprio showed it at the last cycle: it stuck)")
         }
         (Some(w), Some(s)) => sayln!(
-            "site factor: the last cycle wanted {w}; sprio showed {s} at its start (changed since, or not yet set): it is re-asserted each cycle until it sticks"
+            "site factor: the last cycle sent {w} (sprio showed {s} before it was sent); the next cycle reads it back and re-asserts it if it did not stick"
         ),
         (Some(w), None) => sayln!(
             "site factor: the last cycle wanted {w} (sprio did not list the job: held, or just submitted)"
         ),
         (None, _) => sayln!("site factor: none set by the controller"),
     }
-    let gauges = c.live().core().gauges();
-    let ours: Vec<_> = gauges
-        .iter()
-        .filter(|g| matches!(g.key, Some(("org", _))))
-        .collect();
-    if !ours.is_empty() {
-        sayln!("the organizations' standing under {}:", c.settings().policy);
-        for g in ours {
-            let (_, k) = g.key.expect("filtered");
-            let mark = if org.is_some_and(|o| i64::from(o) == k) {
-                "  <- this job's"
-            } else {
-                ""
-            };
-            sayln!("  {} org {k}: {:.3}{mark}   ({})", g.name, g.value, g.help);
+    // The core steps only at cycles that saw a change: its gauges (a fair
+    // share's usage of running jobs) are read as of now.
+    let now = fairsched_core::Time::from_millis((now_ms() - c.live().store().epoch_ms()).max(0));
+    let gauges = c.live().core().gauges_at(now);
+    let mut names: Vec<&'static str> = Vec::new();
+    for g in &gauges {
+        if matches!(g.key, Some(("org", _))) && !names.contains(&g.name) {
+            names.push(g.name);
+        }
+    }
+    if !names.is_empty() {
+        sayln!("the organizations' standing under {}, now:", c.settings().policy);
+        let mut orgs: Vec<(&String, u32)> = c.orgs().iter().map(|(n, i)| (n, *i)).collect();
+        orgs.sort_by_key(|o| o.1);
+        for name in names {
+            let help = gauges.iter().find(|g| g.name == name).map_or("", |g| g.help);
+            sayln!("  {name} ({help}):");
+            for (account, id) in &orgs {
+                let value = gauges
+                    .iter()
+                    .find(|g| g.name == name && g.key == Some(("org", i64::from(*id))))
+                    .map(|g| g.value);
+                let mark = if org == Some(*id) { "  <- this job's" } else { "" };
+                match value {
+                    Some(v) => sayln!("    {account}: {v:.3}{mark}"),
+                    None => sayln!("    {account}: 0 (nothing run yet){mark}"),
+                }
+            }
         }
     }
     Ok(())

@@ -139,3 +139,40 @@ fn rank_is_the_order_dispatch_would_start_them_in() {
         assert_eq!(starts(&twin_out), ranked, "{order}");
     }
 }
+
+/// Between two steps a steered core's clock stays at the last one (a
+/// step without events moves nothing); `gauges_at` reads its gauges as
+/// of a later instant, leaving the core as it was.
+#[test]
+fn gauges_read_at_a_later_instant_count_the_running_tasks_usage() {
+    let mut c = core(&[2, 2], "fair-share").steered();
+    let mut out = Vec::new();
+    c.step(
+        Time::from_secs(0),
+        [Event::Submit(TaskSpec::new(1, 1, 0))],
+        None,
+        &mut out,
+    )
+    .unwrap();
+    c.step(
+        Time::from_secs(10),
+        [Event::Start { task: TaskId(1) }],
+        None,
+        &mut out,
+    )
+    .unwrap();
+    let usage = |gauges: Vec<fairsched_core::point::Gauge>| -> f64 {
+        gauges
+            .iter()
+            .find(|g| g.name == "org_usage_slot_seconds" && g.key == Some(("org", 0)))
+            .map_or(-1.0, |g| g.value)
+    };
+    assert_eq!(usage(c.gauges()), 0.0);
+    assert_eq!(usage(c.gauges_at(Time::from_secs(25))), 15.0);
+    assert_eq!(
+        usage(c.gauges_at(Time::from_secs(5))),
+        0.0,
+        "never before the core's clock"
+    );
+    assert_eq!(usage(c.gauges()), 0.0, "the core is left as it was");
+}

@@ -153,14 +153,14 @@ impl Cluster for Tools {
             // on stderr ("Invalid job id specified for job 42").
             match crate::tools::run("scontrol", &[], Some(&input)) {
                 Ok(_) => {}
-                Err(SlurmError::Failed(msg)) if msg.contains("permission denied") => {
+                // Slurm 22.05 answers a user who may not change a site
+                // factor "Access/permission denied" for their own jobs and
+                // "Invalid user id" for other users' jobs.
+                Err(SlurmError::Failed(msg)) if msg.lines().any(no_rights) => {
                     return Err(SlurmError::Usage(format!(
                         "Slurm refused to change a site factor ({}): the controller needs operator rights \
                          (as root or SlurmUser, or `sacctmgr modify user NAME set AdminLevel=Operator`)",
-                        msg.lines()
-                            .find(|l| l.contains("permission denied"))
-                            .unwrap_or("")
-                            .trim()
+                        msg.lines().find(|l| no_rights(l)).unwrap_or("").trim()
                     )));
                 }
                 Err(SlurmError::Failed(msg)) => {
@@ -180,6 +180,12 @@ impl Cluster for Tools {
         }
         Ok(sent)
     }
+}
+
+/// Whether an `scontrol` error line says the caller lacks the rights.
+fn no_rights(line: &str) -> bool {
+    let l = line.to_ascii_lowercase();
+    l.contains("permission denied") || l.contains("invalid user id")
 }
 
 /// Whether an `scontrol` error line is about `job` ("… for job 42", "…
@@ -274,6 +280,8 @@ pub struct Controller {
     workflow_of: BTreeMap<String, i64>,
     /// The last cycle's ranking of the pending jobs (first: starts next).
     ranking: Vec<String>,
+    /// The organizations and the processors each contributes.
+    contributed: Vec<(String, u32)>,
     orgs: BTreeMap<String, u32>,
     step: i64,
     totals: Totals,
@@ -344,6 +352,24 @@ impl Controller {
         let orgs = if settings.orgs.is_empty() {
             even_split(&accounts_with_users(&cluster.accounts()?)?, cpus)?
         } else {
+            // Names that do not match Slurm's accounts are allowed (an
+            // account may get users later) but said.
+            if let Ok(accounts) = cluster.accounts().and_then(|t| accounts_with_users(&t)) {
+                for (name, _) in &settings.orgs {
+                    if !accounts.contains(name) {
+                        tracing::warn!(
+                            "organization {name:?} is no Slurm account with users (sacctmgr): no job will be in it"
+                        );
+                    }
+                }
+                for account in &accounts {
+                    if !settings.orgs.iter().any(|(n, _)| n == account) {
+                        tracing::warn!(
+                            "Slurm account {account:?} is in no organization of the platform file: its jobs rank as an organization that contributes no processors"
+                        );
+                    }
+                }
+            }
             settings.orgs.clone()
         };
         let contributed: u64 = orgs.iter().map(|(_, p)| u64::from(*p)).sum();
@@ -364,6 +390,7 @@ impl Controller {
             activity_ids: BTreeMap::new(),
             workflow_of: BTreeMap::new(),
             ranking: Vec::new(),
+            contributed: orgs.clone(),
             orgs: BTreeMap::new(),
             step,
             totals: Totals::default(),
@@ -443,6 +470,8 @@ impl Controller {
         let settings: Settings =
             serde_json::from_str(&meta("settings")?).map_err(|e| corrupt("settings", e))?;
         let totals: Totals = serde_json::from_str(&meta("totals")?).map_err(|e| corrupt("totals", e))?;
+        let contributed: Vec<(String, u32)> =
+            serde_json::from_str(&meta("orgs")?).map_err(|e| corrupt("orgs", e))?;
         let step: i64 = meta("step")?.parse().map_err(|_| {
             SteerError::Config(format!("{}: steer_meta step is not a number", path.display()))
         })?;
@@ -558,6 +587,7 @@ impl Controller {
             activity_ids,
             workflow_of,
             ranking,
+            contributed,
             orgs,
             step,
             totals,
@@ -580,6 +610,15 @@ impl Controller {
     }
     pub fn live(&self) -> &Live {
         &self.live
+    }
+    /// The organizations: Slurm accounts and their ids.
+    pub fn orgs(&self) -> &BTreeMap<String, u32> {
+        &self.orgs
+    }
+    /// The organizations it was created with, and the processors each
+    /// contributes.
+    pub fn contributed(&self) -> &[(String, u32)] {
+        &self.contributed
     }
     /// The organization an account is (`None`: never seen).
     pub fn org_of(&self, account: &str) -> Option<u32> {
@@ -815,6 +854,11 @@ impl Controller {
             }
         }
         for (kind, name, id) in &new_names {
+            if *kind == "org" {
+                tracing::warn!(
+                    "Slurm account {name:?} is in no organization of the controller: its jobs rank as an organization that contributes no processors"
+                );
+            }
             let map = match *kind {
                 "user" => &mut self.users,
                 "workflow" => &mut self.workflow_ids,

@@ -489,6 +489,16 @@ fn reopening_with_other_settings_is_refused() {
 }
 
 #[test]
+fn scontrol_lines_that_say_the_caller_lacks_rights() {
+    // As Slurm 22.05 prints them to a user without operator rights.
+    assert!(no_rights("Job 43016: Access/permission denied"));
+    assert!(no_rights("slurm_update error: Invalid user id for job 43016"));
+    assert!(!no_rights(
+        "slurm_update error: Invalid job id specified for job 42"
+    ));
+}
+
+#[test]
 fn scontrol_error_lines_name_their_job() {
     assert!(mentions_job("Invalid job id specified for job 42", "42"));
     assert!(!mentions_job("Invalid job id specified for job 421", "42"));

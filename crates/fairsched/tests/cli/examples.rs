@@ -133,15 +133,11 @@ const LIVE: &[(&str, &str)] = &[
         STEER_FLOOD,
     ),
     (
-        "fairsched slurm score site.swf --platform site.toml --phi",
-        STEER_SCORE,
-    ),
-    (
         "fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,7200 --speedup 60 --dry-run",
         STEER_REPLAY,
     ),
     (
-        "fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,900 --speedup 6 --dry-run",
+        "fairsched slurm replay data/KTH-SP2-1996-2.1-cln.swf.gz --window 599850,900 --speedup 60 --dry-run",
         STEER_REPLAY,
     ),
     (
@@ -221,7 +217,6 @@ const STEER_STICK: &str =
     "slurm_steer::factors_stick_survive_a_kill_and_a_dry_run_and_reset_change_what_they_say";
 const STEER_FLOOD: &str = "slurm_steer::under_steering_the_trickle_passes_the_flood";
 const STEER_WORKFLOWS: &str = "slurm_steer::dependency_chains_are_steered_as_workflows";
-const STEER_SCORE: &str = "slurm_steer::score_measures_a_recorded_schedule";
 const STEER_REPLAY: &str = "slurm_steer::a_replay_dry_run_prints_what_the_window_holds";
 /// A sweep submitted to the real Slurm and collected.
 const SLURM_SWEEP: &str = "slurm_array::a_sweep_on_the_real_slurm_writes_the_local_runs_files";
