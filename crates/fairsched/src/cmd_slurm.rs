@@ -50,7 +50,7 @@ pub enum SlurmCommand {
     /// organizations, users mapped), for `fairsched simulate` to replay under every policy.
     ///
     /// Examples:
-    ///   fairsched slurm history --since 2026-11-01 --swf site.swf --platform site.toml
+    ///   fairsched slurm history --since 2026-11-01 --swf site.swf --platform site-history.toml
     #[command(verbatim_doc_comment)]
     History(crate::cmd_slurm_history::HistoryArgs),
     /// Submit a window of a workload log to Slurm, time-compressed, as `sleep` jobs under the
@@ -163,7 +163,8 @@ fn settings(a: &SteerArgs) -> anyhow::Result<Settings> {
     let orgs = match &a.platform {
         None => Vec::new(),
         Some(p) => {
-            let file = fairsched_sim::platform_file::PlatformFile::load(p).map_err(usage)?;
+            let file = fairsched_sim::platform_file::PlatformFile::load(p)
+                .map_err(|e| usage(format!("--platform: {e}")))?;
             file.orgs.iter().map(|o| (o.name.clone(), o.procs)).collect()
         }
     };
@@ -193,9 +194,24 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
         match e {
             fairsched_slurm::steer::SteerError::Config(m) => usage(m),
             fairsched_slurm::steer::SteerError::Live(fairsched_broker::LiveError::Config(m)) => usage(m),
+            fairsched_slurm::steer::SteerError::Slurm(e) if e.is_usage() => usage(e),
             e => anyhow::Error::new(e),
         }
     };
+    // A Control changes priorities; an order that does not read them
+    // would make it do nothing.
+    if a.control.is_some()
+        && let Ok(spec) = a.policy.parse::<fairsched_core::registry::PolicySpec>()
+        && let Some(entry) = registry.find_in(&spec.name, &[fairsched_core::Kind::Order])
+        && entry.picks != fairsched_core::registry::Picks::Priority
+    {
+        tracing::warn!(
+            "--control {}: --policy {} does not order by priority, so the Control's changes leave the order as it is \
+             (a priority order reads them: workflow-fcfs, priority)",
+            a.control.as_deref().unwrap_or(""),
+            a.policy
+        );
+    }
     if a.reset {
         if !a.db.exists() {
             bail!(
@@ -204,9 +220,11 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
             );
         }
         let mut c = Controller::open(&a.db, registry).map_err(config_error)?;
-        let sent = c.reset(&mut tools)?;
+        let (reset, sent) = c.reset(&mut tools)?;
         sayln!(
-            "reset: site factors of the pending jobs the controller had set are 0 again ({} scontrol call{}, {} refused)",
+            "reset: {reset} pending job{} whose site factor the controller had set {} 0 again ({} scontrol call{}, {} refused)",
+            if reset == 1 { "" } else { "s" },
+            if reset == 1 { "is" } else { "are" },
             sent.calls,
             if sent.calls == 1 { "" } else { "s" },
             sent.refused.len()

@@ -1001,7 +1001,8 @@ impl Controller {
 
     /// Sets back to 0 the site factor of every pending job it set one on;
     /// the jobs reset.
-    pub fn reset(&mut self, cluster: &mut dyn Cluster) -> Result<Sent, SteerError> {
+    /// Returns how many it set back, and what sending did.
+    pub fn reset(&mut self, cluster: &mut dyn Cluster) -> Result<(usize, Sent), SteerError> {
         let sprio = queue::parse_sprio(&cluster.sprio()?)?;
         let queue = queue::parse_squeue(&cluster.squeue()?)?;
         let mut updates: Vec<(String, i64)> = Vec::new();
@@ -1025,10 +1026,13 @@ impl Controller {
                 t.wanted = None;
             }
         }
-        Ok(Sent {
-            calls: sent.calls,
-            refused: sent.refused,
-        })
+        Ok((
+            updates.len(),
+            Sent {
+                calls: sent.calls,
+                refused: sent.refused,
+            },
+        ))
     }
 }
 

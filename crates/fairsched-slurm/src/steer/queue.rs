@@ -270,7 +270,7 @@ pub fn parse_sinfo_cpus(text: &str) -> Result<u32, SlurmError> {
         total = total.saturating_add(t);
     }
     if lines == 0 {
-        return Err(SlurmError::Failed(
+        return Err(SlurmError::Usage(
             "sinfo listed no processors (is the partition's name right?)".into(),
         ));
     }

@@ -372,8 +372,9 @@ fn a_dry_run_changes_nothing_and_reset_puts_every_factor_back_to_0() {
     let real = cycle(&mut c, &mut fake);
     assert_eq!(real.changes, dry.changes);
     assert!(fake.jobs.iter().any(|j| j.site != 0));
-    let sent = c.reset(&mut fake).unwrap();
+    let (reset, sent) = c.reset(&mut fake).unwrap();
     assert!(sent.refused.is_empty());
+    assert_eq!(reset, 6, "every pending job had a factor (2 of the 8 run)");
     assert!(fake.jobs.iter().all(|j| j.site == 0));
 }
 

@@ -125,7 +125,7 @@ const LIVE: &[(&str, &str)] = &[
         STEER_FLOOD,
     ),
     (
-        "fairsched slurm history --since 2026-11-01 --swf site.swf --platform site.toml",
+        "fairsched slurm history --since 2026-11-01 --swf site.swf --platform site-history.toml",
         STEER_FLOOD,
     ),
     (
