@@ -106,6 +106,14 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
         }
     };
     h.header.max_procs = cpus;
+    let given: u64 = a.procs.iter().map(|(_, p)| u64::from(*p)).sum();
+    if let Some(t) = cpus
+        && given > u64::from(t)
+    {
+        note(format_args!(
+            "warning: --procs gives the accounts {given} processors; the cluster has {t} (sinfo): the others get none, and `simulate` of the platform file runs {given}"
+        ));
+    }
     // The platform file first: a mistake there stops before any file is written.
     let platform = match &a.platform {
         Some(_) => {
@@ -258,6 +266,20 @@ pub fn replay(a: ReplayArgs) -> anyhow::Result<()> {
         };
         if !o.unix_users.is_empty() {
             return Err(usage(format!("--users {org}=… given twice")));
+        }
+        // sbatch --uid takes a user this machine knows.
+        for u in users {
+            let known = std::process::Command::new("id")
+                .args(["-u", u])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !known {
+                return Err(usage(format!(
+                    "--users {org}=…: {u:?} is no user of this machine (`id -u {u}` fails; sbatch --uid needs one)"
+                )));
+            }
         }
         o.unix_users = users.clone();
     }

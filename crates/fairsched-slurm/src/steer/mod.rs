@@ -307,11 +307,22 @@ impl Controller {
         if path.exists() {
             let c = Controller::open(path, registry)?;
             if &c.settings != settings {
+                // Only what differs, side by side.
+                let (was, now) = (describe(&c.settings), describe(settings));
+                let (was_parts, now_parts) = (split_described(&was), split_described(&now));
+                let only = |a: &[String], b: &[String]| {
+                    let d: Vec<&str> = a.iter().filter(|p| !b.contains(p)).map(String::as_str).collect();
+                    if d.is_empty() {
+                        "(the defaults)".to_owned()
+                    } else {
+                        d.join(" ")
+                    }
+                };
                 return Err(SteerError::Config(format!(
                     "{}: created for {}, not {} (use another --db, or the same options)",
                     path.display(),
-                    describe(&c.settings),
-                    describe(settings)
+                    only(&was_parts, &now_parts),
+                    only(&now_parts, &was_parts)
                 )));
             }
             return Ok(c);
@@ -1319,6 +1330,21 @@ fn name_id<V: Copy + Into<i64>>(
     let id = (known.len() + new.iter().filter(|n| n.0 == kind).count()) as i64;
     new.push((kind, name.to_owned(), id));
     id
+}
+
+/// `describe`'s parts: each `--flag value` and the organizations.
+fn split_described(d: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for w in d.split(' ') {
+        match parts.last_mut() {
+            Some(last) if !w.starts_with("--") && !w.starts_with('(') => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => parts.push(w.to_owned()),
+        }
+    }
+    parts
 }
 
 fn describe(s: &Settings) -> String {

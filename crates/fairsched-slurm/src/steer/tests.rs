@@ -487,6 +487,21 @@ fn reopening_with_other_settings_is_refused() {
     drop(controller(&db(&dir), "fair-share", &mut fake));
     let e = refused(&dir, &mut fake, "round-robin");
     assert!(e.contains("created for --policy fair-share"), "{e}");
+    // Only what differs is named.
+    let other = Settings {
+        orgs: vec![("physics".into(), 8), ("biology".into(), 8)],
+        ..settings("fair-share")
+    };
+    let e = Controller::open_or_create(&db(&dir), &other, &Registry::builtin(), &mut fake)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains(
+            "created for (organizations physics=8,chemistry=8), not (organizations physics=8,biology=8)"
+        ),
+        "{e}"
+    );
 }
 
 #[test]
