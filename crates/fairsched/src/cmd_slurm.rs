@@ -263,7 +263,13 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
             if cy.changes.len() == 1 { "" } else { "s" }
         );
         for (job, from, to) in &cy.changes {
-            sayln!("job {job}: site factor {from} -> {to}");
+            match cy.who.get(job) {
+                Some((user, account, rank)) => sayln!(
+                    "job {job} ({user}, {account}, rank {}): site factor {from} -> {to}",
+                    rank + 1
+                ),
+                None => sayln!("job {job}: site factor {from} -> {to}"),
+            }
         }
         return Ok(());
     }

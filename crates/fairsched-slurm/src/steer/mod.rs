@@ -246,6 +246,8 @@ pub struct Cycle {
     pub not_stuck: Vec<String>,
     pub calls: u32,
     pub refused: Vec<(String, String)>,
+    /// A dry run's changed jobs: user, account, rank (0: starts next).
+    pub who: BTreeMap<String, (String, String, u64)>,
     /// The controller's own time (outside Slurm's tools), in seconds.
     pub own_secs: f64,
     /// Time in Slurm's tools, in seconds.
@@ -843,6 +845,17 @@ impl Controller {
                 .rank(POOL, now)
                 .map_err(|e| SteerError::Config(format!("ranking: {e}")))?;
             let plan = plan(&jobs, &ranked, &slurm_pending, &sprio, self.step);
+            let changed: HashSet<&str> = plan.changes.iter().map(|(j, _, _)| j.as_str()).collect();
+            c.who = plan
+                .per_job
+                .iter()
+                .enumerate()
+                .filter(|(_, (id, _, _))| changed.contains(id.as_str()))
+                .filter_map(|(rank, (id, _, _))| {
+                    let t = jobs.get(id)?;
+                    Some((id.clone(), (t.user.clone(), t.account.clone(), rank as u64)))
+                })
+                .collect();
             c.changes = plan.changes;
             c.not_stuck = plan.not_stuck;
             c.pending = plan.pending;

@@ -361,6 +361,9 @@ fn a_dry_run_changes_nothing_and_reset_puts_every_factor_back_to_0() {
     let epoch = c.live().store().epoch_ms();
     let dry = c.cycle(&mut fake, epoch + 1000, true).unwrap();
     assert_eq!(dry.changes.len(), 6, "{:?}", dry.changes);
+    assert_eq!(dry.who.len(), 6, "each change with its user, account and rank");
+    let ranks: BTreeSet<u64> = dry.who.values().map(|w| w.2).collect();
+    assert_eq!(ranks, (0..6).collect(), "{:?}", dry.who);
     assert_eq!(fake.updates, 0);
     assert!(fake.jobs.iter().all(|j| j.site == 0));
     assert_eq!(c.totals().cycles, 0);

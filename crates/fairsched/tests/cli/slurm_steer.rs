@@ -512,6 +512,10 @@ fn factors_stick_survive_a_kill_and_a_dry_run_and_reset_change_what_they_say() {
     let dry = ok(&steer_once(dir.path(), &["--dry-run"]));
     assert!(dry.contains("9 site factors would change"), "{dry}");
     assert!(
+        dry.contains("(alice, physics, rank ") && dry.contains("(carol, chemistry, rank "),
+        "each job with its user, account and rank: {dry}"
+    );
+    assert!(
         dry.lines().filter(|l| l.starts_with("job ")).count() == 9,
         "{dry}"
     );
