@@ -504,22 +504,43 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
         if t.running { "running" } else { "pending" }
     );
     sayln!("policy: {}", c.settings().policy);
-    if let Some(w) = c
-        .live()
-        .core()
-        .view()
-        .task(t.task)
-        .and_then(|v| v.spec().workflow())
+    let view = c.live().core().view();
+    if let Some(task) = view.task(t.task)
+        && let Some(w) = task.spec().workflow()
     {
+        // Workflows are named by their first job's number, activities
+        // by "WORKFLOW/JOB NAME".
+        let named = |ids: &std::collections::BTreeMap<String, i64>, id: u32| {
+            ids.iter()
+                .find(|(_, v)| **v == i64::from(id))
+                .map(|(k, _)| k.clone())
+        };
+        let first = named(c.workflow_ids(), w.workflow.0).unwrap_or_else(|| w.workflow.0.to_string());
+        let activity = named(c.activity_ids(), w.activity)
+            .and_then(|a| a.split_once('/').map(|(_, n)| n.to_owned()))
+            .unwrap_or_else(|| w.activity.to_string());
         sayln!(
-            "workflow {} (activity {}): a chain of Slurm dependencies{}",
-            w.workflow.0,
-            w.activity,
+            "workflow of job {first} (a chain of Slurm dependencies), activity {activity:?} (the job's name); priority {}{}",
+            task.spec().priority(),
             c.settings()
                 .control
                 .as_ref()
-                .map_or(String::new(), |k| format!(", under --control {k}"))
+                .map_or(String::new(), |k| format!(" under --control {k}"))
         );
+        let gauges = c.live().core().gauges();
+        for g in gauges.iter().filter(|g| g.key.is_none()) {
+            sayln!("  {}: {:.3}   ({})", g.name, g.value, g.help);
+        }
+        for g in gauges.iter().filter(|g| matches!(g.key, Some(("workflow", _)))) {
+            let (_, k) = g.key.expect("filtered");
+            let name = named(c.workflow_ids(), k as u32).unwrap_or_else(|| k.to_string());
+            let mark = if i64::from(w.workflow.0) == k {
+                "  <- this job's"
+            } else {
+                ""
+            };
+            sayln!("  {} of the workflow of job {name}: {:.3}{mark}", g.name, g.value);
+        }
     }
     if let Some(r) = t.rank {
         sayln!(

@@ -628,6 +628,14 @@ impl Controller {
     pub fn orgs(&self) -> &BTreeMap<String, u32> {
         &self.orgs
     }
+    /// Workflow ids by name (the number of a workflow's first job).
+    pub fn workflow_ids(&self) -> &BTreeMap<String, i64> {
+        &self.workflow_ids
+    }
+    /// Activity ids by name (`WORKFLOW/JOB NAME`).
+    pub fn activity_ids(&self) -> &BTreeMap<String, i64> {
+        &self.activity_ids
+    }
     /// The organizations it was created with, and the processors each
     /// contributes.
     pub fn contributed(&self) -> &[(String, u32)] {
