@@ -331,6 +331,24 @@ fn two_workflows(control: Option<&str>) -> (i64, i64) {
             .then_some(())
     });
     let second = submit_workflow("alice", "physics", 8, 3);
+    if ctl.is_some() {
+        // The first's last job still waits: explain names its workflow
+        // (by the first job's number) and its activity (the job's name).
+        std::thread::sleep(Duration::from_secs(2));
+        let last = first.last().unwrap();
+        let o = bin()
+            .args(["slurm", "explain", last, "--db"])
+            .arg(dir.path().join("steer.db"))
+            .output()
+            .unwrap();
+        let out = ok(&o);
+        assert!(
+            out.contains(&format!("workflow of job {} ", first[0]))
+                && out.contains("activity \"align\"")
+                && out.contains("eta_u"),
+            "{out}"
+        );
+    }
     wait_idle(Duration::from_secs(180));
     drop(ctl);
     let last = times(&first).iter().map(|t| t.1).max().unwrap();
