@@ -214,10 +214,10 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
     }
     if a.reset {
         if !a.db.exists() {
-            bail!(
-                "{}: no such controller database (nothing to reset)",
+            return Err(usage(format!(
+                "{}: no such controller database (nothing to reset; name it with --db)",
                 a.db.display()
-            );
+            )));
         }
         let mut c = Controller::open(&a.db, registry).map_err(config_error)?;
         let (reset, sent) = c.reset(&mut tools)?;
@@ -449,16 +449,6 @@ fn write_metrics(path: &Path, cy: &Cycle, c: &Controller) -> anyhow::Result<()> 
 }
 
 fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()> {
-    if !a.db.exists() {
-        return Err(usage(format!(
-            "{}: no such controller database (run `fairsched slurm steer` first, or name it with --db)",
-            a.db.display()
-        )));
-    }
-    let c = Controller::open(&a.db, registry).map_err(|e| match e {
-        fairsched_slurm::steer::SteerError::Config(m) => usage(m),
-        e => anyhow::Error::new(e),
-    })?;
     let id_ok = !a.job.is_empty()
         && a.job
             .split('_')
@@ -470,6 +460,16 @@ fn explain(a: ExplainArgs, registry: &fairsched_core::Registry) -> anyhow::Resul
             a.job
         )));
     }
+    if !a.db.exists() {
+        return Err(usage(format!(
+            "{}: no such controller database (run `fairsched slurm steer` first, or name it with --db)",
+            a.db.display()
+        )));
+    }
+    let c = Controller::open(&a.db, registry).map_err(|e| match e {
+        fairsched_slurm::steer::SteerError::Config(m) => usage(m),
+        e => anyhow::Error::new(e),
+    })?;
     let Some(t) = c.jobs().get(&a.job) else {
         let elements = c
             .jobs()

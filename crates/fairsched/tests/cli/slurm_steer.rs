@@ -661,6 +661,20 @@ fn bad_slurms_get_clear_errors_never_a_crash() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("no such controller database"), "{}", text(&o));
+    let o = bin()
+        .args(["slurm", "steer", "--reset", "--db"])
+        .arg(d.join("none.db"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("nothing to reset"), "{}", text(&o));
+    // Not a job id.
+    let o = bin()
+        .args(["slurm", "explain", "4x2", "--db"])
+        .arg(d.join("none.db"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 
     if !slurm_up() {
         return;
