@@ -653,28 +653,20 @@ fn bad_slurms_get_clear_errors_never_a_crash() {
     let o = run(&[], &["--policy", "ref", "--cycles", "1"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("clairvoyant"), "{}", text(&o));
-    // No controller database to explain or reset.
-    let o = bin()
-        .args(["slurm", "explain", "42", "--db"])
-        .arg(d.join("none.db"))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("no such controller database"), "{}", text(&o));
-    let o = bin()
-        .args(["slurm", "steer", "--reset", "--db"])
-        .arg(d.join("none.db"))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("nothing to reset"), "{}", text(&o));
-    // Not a job id.
-    let o = bin()
-        .args(["slurm", "explain", "4x2", "--db"])
-        .arg(d.join("none.db"))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // No controller database to explain or reset; not a job id.
+    let refused = |args: &[&str], says: &str| {
+        let o = bin()
+            .args(args)
+            .arg("--db")
+            .arg(d.join("none.db"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
+    };
+    refused(&["slurm", "explain", "42"], "no such controller database");
+    refused(&["slurm", "steer", "--reset"], "nothing to reset");
+    refused(&["slurm", "explain", "4x2"], "not a Slurm job id");
 
     if !slurm_up() {
         return;
