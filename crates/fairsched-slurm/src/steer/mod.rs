@@ -905,10 +905,15 @@ impl Controller {
         // Workflows are followed while they have a job in the queue.
         self.workflow_of
             .extend(new_workflows.iter().map(|(h, w)| (h.clone(), *w)));
-        let live_workflows: BTreeSet<i64> = queue
-            .iter()
-            .filter_map(|j| self.workflow_of.get(j.head()).copied())
-            .collect();
+        // (Nothing to look up, per job, on a queue without workflows.)
+        let live_workflows: BTreeSet<i64> = if self.workflow_of.is_empty() {
+            BTreeSet::new()
+        } else {
+            queue
+                .iter()
+                .filter_map(|j| self.workflow_of.get(j.head()).copied())
+                .collect()
+        };
         let ended_workflows: Vec<String> = self
             .workflow_of
             .iter()
@@ -1172,12 +1177,16 @@ impl Writes<'_> {
         for id in self.gone {
             delete.execute([id])?;
         }
-        let factors: HashMap<&str, (Option<i64>, i64)> = d
-            .plan
-            .per_job
-            .iter()
-            .map(|(id, seen, want)| (id.as_str(), (*seen, *want)))
-            .collect();
+        // The new jobs' factors (none to look up in a cycle without new jobs).
+        let factors: HashMap<&str, (Option<i64>, i64)> = if self.new_jobs.is_empty() {
+            HashMap::new()
+        } else {
+            d.plan
+                .per_job
+                .iter()
+                .map(|(id, seen, want)| (id.as_str(), (*seen, *want)))
+                .collect()
+        };
         let mut insert = tx.prepare_cached(
             "INSERT INTO steer_jobs (job, task, record, user, account, running, seen, wanted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
