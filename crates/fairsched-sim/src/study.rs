@@ -35,8 +35,87 @@ pub struct Reading<A> {
     pub what: String,
     /// The command line that runs it alone.
     pub command: String,
+    /// Where it comes from: the paper's words, the spec's resolution, or
+    /// a sweep of what neither gives.
+    pub source: Source,
     /// The experiment's arguments.
     pub args: A,
+}
+
+/// A sentence of a paper or of the spec, and where it stands.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Quote {
+    /// Where ("§4.2", "Table 3", "spec/shapley.md, Windows").
+    pub at: &'static str,
+    /// The words, as written (the seeds' damage mended where the spec
+    /// says so).
+    pub text: &'static str,
+}
+
+/// Where a reading comes from (every reading names one): what the paper
+/// says, what the spec resolved where the paper is silent or
+/// contradicts itself, or a parameter neither gives, swept over a
+/// stated range (never one value picked by its result).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Source {
+    /// The paper's sentences this reading reads, each quoted.
+    Paper { quotes: Vec<Quote> },
+    /// The spec's resolution (the experiment's defaults), quoted.
+    Spec { quotes: Vec<Quote> },
+    /// One point of a sweep over `parameter`, which the paper does not
+    /// give; `range`: the points the study runs, and why that range.
+    Sensitivity {
+        parameter: &'static str,
+        range: &'static str,
+    },
+    /// Not yet sourced: a study test fails on it.
+    Unsourced,
+}
+
+impl Source {
+    /// The paper's words.
+    pub fn paper(quotes: &[(&'static str, &'static str)]) -> Source {
+        Source::Paper {
+            quotes: quotes.iter().map(|&(at, text)| Quote { at, text }).collect(),
+        }
+    }
+    /// The spec's words.
+    pub fn spec(quotes: &[(&'static str, &'static str)]) -> Source {
+        Source::Spec {
+            quotes: quotes.iter().map(|&(at, text)| Quote { at, text }).collect(),
+        }
+    }
+    /// A point of a sweep over what the paper does not give.
+    pub fn sensitivity(parameter: &'static str, range: &'static str) -> Source {
+        Source::Sensitivity { parameter, range }
+    }
+    /// Its kind, as the tables show it: "paper", "spec", "sensitivity".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Paper { .. } => "paper",
+            Source::Spec { .. } => "spec",
+            Source::Sensitivity { .. } => "sensitivity",
+            Source::Unsourced => "unsourced",
+        }
+    }
+    /// One line: the kind and the quotes, or the swept parameter.
+    pub fn describe(&self) -> String {
+        let quoted = |q: &[Quote]| {
+            q.iter()
+                .map(|q| format!("\"{}\" ({})", q.text, q.at))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        match self {
+            Source::Paper { quotes } => format!("the paper: {}", quoted(quotes)),
+            Source::Spec { quotes } => format!("the spec: {}", quoted(quotes)),
+            Source::Sensitivity { parameter, range } => {
+                format!("sensitivity: {parameter}, not given by the paper, swept over {range}")
+            }
+            Source::Unsourced => "not sourced".into(),
+        }
+    }
 }
 
 /// A claim of the paper, checked on every reading of the cases it is
@@ -145,6 +224,7 @@ pub struct Row {
     pub reading: String,
     pub what: String,
     pub command: String,
+    pub source: Source,
     pub figures: Vec<Figure>,
     pub verdicts: Vec<Verdict>,
 }
@@ -261,6 +341,7 @@ impl<E: Studied> Experiment for Study<E> {
                 reading: r.name,
                 what: r.what,
                 command: r.command,
+                source: r.source,
                 figures: m.figures,
                 verdicts: m.verdicts,
             });
@@ -422,7 +503,7 @@ pub fn study_tables(s: &StudySummary) -> Vec<Table> {
         .map(|case| {
             let rows: Vec<&Row> = s.rows.iter().filter(|r| r.case == case).collect();
             let first = rows[0];
-            let mut cols = vec!["reading".to_string()];
+            let mut cols = vec!["reading".to_string(), "source".to_string()];
             cols.extend(first.figures.iter().map(|f| match f.paper {
                 Some(p) => format!("{} (paper {})", f.name, fixed(p, f.decimals)),
                 None => f.name.clone(),
@@ -430,7 +511,7 @@ pub fn study_tables(s: &StudySummary) -> Vec<Table> {
             cols.extend(first.verdicts.iter().map(|v| format!("{} holds", v.claim)));
             let mut t = Table::new(cols).title(format!("{} — {case}", s.experiment));
             for r in rows {
-                let mut row = vec![r.reading.clone()];
+                let mut row = vec![r.reading.clone(), r.source.kind().to_string()];
                 row.extend(r.figures.iter().map(|f| cell(f.ours, f.decimals)));
                 row.extend(r.verdicts.iter().map(|v| mark(v.holds).to_string()));
                 t.row(row);
@@ -460,8 +541,12 @@ fn holds_text(s: &StudySummary) -> String {
         if !seen.contains(&(r.case.as_str(), r.reading.as_str())) {
             seen.push((&r.case, &r.reading));
             out.push_str(&format!(
-                "  {}/{}: {} — {}\n",
-                r.case, r.reading, r.what, r.command
+                "  {}/{}: {} — {}\n    from {}\n",
+                r.case,
+                r.reading,
+                r.what,
+                r.command,
+                r.source.describe()
             ));
         }
     }
@@ -477,7 +562,7 @@ pub fn study_csv(s: &StudySummary) -> String {
     push_csv_line(
         &mut out,
         [
-            "case", "reading", "kind", "name", "ours", "paper", "holds", "command",
+            "case", "reading", "source", "kind", "name", "ours", "paper", "holds", "command",
         ]
         .into_iter(),
     );
@@ -487,6 +572,7 @@ pub fn study_csv(s: &StudySummary) -> String {
             let cells = [
                 r.case.clone(),
                 r.reading.clone(),
+                r.source.kind().into(),
                 "figure".into(),
                 f.name.clone(),
                 num(f.ours),
@@ -501,6 +587,7 @@ pub fn study_csv(s: &StudySummary) -> String {
             let cells = [
                 r.case.clone(),
                 r.reading.clone(),
+                r.source.kind().into(),
                 "claim".into(),
                 v.claim.clone(),
                 String::new(),
@@ -539,8 +626,15 @@ impl<A> Reading<A> {
             name: name.into(),
             what: what.into(),
             command,
+            source: Source::Unsourced,
             args,
         }
+    }
+
+    /// The reading, from `source`.
+    pub fn from(mut self, source: Source) -> Self {
+        self.source = source;
+        self
     }
 }
 

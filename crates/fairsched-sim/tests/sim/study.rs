@@ -83,6 +83,49 @@ fn run_reading<E: Experiment>(r: &Reading<E::Args>) -> Result<E::Summary, SimErr
     Ok(run_local::<E>(&r.args, d.path(), false, &Registry::builtin(), &Quiet)?.summary)
 }
 
+/// Every reading of a study, full size and quick, names where it comes
+/// from: quoted words of the paper or the spec, or a sweep over a stated
+/// range whose parameter has at least two points in the case (a
+/// sensitivity is never one value picked by its result; the spec's
+/// default counts as a point when its reading says it is one).
+#[allow(dead_code)]
+fn assert_sourced<E: Studied>(base: &E::Args) {
+    use fairsched_sim::study::Source;
+    for quick in [false, true] {
+        let rs = readings::<E>(base, quick);
+        for r in &rs {
+            let at = format!("{}/{}/{}", E::STUDY, r.case, r.name);
+            match &r.source {
+                Source::Paper { quotes } | Source::Spec { quotes } => {
+                    assert!(!quotes.is_empty(), "{at}: no quote");
+                    for q in quotes {
+                        assert!(
+                            !q.text.trim().is_empty() && !q.at.trim().is_empty(),
+                            "{at}: {q:?}"
+                        );
+                    }
+                }
+                Source::Sensitivity { parameter, range } => {
+                    assert!(!range.trim().is_empty(), "{at}: no range");
+                    let points = rs
+                        .iter()
+                        .filter(|o| {
+                            o.case == r.case
+                                && matches!(&o.source, Source::Sensitivity { parameter: p, .. } if p == parameter)
+                        })
+                        .count();
+                    let default_is_a_point = range.contains("default");
+                    assert!(
+                        points >= 2 || (points == 1 && default_is_a_point),
+                        "{at}: the sweep over {parameter} has {points} point(s) in its case"
+                    );
+                }
+                Source::Unsourced => panic!("{at}: the reading names no source"),
+            }
+        }
+    }
+}
+
 fn find<'a, A>(rs: &'a [Reading<A>], case: &str, name: &str) -> &'a Reading<A> {
     rs.iter()
         .find(|r| r.case == case && r.name == name)
@@ -361,6 +404,7 @@ fn resubmitted_lifts_need_a_controller_period() {
         name: "t".into(),
         what: String::new(),
         command: String::new(),
+        source: fairsched_sim::study::Source::Unsourced,
         args: a.clone(),
     })
     .err()
@@ -376,6 +420,7 @@ fn resubmitted_lifts_need_a_controller_period() {
         name: "t".into(),
         what: String::new(),
         command: String::new(),
+        source: fairsched_sim::study::Source::Unsourced,
         args: a,
     })
     .unwrap();
