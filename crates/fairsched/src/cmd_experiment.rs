@@ -170,7 +170,9 @@ pub struct ShapleyArgs {
     ownership: Option<Ownership>,
     /// Shared logs to run, by name (default: all of them):
     /// LPC-EGEE, RICC, CTC-SP2, HPC2N, KTH-SP2, LANL-CM5, SDSC-BLUE, SDSC-DS, SDSC-SP2.
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    /// NAME:PROCS runs a log on PROCS processors instead of its stated
+    /// count, with the same windows (RICC:1024: RICC's nodes, not cores).
+    #[arg(long, value_delimiter = ',', value_name = "NAME[:PROCS],...")]
     traces: Vec<String>,
     /// Any SWF log, with its processor count (repeatable). Given alone, only
     /// these run.

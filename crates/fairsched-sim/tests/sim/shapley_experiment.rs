@@ -14,7 +14,7 @@ fn lpc_egee() -> &'static LoadedTrace {
             env!("CARGO_MANIFEST_DIR"),
             "/../../../shared/data/traces/swf"
         ));
-        SharedLog::named("LPC-EGEE").unwrap().load(&dir).unwrap()
+        SharedLog::named("LPC-EGEE").unwrap().load(&dir, None).unwrap()
     })
 }
 
@@ -103,4 +103,55 @@ fn results_do_not_depend_on_the_thread_count() {
     let one = format!("{:?}", run(1));
     let two = format!("{:?}", run(2));
     assert_eq!(one, two);
+}
+
+/// `--traces NAME:PROCS` runs a shared log on another processor count,
+/// under its own name: the same windows, another platform (RICC on its
+/// 1,024 nodes rather than its 8,192 cores, docs/reproduction.md).
+#[test]
+fn a_shared_log_runs_on_another_processor_count_with_the_same_windows() {
+    use fairsched_core::Registry;
+    use fairsched_sim::experiment::run_local;
+    use fairsched_sim::experiments::shapley::experiment::{Args, Shapley};
+    use fairsched_sim::{Quiet, SimError};
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/traces/swf"
+    ));
+    let run = |traces: &str| {
+        let a = Args {
+            instances: 3,
+            traces: vec![traces.into()],
+            traces_dir: dir.clone(),
+            ..Args::default()
+        };
+        let out = tempfile::tempdir().unwrap();
+        let o = run_local::<Shapley>(&a, out.path(), false, &Registry::builtin(), &Quiet)?;
+        let csv = std::fs::read_to_string(out.path().join("shapley.csv")).unwrap();
+        Ok::<_, SimError>((o.summary, csv))
+    };
+    let (stated, stated_csv) = run("LPC-EGEE").unwrap();
+    let (halved, halved_csv) = run("lpc-egee:35").unwrap();
+    assert_eq!(stated.traces[0].procs, 70);
+    assert_eq!(halved.traces[0].procs, 35);
+    assert_eq!(halved.traces[0].name, "LPC-EGEE");
+    // Column 4 is the window's start: the same windows, in the same order.
+    let starts = |csv: &str| -> Vec<String> {
+        csv.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(3).unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        stated_csv.starts_with("trace,orgs,instance,window_start,"),
+        "{stated_csv}"
+    );
+    assert_eq!(starts(&stated_csv), starts(&halved_csv));
+    // Half the processors: a different schedule somewhere.
+    assert_ne!(stated_csv, halved_csv);
+    for bad in ["LPC-EGEE:0", "LPC-EGEE:many", "LPC-EGEE:"] {
+        let e = run(bad).err().unwrap();
+        assert!(matches!(e, SimError::Usage(_)), "{bad}: {e}");
+        assert!(e.to_string().contains("PROCS must be a processor count"), "{e}");
+    }
 }

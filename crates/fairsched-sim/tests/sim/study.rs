@@ -284,6 +284,25 @@ fn pffp_readings_change_what_they_say() {
 }
 
 #[test]
+fn shapley_readings_name_their_sources() {
+    let base = shapley::experiment::Args {
+        traces_dir: traces_dir(),
+        ..Default::default()
+    };
+    assert_sourced::<shapley::experiment::Shapley>(&base);
+    // RICC on its nodes runs the same log under its own name (the same
+    // windows as on its cores), on RICC only, on both tables.
+    let rs = readings::<shapley::experiment::Shapley>(&base, false);
+    let nodes: Vec<&Reading<_>> = rs.iter().filter(|r| r.name == "nodes-1024").collect();
+    assert_eq!(nodes.len(), 2);
+    for r in nodes {
+        assert!(r.case.ends_with("-RICC"), "{}", r.case);
+        assert_eq!(r.args.traces, ["RICC:1024"]);
+        assert!(r.command.contains("--traces RICC:1024"), "{}", r.command);
+    }
+}
+
+#[test]
 fn shapley_study_quick_runs_and_is_deterministic() {
     let base = shapley::experiment::Args {
         traces_dir: traces_dir(),

@@ -88,7 +88,9 @@ pub struct Shapley {
 
 /// Where a log of the experiment comes from.
 enum Source<'a> {
-    Shared(&'static SharedLog),
+    /// A shared log, on its stated processors or on the count given
+    /// after its name (`RICC:1024`).
+    Shared(&'static SharedLog, Option<u32>),
     File {
         name: String,
         path: &'a PathBuf,
@@ -99,7 +101,7 @@ enum Source<'a> {
 impl Source<'_> {
     fn name(&self) -> String {
         match self {
-            Source::Shared(l) => l.name.to_string(),
+            Source::Shared(l, _) => l.name.to_string(),
             Source::File { name, .. } => name.clone(),
         }
     }
@@ -120,7 +122,19 @@ fn sources(a: &Args) -> Result<Vec<Source<'_>>, SimError> {
         a.traces.clone()
     };
     let mut wanted = Vec::new();
-    for n in &names {
+    for given in &names {
+        let (n, procs) = match given.split_once(':') {
+            Some((n, p)) => match p.trim().parse::<u32>() {
+                Ok(p) if p > 0 && p <= crate::MAX_PROCS => (n.trim(), Some(p)),
+                _ => {
+                    return Err(SimError::usage(format!(
+                        "--traces {given}: after the log's name, PROCS must be a processor count between 1 and {}",
+                        crate::MAX_PROCS
+                    )));
+                }
+            },
+            None => (given.as_str(), None),
+        };
         let Some(log) = SharedLog::named(n) else {
             let known: Vec<&str> = SHARED_LOGS.iter().map(|l| l.name).collect();
             let hint = if UNAVAILABLE.iter().any(|u| u.eq_ignore_ascii_case(n)) {
@@ -133,7 +147,7 @@ fn sources(a: &Args) -> Result<Vec<Source<'_>>, SimError> {
                 known.join(", ")
             )));
         };
-        wanted.push(Source::Shared(log));
+        wanted.push(Source::Shared(log, procs));
     }
     for (file, procs) in &a.trace_files {
         if *procs == 0 || *procs > crate::MAX_PROCS {
@@ -361,7 +375,7 @@ impl Experiment for Shapley {
         let traces: Vec<LoadedTrace> = sources(a)?
             .par_iter()
             .map(|s| match s {
-                Source::Shared(log) => log.load(&a.traces_dir),
+                Source::Shared(log, procs) => log.load(&a.traces_dir, *procs),
                 Source::File { name, path, procs } => {
                     LoadedTrace::load(name, &TraceInput::Path((*path).clone()), *procs)
                 }

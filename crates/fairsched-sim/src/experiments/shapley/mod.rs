@@ -85,8 +85,9 @@ impl SharedLog {
         SHARED_LOGS.iter().find(|l| l.name.eq_ignore_ascii_case(name))
     }
 
-    /// Loads it from `dir`; a missing file is an error naming it.
-    pub fn load(&self, dir: &std::path::Path) -> Result<LoadedTrace, SimError> {
+    /// Loads it from `dir`, on `procs` processors instead of its stated
+    /// count when given; a missing file is an error naming it.
+    pub fn load(&self, dir: &std::path::Path, procs: Option<u32>) -> Result<LoadedTrace, SimError> {
         let path = dir.join(self.file);
         if !path.exists() {
             return Err(SimError::Config(format!(
@@ -95,7 +96,7 @@ impl SharedLog {
                 dir.display()
             )));
         }
-        LoadedTrace::load(self.name, &TraceInput::Path(path), self.procs)
+        LoadedTrace::load(self.name, &TraceInput::Path(path), procs.unwrap_or(self.procs))
     }
 }
 
