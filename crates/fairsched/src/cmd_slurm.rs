@@ -304,11 +304,17 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
         a.every.as_secs_f64()
     );
     let mut done = 0u64;
+    // Cycles in a row that found factors changed behind the controller.
+    let mut fought = 0u32;
     loop {
         let started = Instant::now();
         match c.cycle(&mut tools, now_ms(), false) {
             Ok(cy) => {
                 report(&cy, c.totals().cycles)?;
+                fought = if cy.not_stuck.is_empty() { 0 } else { fought + 1 };
+                if let Some(w) = not_stuck_warning(&cy.not_stuck, fought) {
+                    tracing::warn!("{w}");
+                }
                 if let Some(m) = &a.metrics {
                     write_metrics(m, &cy, &c)?;
                 }
@@ -333,6 +339,44 @@ fn steer(a: SteerArgs, registry: &fairsched_core::Registry) -> anyhow::Result<()
         let left = a.every.saturating_sub(started.elapsed());
         std::thread::sleep(left);
     }
+}
+
+/// What a cycle that found factors changed since it set them says: the
+/// jobs (at most three named), what was set and found, and who may have
+/// written them; from the second such cycle in a row (`fought`), that a
+/// second controller is the likely writer.
+fn not_stuck_warning(not_stuck: &[(String, i64, i64)], fought: u32) -> Option<String> {
+    if not_stuck.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = not_stuck
+        .iter()
+        .take(3)
+        .map(|(job, set, found)| format!("job {job}: set {set}, found {found}"))
+        .collect();
+    let more = not_stuck.len().saturating_sub(3);
+    let jobs = if more > 0 {
+        format!("{} and {more} more", named.join("; "))
+    } else {
+        named.join("; ")
+    };
+    let n = not_stuck.len();
+    let head = format!(
+        "{n} site factor{} changed since this controller set {} ({jobs}); sent again",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "it" } else { "them" }
+    );
+    Some(if fought >= 2 {
+        format!(
+            "{head}. {fought} cycles in a row: another writer is setting this queue's site factors, most likely a second controller \
+             (two controllers on one queue undo each other every cycle: run one per cluster, or one per --partition), \
+             or an operator's `scontrol update ... SiteFactor=`"
+        )
+    } else {
+        format!(
+            "{head}: another controller, an operator's `scontrol update ... SiteFactor=`, or (before Slurm 26.05.3) a backfill pass that raced the update"
+        )
+    })
 }
 
 /// `physics: 8, chemistry: 8`.
@@ -729,5 +773,22 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_stuck_warning;
+
+    #[test]
+    fn factors_changed_behind_the_controller_are_named_and_a_fight_is_called_one() {
+        assert_eq!(not_stuck_warning(&[], 0), None);
+        let one = not_stuck_warning(&[("12".into(), 300, 0)], 1).unwrap();
+        assert!(one.starts_with("1 site factor changed since this controller set it (job 12: set 300, found 0); sent again: another controller"), "{one}");
+        assert!(!one.contains("in a row"), "{one}");
+        let five: Vec<(String, i64, i64)> = (1..=5).map(|i| (i.to_string(), 100 * i, 7)).collect();
+        let fight = not_stuck_warning(&five, 2).unwrap();
+        assert!(fight.starts_with("5 site factors changed since this controller set them (job 1: set 100, found 7; job 2: set 200, found 7; job 3: set 300, found 7 and 2 more)"), "{fight}");
+        assert!(fight.contains("2 cycles in a row: another writer is setting this queue's site factors, most likely a second controller"), "{fight}");
     }
 }

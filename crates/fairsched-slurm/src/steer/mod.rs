@@ -242,8 +242,9 @@ pub struct Cycle {
     pub waiting: usize,
     /// The updates wanted: `(job, from, to)`.
     pub changes: Vec<(String, i64, i64)>,
-    /// Of them, jobs whose last value did not stick.
-    pub not_stuck: Vec<String>,
+    /// Jobs whose last value did not stick: `(job, set, found)`, the
+    /// factor this controller sent and the one `sprio` showed after.
+    pub not_stuck: Vec<(String, i64, i64)>,
     pub calls: u32,
     pub refused: Vec<(String, String)>,
     /// A dry run's changed jobs: user, account, rank (0: starts next).
@@ -1078,7 +1079,7 @@ impl Controller {
 struct Plan {
     pending: usize,
     changes: Vec<(String, i64, i64)>,
-    not_stuck: Vec<String>,
+    not_stuck: Vec<(String, i64, i64)>,
     per_job: Vec<(String, Option<i64>, i64)>,
 }
 
@@ -1117,7 +1118,7 @@ fn plan(
         if let (Some(last), Some(s)) = (t.wanted, seen)
             && last != *s
         {
-            p.not_stuck.push((*id).clone());
+            p.not_stuck.push(((*id).clone(), last, *s));
         }
         if want != cur {
             p.changes.push(((*id).clone(), cur, want));

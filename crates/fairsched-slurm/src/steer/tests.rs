@@ -293,6 +293,38 @@ fn under_fair_share_the_trickle_passes_the_flood() {
     assert_eq!(plain.started(&trickle), 0);
 }
 
+/// Two controllers on one queue (two databases, two orders: round-robin
+/// interleaves the accounts, FCFS runs alice's first) undo each
+/// other's factors: each finds, every cycle after its first, factors
+/// changed behind its back (what `slurm steer` warns of, naming a second
+/// controller from the second such cycle in a row).
+#[test]
+fn two_controllers_on_one_queue_find_each_others_factors_every_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(4);
+    let mut fair = controller(&db(&dir), "round-robin", &mut fake);
+    let mut fcfs = controller(&db(&other), "fcfs", &mut fake);
+    fake.submit("alice", "physics", 10, 100);
+    fake.submit("carol", "chemistry", 10, 100);
+    fake.advance(1);
+    let (a, b) = (cycle(&mut fair, &mut fake), cycle(&mut fcfs, &mut fake));
+    assert!(a.not_stuck.is_empty() && b.not_stuck.is_empty());
+    assert!(!a.changes.is_empty() && !b.changes.is_empty());
+    for _ in 0..3 {
+        let a = cycle(&mut fair, &mut fake);
+        let b = cycle(&mut fcfs, &mut fake);
+        assert!(!a.not_stuck.is_empty(), "{a:?}");
+        assert!(!b.not_stuck.is_empty(), "{b:?}");
+        for (job, set, found) in &a.not_stuck {
+            assert_ne!(set, found, "{job}");
+        }
+    }
+    // Alone again, the round-robin controller's factors stick.
+    cycle(&mut fair, &mut fake);
+    assert!(cycle(&mut fair, &mut fake).not_stuck.is_empty());
+}
+
 #[test]
 fn a_factor_changed_behind_its_back_is_restored_and_counted() {
     let dir = tempfile::tempdir().unwrap();
@@ -308,7 +340,7 @@ fn a_factor_changed_behind_its_back_is_restored_and_counted() {
     let (victim, good) = (pending[3].id, pending[3].site);
     fake.jobs.iter_mut().find(|j| j.id == victim).unwrap().site = 7;
     let next = cycle(&mut c, &mut fake);
-    assert_eq!(next.not_stuck, vec![victim.to_string()]);
+    assert_eq!(next.not_stuck, vec![(victim.to_string(), good, 7)]);
     assert_eq!(next.changes.len(), 1, "{:?}", next.changes);
     assert_eq!(fake.jobs.iter().find(|j| j.id == victim).unwrap().site, good);
     assert_eq!(c.totals().not_stuck, 1);
