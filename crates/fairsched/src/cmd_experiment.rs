@@ -270,6 +270,11 @@ pub struct PffpArgs {
     /// pool) or per-log (each log in turn).
     #[arg(long, default_value = "pool", value_name = "HOW")]
     weeks: pffp::WeekDraw,
+    /// Comparisons: run one of the paper's strategies as another policy,
+    /// keeping its column (repeatable), e.g. `MLp=mlp[n=printed]`,
+    /// `PFFP1=pffp1[floor=false]`; `--with` adds a strategy instead.
+    #[arg(long, value_name = "LABEL=POLICY", value_parser = pffp::experiment::parse_replace)]
+    replace: Vec<(String, PolicySpec)>,
     /// Master seed (the weeks drawn, Rand's choices, Test 5's utilisations).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
@@ -467,6 +472,7 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 ratio_of_means: a.ratio_of_means,
                 q_tasks: a.q_tasks,
                 weeks: a.weeks,
+                replace: a.replace,
             };
             drive_or_study::<pffp::experiment::Pffp>(args, &a.common, registry)
         }

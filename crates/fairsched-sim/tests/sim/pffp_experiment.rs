@@ -289,3 +289,60 @@ fn fitted_parameters_reach_every_pffp_spec() {
     assert!(g.strategies().iter().all(|s| s.1.contains(&format!("h={}", f.h))));
     assert!(exp::check(&fairsched_core::Registry::builtin(), &g).is_ok());
 }
+
+/// `--replace LABEL=POLICY` runs one of the paper's strategies as another
+/// spec under its label (the comparison keeps its six columns); a label
+/// the test has not, a label given twice, a grid test or a policy that is
+/// not an allocate policy is a usage error that names the choices.
+#[test]
+fn replace_runs_a_strategy_as_another_spec_under_its_label() {
+    use fairsched_sim::experiment::{Experiment, run_local};
+    use fairsched_sim::experiments::pffp::experiment::{Args, Pffp, parse_replace};
+    use fairsched_sim::{Quiet, SimError};
+    let r = fairsched_core::Registry::builtin();
+    let usage = |a: &Args| match Pffp::check(a, &r, &Quiet) {
+        Err(SimError::Usage(m)) => m,
+        other => panic!("{:?}", other.err()),
+    };
+    let mut a = Args::test(2);
+    a.replace = vec![parse_replace("MLp=mlp[n=printed]").unwrap()];
+    assert!(Pffp::check(&a, &r, &Quiet).is_ok());
+    let mut b = a.clone();
+    b.replace.push(parse_replace("Nope=rand").unwrap());
+    let m = usage(&b);
+    assert!(
+        m.contains("Test 2 has no strategy Nope") && m.contains("MST, PFFP1, PFFP2, MSTUser, MLp, Rand"),
+        "{m}"
+    );
+    let mut b = a.clone();
+    b.replace.push(parse_replace("MLp=rand").unwrap());
+    assert!(usage(&b).contains("MLp is given twice"));
+    let mut b = a.clone();
+    b.replace = vec![parse_replace("MLp=fcfs").unwrap()];
+    assert!(usage(&b).starts_with("--replace MLp=fcfs"), "{}", usage(&b));
+    let mut g = Args::test(3);
+    g.replace = a.replace.clone();
+    assert!(usage(&g).contains("φ×ψ grid"));
+    assert!(parse_replace("mlp[n=printed]").is_err_and(|e| e.contains("LABEL=POLICY")));
+    assert!(parse_replace("=rand").is_err());
+    // A run: six columns, MLp's printed.
+    let Some(_) = logs() else { return };
+    a.logs = vec![dir().join("KTH-SP2-1996-2.1-cln.swf.gz")];
+    a.instances = Some(1);
+    let d = tempfile::tempdir().unwrap();
+    let s = run_local::<Pffp>(&a, d.path(), false, &r, &Quiet)
+        .unwrap()
+        .summary;
+    assert_eq!(s.strategies.len(), 6);
+    assert!(
+        s.strategies
+            .contains(&("MLp".to_string(), "mlp[n=printed]".to_string())),
+        "{:?}",
+        s.strategies
+    );
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("--replace: MLp runs mlp[n=printed]"))
+    );
+}

@@ -273,8 +273,34 @@ fn pffp_readings_change_what_they_say() {
     }
     let means = run_reading::<Pffp>(find(&rs, "test2", "ratio-of-means")).unwrap();
     assert!(means.degradation_of_means.is_some() && default.degradation_of_means.is_none());
-    let load = run_reading::<Pffp>(find(&rs, "test2", "mlp-load")).unwrap();
-    assert_eq!(load.with, vec!["mlp[n=load]".to_string()]);
+    // MLp replaced under its label: the paper's six columns, no seventh.
+    let busy = run_reading::<Pffp>(find(&rs, "test2", "mlp-busy")).unwrap();
+    assert!(busy.with.is_empty());
+    assert_eq!(busy.strategies.len(), 6);
+    assert!(busy.strategies.contains(&("MLp".into(), "mlp[n=load]".into())));
+    // The stated set-up: MLp as printed, PFFP's queue term unfloored,
+    // everything else the default's.
+    let stated = run_reading::<Pffp>(find(&rs, "test2", "stated-setup")).unwrap();
+    for (label, spec) in [
+        ("MLp", "mlp[n=printed]"),
+        ("PFFP1", "pffp1[floor=false]"),
+        ("PFFP2", "pffp2[floor=false]"),
+        ("MST", "mst"),
+        ("Rand", "rand"),
+    ] {
+        assert!(
+            stated.strategies.contains(&(label.into(), spec.into())),
+            "{label}: {:?}",
+            stated.strategies
+        );
+    }
+    assert!(!stated.bags_of_tasks && stated.degradation_of_means.is_none());
+    // The load sweep scales the same weeks to its utilisation.
+    let low = run_reading::<Pffp>(find(&rs, "test2", "util-0.3")).unwrap();
+    for (a, b) in stated.instances.iter().zip(&low.instances) {
+        assert_eq!((a.log.as_str(), a.week.start), (b.log.as_str(), b.week.start));
+        assert!((b.utilization - 0.3).abs() < 1e-9, "{}", b.utilization);
+    }
     let per_log = run_reading::<Pffp>(find(&rs, "test2", "weeks-per-log")).unwrap();
     assert_eq!(per_log.weeks, "per-log");
     // Per log, the first weeks of Workload B come from different logs.
@@ -300,6 +326,13 @@ fn shapley_readings_name_their_sources() {
         assert_eq!(r.args.traces, ["RICC:1024"]);
         assert!(r.command.contains("--traces RICC:1024"), "{}", r.command);
     }
+}
+
+#[test]
+fn pffp_readings_name_their_sources() {
+    let mut base = pffp::experiment::Args::test(2);
+    base.traces_dir = traces_dir();
+    assert_sourced::<pffp::experiment::Pffp>(&base);
 }
 
 #[test]

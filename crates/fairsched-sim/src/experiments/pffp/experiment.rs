@@ -16,6 +16,7 @@ use fairsched_report::{Table, fixed};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// The arguments of the PFFP experiment.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -50,6 +51,12 @@ pub struct Args {
     /// How the weeks are drawn from the logs.
     #[serde(default)]
     pub weeks: super::WeekDraw,
+    /// Comparisons: a strategy of the paper's run as another spec, its
+    /// column keeping the paper's label — ("MLp", `mlp[n=printed]`) runs
+    /// the paper's six strategies with MLp read as printed, where `with`
+    /// would add a seventh (and change each week's best).
+    #[serde(default)]
+    pub replace: Vec<(String, PolicySpec)>,
 }
 
 impl Args {
@@ -68,14 +75,62 @@ impl Args {
             ratio_of_means: false,
             q_tasks: false,
             weeks: super::WeekDraw::Pool,
+            replace: Vec::new(),
         }
     }
+}
+
+/// `LABEL=POLICY` (`--replace`): the label of one of a comparison's
+/// strategies, and the spec to run under it.
+pub fn parse_replace(s: &str) -> Result<(String, PolicySpec), String> {
+    // The label ends at the first '=' outside a spec's brackets: a label
+    // has none, so "mlp[n=printed]" alone has no label.
+    let (label, spec) = s
+        .split_once('=')
+        .filter(|(l, _)| !l.contains('['))
+        .ok_or_else(|| format!("{s:?}: expected LABEL=POLICY, e.g. MLp=mlp[n=printed]"))?;
+    let label = label.trim();
+    if label.is_empty() {
+        return Err(format!("{s:?}: no label before '='"));
+    }
+    let spec: PolicySpec = spec.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+    Ok((label.to_string(), spec))
+}
+
+/// The comparison's strategies with `replace` applied: each label must be
+/// one of them, once, and each spec an allocate policy.
+fn replaced(
+    strategies: &mut [(String, String)],
+    replace: &[(String, PolicySpec)],
+    registry: &Registry,
+    test: u8,
+) -> Result<(), SimError> {
+    for (k, (label, spec)) in replace.iter().enumerate() {
+        if replace[..k].iter().any(|(l, _)| l == label) {
+            return Err(SimError::usage(format!("--replace: {label} is given twice")));
+        }
+        registry
+            .build_allocate(spec)
+            .map_err(|e| SimError::usage(format!("--replace {label}={spec}: {e}")))?;
+        let Some(slot) = strategies.iter_mut().find(|(l, _)| l == label) else {
+            return Err(SimError::usage(format!(
+                "--replace {label}={spec}: Test {test} has no strategy {label}; its strategies: {}",
+                strategies
+                    .iter()
+                    .map(|(l, _)| l.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        slot.1 = spec.to_string();
+    }
+    Ok(())
 }
 
 /// The planned test: its weeks, each running every strategy.
 pub struct Pffp {
     args: Args,
-    logs: Vec<WeekLog>,
+    logs: Arc<Vec<WeekLog>>,
     insts: Vec<Instance>,
     test: Test,
 }
@@ -90,7 +145,7 @@ fn log_name(p: &std::path::Path) -> String {
         .unwrap_or_else(|| p.display().to_string())
 }
 
-fn load_logs(a: &Args) -> Result<Vec<WeekLog>, SimError> {
+fn read_logs(a: &Args) -> Result<Vec<WeekLog>, SimError> {
     if a.logs.is_empty() {
         PAPER_LOGS
             .par_iter()
@@ -102,6 +157,37 @@ fn load_logs(a: &Args) -> Result<Vec<WeekLog>, SimError> {
             .map(|p| WeekLog::load(&log_name(p), &TraceInput::Path(p.clone())))
             .collect()
     }
+}
+
+/// The logs of `a`, read once while any plan holds them: a study plans
+/// every reading of the same logs before it runs any, and each would
+/// otherwise hold its own copy of the seven logs (weak references: the
+/// logs go when the last plan does).
+fn load_logs(a: &Args) -> Result<Arc<Vec<WeekLog>>, SimError> {
+    type Cache = Mutex<Vec<((PathBuf, Vec<PathBuf>), Weak<Vec<WeekLog>>)>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = (
+        if a.logs.is_empty() {
+            a.traces_dir.clone()
+        } else {
+            PathBuf::new()
+        },
+        a.logs.clone(),
+    );
+    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    // Held while reading, so that two plans of the same logs read once.
+    let mut held = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    held.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(logs) = held
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(logs);
+    }
+    let logs = Arc::new(read_logs(a)?);
+    held.push((key, Arc::downgrade(&logs)));
+    Ok(logs)
 }
 
 /// The test as the arguments set it up (no file read).
@@ -131,8 +217,9 @@ fn test_of(a: &Args, registry: &Registry) -> Result<Test, SimError> {
         }
         test.bags = true;
         test.notes.push(
-            "--q-tasks: each q-processor job runs as q sequential tasks of its run time (the paper's Workload B \
-             has 512,606 jobs in 30 weeks, about the task count of its logs), instead of one sequential job."
+            "--q-tasks: each q-processor job runs as q sequential tasks of its run time, instead of one sequential \
+             job (the paper's Workload B counts 512,606 jobs in 30 weeks: between our 30 weeks' jobs, about \
+             31,000, and their tasks, about 1.1 M)."
                 .into(),
         );
     }
@@ -146,7 +233,27 @@ fn test_of(a: &Args, registry: &Registry) -> Result<Test, SimError> {
     }
     let with = with_specs(registry, fairsched_core::Kind::Allocate, &a.with)?;
     match &mut test.kind {
-        Kind::Compare(s) => s.extend(with.iter().map(|p| (p.to_string(), p.to_string()))),
+        Kind::Compare(s) => {
+            replaced(s, &a.replace, registry, a.test)?;
+            if !a.replace.is_empty() {
+                test.notes.push(format!(
+                    "--replace: {} (the paper's label kept; every other strategy as the spec sets it).",
+                    a.replace
+                        .iter()
+                        .map(|(l, p)| format!("{l} runs {p}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            s.extend(with.iter().map(|p| (p.to_string(), p.to_string())))
+        }
+        Kind::Grid { .. } if !a.replace.is_empty() => {
+            return Err(SimError::usage(format!(
+                "--replace: Test {}{} tunes PFFP over its φ×ψ grid; strategies are replaced in the comparisons (Tests 2, 4 and 5)",
+                a.test,
+                if a.grid { " --grid" } else { "" }
+            )));
+        }
         Kind::Grid { .. } if !with.is_empty() => {
             return Err(SimError::usage(format!(
                 "--with: Test {}{} tunes PFFP over its φ×ψ grid; strategies are compared in Tests 2, 4 and 5",
@@ -392,7 +499,7 @@ impl Experiment for Pffp {
             host.note(&format!("warning: {n}"));
             notes.push(format!("{n}."));
         }
-        for l in &logs {
+        for l in logs.iter() {
             if l.jobs.is_empty() || l.weeks.is_empty() {
                 notes.push(format!(
                     "{}: no complete Monday–Friday week with jobs ({} jobs after cleaning); it adds no instance.",
@@ -430,7 +537,7 @@ impl Experiment for Pffp {
         if let Some(n) = paper::log_versions_note(&versions) {
             notes.push(n);
         }
-        for l in &logs {
+        for l in logs.iter() {
             if let Some(n) = &l.clock_note {
                 notes.push(format!("{}: {n}", l.name));
             }
