@@ -55,6 +55,7 @@ pub enum ExperimentCommand {
     ///   fairsched experiment diet-ethic --scenario day-regular --runs 3 --with fcfs
     ///   fairsched experiment diet-ethic --scenario day-regular --submit-latency 20ms --jitter 10ms
     ///   fairsched experiment diet-ethic --scenario day-regular-absolute
+    ///   fairsched experiment diet-ethic --scenario scalability --count collected --setup-rate 1085 --cleanup-rate 1000
     #[command(verbatim_doc_comment)]
     DietEthic(DietArgs),
     /// Workflow fairness (the η_u controller): the paper's Experiments 1–3

@@ -117,7 +117,7 @@ fn differs(scenario: &str, ideal: bool) -> Option<&'static str> {
     }
     if scenario.ends_with(ABSOLUTE) {
         return Some(
-            "Why ours differs: under the spec's reading every day-time user's deadline is 100 s, absolute, so the 10 servers hold at most 1000 requests up to the deadlines and a user arriving late has little time (one arriving at 100 s has none and is left out of the unfairness); the paper's legacy run completing 1890 requests at n_submit = 190 cannot happen under this reading. See docs/diet-ethic.md.",
+            "Why ours differs: under the paper's text as written (\"d(i) = 100 s\", \"all other experimental parameters are kept the same\") every day-time user's deadline is 100 s, absolute, so the 10 servers hold at most 1000 requests up to the deadlines and a user arriving late has little time (one arriving at 100 s has none and is left out of the unfairness); the paper's legacy run completing 1890 requests at n_submit = 190 cannot happen under this reading. See docs/diet-ethic.md.",
         );
     }
     Some(match scenario {
@@ -290,7 +290,7 @@ impl Experiment for DietEthic {
         }
         if name.starts_with("day-") && name.ends_with(ABSOLUTE) {
             notes.push(
-                "Day-time users share the absolute deadline d = 100 s (spec/diet-ethic.md's reading; the scenario without -absolute gives each user 100 s from its own arrival).".into(),
+                "Day-time users share the absolute deadline d = 100 s (the paper's text as written; spec/diet-ethic.md and the scenario without -absolute give each user 100 s from its own arrival).".into(),
             );
         } else if name.starts_with("day-") {
             notes.push(
