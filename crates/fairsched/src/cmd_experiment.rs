@@ -511,7 +511,10 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                         .parse()
                         .map_err(|e: String| usage(format!("--node-order {e}")))?,
                 },
-                count: a.count.parse().map_err(|e: String| usage(format!("--count {e}")))?,
+                count: a
+                    .count
+                    .parse()
+                    .map_err(|e: String| usage(format!("--count {e}")))?,
             };
             drive_or_study::<diet::experiment::DietEthic>(args, &a.common, registry)
         }

@@ -5,8 +5,8 @@
 //! instance is one run of one system.
 
 use super::{
-    ABSOLUTE, ClientNode, Count, Key4, N_SUBMIT, Point, Readings, RunResult, SCENARIOS, Setup, System, Timing,
-    points, run_one, scenario, systems,
+    ABSOLUTE, ClientNode, Count, Key4, N_SUBMIT, Point, Readings, RunResult, SCENARIOS, Setup, System,
+    Timing, points, run_one, scenario, systems,
 };
 use crate::SimError;
 use crate::experiment::{Body, Experiment, Host, Outcome};

@@ -355,7 +355,10 @@ impl ClientNode {
     }
     /// Each rate at most [`MAX_RATE`]; a mistake names the flag.
     pub fn check(&self) -> Result<(), SimError> {
-        for (flag, v) in [("--setup-rate", self.setup_rate), ("--cleanup-rate", self.cleanup_rate)] {
+        for (flag, v) in [
+            ("--setup-rate", self.setup_rate),
+            ("--cleanup-rate", self.cleanup_rate),
+        ] {
             if v > MAX_RATE {
                 return Err(SimError::usage(format!(
                     "{flag} {v}: give messages per second from 0 (no limit) to {MAX_RATE}"
@@ -638,10 +641,19 @@ struct Client {
 
 /// A message waiting on the client node.
 enum Queued {
-    Submit { server: MachineId, optional: bool },
-    Cancel { task: TaskId, server: MachineId },
+    Submit {
+        server: MachineId,
+        optional: bool,
+    },
+    Cancel {
+        task: TaskId,
+        server: MachineId,
+    },
     /// The cancellation of the request on its way as message `token`.
-    CancelOnTheWay { token: u64, server: MachineId },
+    CancelOnTheWay {
+        token: u64,
+        server: MachineId,
+    },
 }
 
 const WAKE_ARRIVE: u64 = 1;
@@ -652,6 +664,9 @@ const WAKE_NODE: u64 = 3;
 const WAKE_MESSAGE: u64 = 4;
 
 impl Client {
+    // One argument per thing a client is given by its run; a struct for
+    // them would be built at the one call below and taken apart here.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         user: usize,
         spec: User,
@@ -1050,7 +1065,12 @@ impl Observer for Collect {
         };
         // Past its client's clean-up, a result is not collected.
         let collected = self.count == Count::Servers
-            || self.book.borrow().left.get(&u).is_none_or(|&left| rec.end <= left);
+            || self
+                .book
+                .borrow()
+                .left
+                .get(&u)
+                .is_none_or(|&left| rec.end <= left);
         let o = &mut self.out[u];
         for run in rec.requeued.iter().chain(rec.last.iter()) {
             o.allocated += (run.stop - run.start).as_secs_f64();
