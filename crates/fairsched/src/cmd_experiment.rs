@@ -55,6 +55,7 @@ pub enum ExperimentCommand {
     ///   fairsched experiment diet-ethic --scenario day-regular --runs 3 --with fcfs
     ///   fairsched experiment diet-ethic --scenario day-regular --submit-latency 20ms --jitter 10ms
     ///   fairsched experiment diet-ethic --scenario day-regular-absolute
+    ///   fairsched experiment diet-ethic --scenario scalability --count collected --setup-rate 1085 --cleanup-rate 1000
     #[command(verbatim_doc_comment)]
     DietEthic(DietArgs),
     /// Workflow fairness (the η_u controller): the paper's Experiments 1–3
@@ -329,6 +330,25 @@ pub struct DietArgs {
     #[arg(long, value_name = "READING", default_value = "finished",
           value_parser = clap::builder::PossibleValuesParser::new(diet::Key4::NAMES))]
     key4: String,
+    /// Client node: the set-up submissions of every client together
+    /// leave one node at this many per second [default: 0, no limit].
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    setup_rate: u32,
+    /// Client node: the clean-up cancellations of every client together
+    /// leave it at this many per second [default: 0, no limit].
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    cleanup_rate: u32,
+    /// Client node: clients queuing at the same instant send one message
+    /// each in turn (shared) or one client after another (fifo).
+    #[arg(long, value_name = "ORDER", default_value = "shared",
+          value_parser = clap::builder::PossibleValuesParser::new(diet::NodeOrder::NAMES))]
+    node_order: String,
+    /// Completed requests: every one that completed on its server
+    /// (servers), or only those a client collected before its clean-up
+    /// (collected).
+    #[arg(long, value_name = "WHICH", default_value = "servers",
+          value_parser = clap::builder::PossibleValuesParser::new(diet::Count::NAMES))]
+    count: String,
     #[command(flatten)]
     common: Common,
 }
@@ -491,6 +511,18 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                     jitter: a.jitter.unwrap_or_default(),
                 },
                 key4: a.key4.parse().map_err(|e: String| usage(format!("--key4 {e}")))?,
+                node: diet::ClientNode {
+                    setup_rate: a.setup_rate,
+                    cleanup_rate: a.cleanup_rate,
+                    order: a
+                        .node_order
+                        .parse()
+                        .map_err(|e: String| usage(format!("--node-order {e}")))?,
+                },
+                count: a
+                    .count
+                    .parse()
+                    .map_err(|e: String| usage(format!("--count {e}")))?,
             };
             drive_or_study::<diet::experiment::DietEthic>(args, &a.common, registry)
         }

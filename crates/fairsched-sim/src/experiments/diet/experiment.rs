@@ -5,8 +5,8 @@
 //! instance is one run of one system.
 
 use super::{
-    ABSOLUTE, Key4, N_SUBMIT, Point, Readings, RunResult, SCENARIOS, Setup, System, Timing, points, run_one,
-    scenario, systems,
+    ABSOLUTE, ClientNode, Count, Key4, N_SUBMIT, Point, Readings, RunResult, SCENARIOS, Setup, System,
+    Timing, points, run_one, scenario, systems,
 };
 use crate::SimError;
 use crate::experiment::{Body, Experiment, Host, Outcome};
@@ -40,6 +40,12 @@ pub struct Args {
     /// Key 4's reading on the Diet-ethic system's servers.
     #[serde(default)]
     pub key4: Key4,
+    /// The client node's throughput (every rate zero: no limit).
+    #[serde(default)]
+    pub node: ClientNode,
+    /// Which completed requests count.
+    #[serde(default)]
+    pub count: Count,
 }
 
 impl Args {
@@ -55,6 +61,8 @@ impl Args {
             with: Vec::new(),
             timing: Timing::default(),
             key4: Key4::default(),
+            node: ClientNode::default(),
+            count: Count::default(),
         }
     }
     fn name(&self) -> String {
@@ -65,6 +73,8 @@ impl Args {
         Readings {
             timing: self.timing,
             key4: self.key4,
+            node: self.node,
+            count: self.count,
         }
     }
 }
@@ -107,7 +117,7 @@ fn differs(scenario: &str, ideal: bool) -> Option<&'static str> {
     }
     if scenario.ends_with(ABSOLUTE) {
         return Some(
-            "Why ours differs: under the spec's reading every day-time user's deadline is 100 s, absolute, so the 10 servers hold at most 1000 requests up to the deadlines and a user arriving late has little time (one arriving at 100 s has none and is left out of the unfairness); the paper's legacy run completing 1890 requests at n_submit = 190 cannot happen under this reading. See docs/diet-ethic.md.",
+            "Why ours differs: under the paper's text as written (\"d(i) = 100 s\", \"all other experimental parameters are kept the same\") every day-time user's deadline is 100 s, absolute, so the 10 servers hold at most 1000 requests up to the deadlines and a user arriving late has little time (one arriving at 100 s has none and is left out of the unfairness); the paper's legacy run completing 1890 requests at n_submit = 190 cannot happen under this reading. See docs/diet-ethic.md.",
         );
     }
     Some(match scenario {
@@ -149,8 +159,19 @@ pub struct Summary {
     /// Key 4's reading on Diet-ethic's servers (absent: `finished`).
     #[serde(skip_serializing_if = "Key4::is_default")]
     pub key4: Key4,
+    /// The client node (absent: none, every rate zero).
+    #[serde(skip_serializing_if = "ClientNode::is_default")]
+    pub node: ClientNode,
+    /// Which completed requests count (absent: `servers`, all).
+    #[serde(skip_serializing_if = "Count::is_default")]
+    pub count: Count,
     pub notes: Vec<String>,
     pub wall_time_s: f64,
+    /// Every run's result, per point (in the points' order): what a study
+    /// judges over subsets of runs. Not written: summary.json keeps the
+    /// medians.
+    #[serde(skip)]
+    pub per_run: Vec<Vec<RunResult>>,
 }
 
 fn num(x: f64) -> String {
@@ -187,6 +208,7 @@ fn checked(a: &Args, registry: &Registry) -> Result<(Args, Option<Setup>), SimEr
         }
     };
     a.timing.check()?;
+    a.node.check()?;
     let mut a = a.clone();
     a.n_submit.sort_unstable();
     a.n_submit.dedup();
@@ -249,6 +271,7 @@ impl Experiment for DietEthic {
             started,
         } = self;
         let points = points(&systems, &parts, a.runs);
+        let per_run: Vec<Vec<RunResult>> = parts.chunks(a.runs as usize).map(<[RunResult]>::to_vec).collect();
         let diet = &points[0];
         let legacy: Vec<&Point> = points.iter().filter(|p| p.n_submit.is_some()).collect();
         let others: Vec<&Point> = points[1 + legacy.len()..].iter().collect();
@@ -267,7 +290,7 @@ impl Experiment for DietEthic {
         }
         if name.starts_with("day-") && name.ends_with(ABSOLUTE) {
             notes.push(
-                "Day-time users share the absolute deadline d = 100 s (spec/diet-ethic.md's reading; the scenario without -absolute gives each user 100 s from its own arrival).".into(),
+                "Day-time users share the absolute deadline d = 100 s (the paper's text as written; spec/diet-ethic.md and the scenario without -absolute give each user 100 s from its own arrival).".into(),
             );
         } else if name.starts_with("day-") {
             notes.push(
@@ -282,9 +305,25 @@ impl Experiment for DietEthic {
         }
         if !a.timing.is_zero() {
             notes.push(format!(
-                "Timing model: {}. A client's submissions and cancellations reach the server after the submission latency, it learns of an ended request after the completion latency, and a server is busy T + overhead per request (server-time allocated to the user). Completed requests are counted on the servers.",
-                a.timing.describe()
+                "Timing model: {}. A client's submissions and cancellations reach the server after the submission latency, it learns of an ended request after the completion latency, and a server is busy T + overhead per request (server-time allocated to the user).{}",
+                a.timing.describe(),
+                if a.count == Count::Servers {
+                    " Completed requests are counted on the servers."
+                } else {
+                    ""
+                }
             ));
+        }
+        if !a.node.is_zero() {
+            notes.push(format!(
+                "Client node: {}. Every client runs on one node, which sends their set-up submissions and clean-up cancellations one at a time at these rates (all clients together); monitoring submissions do not wait on it, and a client acts on what it learns only once its set-up has left the node.",
+                a.node.describe()
+            ));
+        }
+        if a.count == Count::Collected {
+            notes.push(
+                "Completed requests (count=collected): the results a client collected, those that completed before it entered its clean-up; a request that completes later still counts as allocated server-time.".into(),
+            );
         }
         if a.key4 == Key4::Running {
             notes.push(
@@ -412,9 +451,12 @@ impl Experiment for DietEthic {
             with: a.with.iter().map(ToString::to_string).collect(),
             timing: a.timing,
             key4: a.key4,
+            node: a.node,
+            count: a.count,
             notes,
             wall_time_s: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
             points,
+            per_run,
         };
         let files = vec![
             ("summary.json".to_string(), Body::Summary),

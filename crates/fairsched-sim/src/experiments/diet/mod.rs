@@ -59,9 +59,10 @@ pub struct Setup {
 }
 
 /// The paper's scenarios. The three `-absolute` ones are the day-time
-/// scenarios under the spec's reading of the deadline (every user's is
-/// 100 s, absolute); the names without the suffix keep our reading (100 s
-/// after the user's own arrival, see [`scenario`]).
+/// scenarios under the paper's text as written (every user's deadline is
+/// 100 s, absolute: "d(i) = 100 s", and "all other experimental
+/// parameters are kept the same"); the names without the suffix keep the
+/// spec's reading (100 s after the user's own arrival, see [`scenario`]).
 pub const SCENARIOS: [&str; 9] = [
     "night-simultaneous",
     "night-consecutive",
@@ -75,7 +76,7 @@ pub const SCENARIOS: [&str; 9] = [
 ];
 
 /// The suffix of the day-time scenarios whose users share the absolute
-/// deadline 100 s (spec/diet-ethic.md's reading).
+/// deadline 100 s (the paper's text as written).
 pub const ABSOLUTE: &str = "-absolute";
 
 /// The n_submit values of the legacy system's sweep.
@@ -95,8 +96,11 @@ pub fn daily_cycle(t: f64) -> f64 {
 /// from their own arrival, the only reading under which the paper's
 /// day-regular legacy run can complete 1890 requests (10 servers × 100 s
 /// hold at most 1000). `day-…-absolute` is the same scenario (the same
-/// arrivals and durations for a seed) under the spec's reading: every
-/// user's deadline is 100 s, absolute.
+/// arrivals and durations for a seed) under the paper's text as written:
+/// every user's deadline is 100 s, absolute. (spec/diet-ethic.md gives
+/// every user, night-time ones too, `t0 + 100 s`; for the night-time
+/// scenarios the code keeps the paper's "keep d(i) = 100 s": the ideal
+/// n_submit is 100 either way, docs/diet-ethic.md.)
 pub fn scenario(name: &str, seed: u64) -> Result<Setup, SimError> {
     let secs = |s: f64| Time::from_millis((s * 1000.0).round() as i64);
     let base = name.strip_suffix(ABSOLUTE).filter(|b| b.starts_with("day-"));
@@ -272,6 +276,236 @@ impl Timing {
     }
 }
 
+/// The client node (readings; issue 41): the one machine every client of
+/// the run runs on, as in the paper's scalability run ("on the client
+/// node, nU = 100 client have been launched simultaneously"). It sends a
+/// client's set-up submissions and its clean-up cancellations one at a
+/// time, at a finite rate for all clients together; a rate of zero (the
+/// default) is no limit, the model without a client node.
+///
+/// - A message leaves the node `1 / rate` after the one before it
+///   (rounded up to the µs, the departure to the ms); the timing model's
+///   latency and jitter then apply from its departure.
+/// - Clients that queue messages at the same instant share the node
+///   ([`NodeOrder::Shared`]: one message of each in turn) or take it one
+///   after another ([`NodeOrder::Fifo`]: in the order they queued);
+///   messages queued at a later instant wait behind those queued before.
+/// - A client's monitoring starts when its set-up has left the node: a
+///   completion it learns of before then is acted on then.
+/// - Monitoring submissions (one optional request for each completed
+///   one) do not queue: the paper's node "managed to generate enough
+///   requests, so as to keep SeDs busy".
+///
+/// In JSON (sweep files, Python) each rate is in messages per second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientNode {
+    /// Set-up submissions per second, all clients together (0: no limit).
+    pub setup_rate: u32,
+    /// Clean-up cancellations per second, all clients together (0: no
+    /// limit).
+    pub cleanup_rate: u32,
+    /// How clients queuing at the same instant share the node.
+    pub order: NodeOrder,
+}
+
+/// How the client node serves clients that queue at the same instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeOrder {
+    /// One message of each client in turn (processor sharing).
+    #[default]
+    Shared,
+    /// One client's messages after another's.
+    Fifo,
+}
+
+impl NodeOrder {
+    pub const NAMES: [&'static str; 2] = ["shared", "fifo"];
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeOrder::Shared => "shared",
+            NodeOrder::Fifo => "fifo",
+        }
+    }
+}
+
+impl core::str::FromStr for NodeOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<NodeOrder, String> {
+        match s {
+            "shared" => Ok(NodeOrder::Shared),
+            "fifo" => Ok(NodeOrder::Fifo),
+            _ => Err(format!("{s:?}: expected {}", NodeOrder::NAMES.join(" or "))),
+        }
+    }
+}
+
+/// The largest rate of the client node (messages per second).
+pub const MAX_RATE: u32 = 1_000_000;
+
+impl ClientNode {
+    /// No client node: every rate zero (the order then does nothing).
+    pub fn is_zero(&self) -> bool {
+        self.setup_rate == 0 && self.cleanup_rate == 0
+    }
+    /// Its record in summary.json is absent at the default.
+    pub fn is_default(&self) -> bool {
+        *self == ClientNode::default()
+    }
+    /// Each rate at most [`MAX_RATE`]; a mistake names the flag.
+    pub fn check(&self) -> Result<(), SimError> {
+        for (flag, v) in [
+            ("--setup-rate", self.setup_rate),
+            ("--cleanup-rate", self.cleanup_rate),
+        ] {
+            if v > MAX_RATE {
+                return Err(SimError::usage(format!(
+                    "{flag} {v}: give messages per second from 0 (no limit) to {MAX_RATE}"
+                )));
+            }
+        }
+        Ok(())
+    }
+    /// One line for the notes.
+    pub fn describe(&self) -> String {
+        let rate = |r: u32| {
+            if r == 0 {
+                "no limit".to_string()
+            } else {
+                format!("{r} per second")
+            }
+        };
+        format!(
+            "set-up submissions {}, clean-up cancellations {}, clients queuing together served {}",
+            rate(self.setup_rate),
+            rate(self.cleanup_rate),
+            match self.order {
+                NodeOrder::Shared => "in turn, one message each (shared)",
+                NodeOrder::Fifo => "one after another (fifo)",
+            }
+        )
+    }
+}
+
+/// Which completed requests count (readings; issue 41).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Count {
+    /// Every request that completed on its server (the default).
+    #[default]
+    Servers,
+    /// Only the results a client collected: requests that completed
+    /// before it entered its clean-up (the paper's client "gathers the
+    /// results of all completed requests and cancels the remaining").
+    /// Later ones still count as allocated server-time.
+    Collected,
+}
+
+impl Count {
+    pub const NAMES: [&'static str; 2] = ["servers", "collected"];
+    pub fn is_default(&self) -> bool {
+        *self == Count::default()
+    }
+}
+
+impl core::str::FromStr for Count {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Count, String> {
+        match s {
+            "servers" => Ok(Count::Servers),
+            "collected" => Ok(Count::Collected),
+            _ => Err(format!("{s:?}: expected {}", Count::NAMES.join(" or "))),
+        }
+    }
+}
+
+/// Which phase a message on the client node belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Setup,
+    Cleanup,
+}
+
+/// The client node's state in a run, shared by its clients.
+struct Node {
+    cfg: ClientNode,
+    /// When (µs) the node is done with what it was given.
+    busy_until: i64,
+    /// Batches queued and not yet given their departures: (user, count,
+    /// phase), in the order queued.
+    queued: Vec<(usize, usize, Phase)>,
+    /// Departures given to each user's batch, not yet taken.
+    given: FxHashMap<usize, Vec<Time>>,
+}
+
+impl Node {
+    fn new(cfg: ClientNode) -> Node {
+        Node {
+            cfg,
+            busy_until: 0,
+            queued: Vec::new(),
+            given: FxHashMap::default(),
+        }
+    }
+    /// Whether messages of `phase` queue (a rate is set).
+    fn limits(&self, phase: Phase) -> bool {
+        self.rate(phase) > 0
+    }
+    fn rate(&self, phase: Phase) -> u32 {
+        match phase {
+            Phase::Setup => self.cfg.setup_rate,
+            Phase::Cleanup => self.cfg.cleanup_rate,
+        }
+    }
+    /// Each message's time on the node, in µs (rounded up).
+    fn cost(&self, phase: Phase) -> i64 {
+        let r = i64::from(self.rate(phase));
+        (1_000_000 + r - 1) / r
+    }
+    /// `user` queues `count` messages of `phase` now.
+    fn queue(&mut self, user: usize, count: usize, phase: Phase) {
+        self.queued.push((user, count, phase));
+    }
+    /// Gives every batch queued so far its departures, from `now`, and
+    /// returns `user`'s.
+    fn take(&mut self, user: usize, now: Time) -> Vec<Time> {
+        if !self.queued.is_empty() {
+            let mut t = self.busy_until.max(now.millis() * 1000);
+            let queued = std::mem::take(&mut self.queued);
+            let mut out: Vec<Vec<Time>> = queued.iter().map(|_| Vec::new()).collect();
+            let leave = |t: &mut i64, b: usize, phase: Phase, out: &mut Vec<Vec<Time>>| {
+                *t += self.cost(phase);
+                out[b].push(Time::from_millis((*t + 999) / 1000));
+            };
+            match self.cfg.order {
+                NodeOrder::Fifo => {
+                    for (b, &(_, count, phase)) in queued.iter().enumerate() {
+                        for _ in 0..count {
+                            leave(&mut t, b, phase, &mut out);
+                        }
+                    }
+                }
+                NodeOrder::Shared => {
+                    let most = queued.iter().map(|q| q.1).max().unwrap_or(0);
+                    for k in 0..most {
+                        for (b, &(_, count, phase)) in queued.iter().enumerate() {
+                            if k < count {
+                                leave(&mut t, b, phase, &mut out);
+                            }
+                        }
+                    }
+                }
+            }
+            self.busy_until = t;
+            for ((u, _, _), deps) in queued.into_iter().zip(out) {
+                self.given.entry(u).or_default().extend(deps);
+            }
+        }
+        self.given.remove(&user).unwrap_or_default()
+    }
+}
+
 /// What a run reads into the paper where it is open
 /// (docs/diet-ethic.md, "Readings"). The default is the model as first
 /// built: ideal timing, key 4 counting finished runs.
@@ -282,6 +516,10 @@ pub struct Readings {
     /// Key 4 of the Diet-ethic system's servers (the `diet-ethic` queue's
     /// `key4` parameter; other systems' servers do not read it).
     pub key4: Key4,
+    /// The client node's throughput (none by default).
+    pub node: ClientNode,
+    /// Which completed requests count (all, by default).
+    pub count: Count,
 }
 
 /// Which system runs.
@@ -332,6 +570,8 @@ impl System {
 struct Book {
     /// Task → user.
     owner: FxHashMap<TaskId, usize>,
+    /// When each user's client entered its clean-up.
+    left: FxHashMap<usize, Time>,
 }
 
 /// The servers a client "discovers": the platform's, in a seeded order.
@@ -380,6 +620,15 @@ struct Client {
     rng: rand_pcg::Pcg64Mcg,
     /// Messages on their way, by wake-up token.
     messages: FxHashMap<u64, Message>,
+    /// The client node (shared by the run's clients).
+    node: Rc<RefCell<Node>>,
+    /// Messages queued on the client node, in the order queued.
+    queued: Vec<Queued>,
+    /// When the client's set-up has left the node (its monitoring starts).
+    setup_done: Time,
+    /// Requests that reached their server after the client left, before
+    /// their cancellation left the node: by their message's token.
+    landed: FxHashMap<u64, TaskId>,
     next_token: u64,
     /// Mandatory requests sent that have not reached their server.
     mandatory_in_flight: u32,
@@ -390,12 +639,34 @@ struct Client {
     from_server: FxHashMap<MachineId, Time>,
 }
 
+/// A message waiting on the client node.
+enum Queued {
+    Submit {
+        server: MachineId,
+        optional: bool,
+    },
+    Cancel {
+        task: TaskId,
+        server: MachineId,
+    },
+    /// The cancellation of the request on its way as message `token`.
+    CancelOnTheWay {
+        token: u64,
+        server: MachineId,
+    },
+}
+
 const WAKE_ARRIVE: u64 = 1;
 const WAKE_DEADLINE: u64 = 2;
+/// The client's messages queued on the client node get their departures.
+const WAKE_NODE: u64 = 3;
 /// The first token of a message on its way.
-const WAKE_MESSAGE: u64 = 3;
+const WAKE_MESSAGE: u64 = 4;
 
 impl Client {
+    // One argument per thing a client is given by its run; a struct for
+    // them would be built at the one call below and taken apart here.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         user: usize,
         spec: User,
@@ -403,6 +674,7 @@ impl Client {
         servers: Vec<MachineId>,
         book: Rc<RefCell<Book>>,
         timing: Timing,
+        node: Rc<RefCell<Node>>,
         seed: u64,
     ) -> Client {
         Client {
@@ -420,6 +692,10 @@ impl Client {
             timing,
             rng: rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(seed, 0x71_4E), user as u64)),
             messages: FxHashMap::default(),
+            node,
+            queued: Vec::new(),
+            setup_done: Time::ZERO,
+            landed: FxHashMap::default(),
             next_token: WAKE_MESSAGE,
             mandatory_in_flight: 0,
             to_server: FxHashMap::default(),
@@ -431,6 +707,11 @@ impl Client {
     /// reaches the other end: `base` later plus the jitter's draw, and not
     /// before the previous message between the two.
     fn arrival(&mut self, now: Time, server: MachineId, to_server: bool) -> Time {
+        self.arrival_from(now, server, to_server)
+    }
+
+    /// [`Client::arrival`] of a message that leaves the client at `now`.
+    fn arrival_from(&mut self, now: Time, server: MachineId, to_server: bool) -> Time {
         let base = if to_server {
             self.timing.submit_latency
         } else {
@@ -462,6 +743,14 @@ impl Client {
     /// latency.
     fn send(&mut self, ctx: &mut AgentCtx, server: MachineId, optional: bool) {
         self.submitted += 1;
+        if self.in_setup() {
+            // It waits on the client node: in flight already.
+            if !optional {
+                self.mandatory_in_flight += 1;
+            }
+            self.queued.push(Queued::Submit { server, optional });
+            return;
+        }
         let at = self.arrival(ctx.now(), server, true);
         if at == ctx.now() {
             self.submit(ctx, server, optional);
@@ -479,6 +768,60 @@ impl Client {
                 cancel_at: None,
             },
         );
+    }
+
+    /// Whether set-up submissions queue on the client node (only while
+    /// [`Client::setup`] runs: `setup_done` is then unset).
+    fn in_setup(&self) -> bool {
+        self.setup_done == Time::MIN && self.node.borrow().limits(Phase::Setup)
+    }
+
+    /// Hands what the client queued on the node to it, in one batch: the
+    /// departures come at [`WAKE_NODE`], later this instant, once every
+    /// client queuing now has queued.
+    fn queue_on_node(&mut self, ctx: &mut AgentCtx, phase: Phase) {
+        if self.queued.is_empty() {
+            return;
+        }
+        self.node.borrow_mut().queue(self.user, self.queued.len(), phase);
+        ctx.wake_at(ctx.now(), WAKE_NODE);
+    }
+
+    /// The node gives the queued messages their departures: each then
+    /// travels as any other.
+    fn leave_node(&mut self, ctx: &mut AgentCtx) {
+        let departures = self.node.borrow_mut().take(self.user, ctx.now());
+        let queued = std::mem::take(&mut self.queued);
+        debug_assert_eq!(departures.len(), queued.len());
+        for (q, at) in queued.into_iter().zip(departures) {
+            match q {
+                Queued::Submit { server, optional } => {
+                    self.setup_done = self.setup_done.max(at);
+                    let at = self.arrival_from(at, server, true);
+                    self.post(
+                        ctx,
+                        at,
+                        Message::Submit {
+                            server,
+                            optional,
+                            cancel_at: None,
+                        },
+                    );
+                }
+                Queued::Cancel { task, server } => {
+                    let at = self.arrival_from(at, server, true);
+                    self.post(ctx, at, Message::Cancel { task });
+                }
+                Queued::CancelOnTheWay { token, server } => {
+                    let at = self.arrival_from(at, server, true);
+                    if let Some(Message::Submit { cancel_at, .. }) = self.messages.get_mut(&token) {
+                        *cancel_at = Some(at);
+                    } else if let Some(task) = self.landed.remove(&token) {
+                        self.post(ctx, at, Message::Cancel { task });
+                    }
+                }
+            }
+        }
     }
 
     /// A request reaches `server` now.
@@ -523,8 +866,32 @@ impl Client {
             return;
         }
         self.gone = true;
+        self.book.borrow_mut().left.insert(self.user, ctx.now());
         let mut left: Vec<(TaskId, MachineId)> = self.live.iter().map(|(&t, &m)| (t, m)).collect();
         left.sort_unstable();
+        let on_node = self.node.borrow().limits(Phase::Cleanup);
+        if on_node {
+            self.queued.extend(
+                left.into_iter()
+                    .map(|(task, server)| Queued::Cancel { task, server }),
+            );
+            let mut on_the_way: Vec<(u64, MachineId)> = self
+                .messages
+                .iter()
+                .filter_map(|(&k, m)| match m {
+                    Message::Submit { server, .. } => Some((k, *server)),
+                    _ => None,
+                })
+                .collect();
+            on_the_way.sort_unstable();
+            self.queued.extend(
+                on_the_way
+                    .into_iter()
+                    .map(|(token, server)| Queued::CancelOnTheWay { token, server }),
+            );
+            self.queue_on_node(ctx, Phase::Cleanup);
+            return;
+        }
         for (t, m) in left {
             self.cancel(ctx, t, m);
         }
@@ -547,6 +914,18 @@ impl Client {
     }
 
     fn setup(&mut self, ctx: &mut AgentCtx) {
+        if self.node.borrow().limits(Phase::Setup) {
+            // Unset until the set-up has left the node.
+            self.setup_done = Time::MIN;
+        }
+        self.send_setup(ctx);
+        if self.setup_done == Time::MIN {
+            self.setup_done = ctx.now();
+            self.queue_on_node(ctx, Phase::Setup);
+        }
+    }
+
+    fn send_setup(&mut self, ctx: &mut AgentCtx) {
         let n = self.servers.len().max(1);
         match self.system {
             System::DietEthic | System::Dispatcher { .. } => {
@@ -585,7 +964,7 @@ impl Client {
     }
 
     /// A message of the client's reaches its end.
-    fn arrived(&mut self, ctx: &mut AgentCtx, m: Message) {
+    fn arrived(&mut self, ctx: &mut AgentCtx, token: u64, m: Message) {
         match m {
             Message::Submit {
                 server,
@@ -596,6 +975,12 @@ impl Client {
                     self.mandatory_in_flight -= 1;
                 }
                 match cancel_at {
+                    // The client left, and its cancellation waits on the
+                    // client node: it will follow the request.
+                    None if self.gone => {
+                        let id = self.submit(ctx, server, optional);
+                        self.landed.insert(token, id);
+                    }
                     None => {
                         self.submit(ctx, server, optional);
                     }
@@ -626,13 +1011,14 @@ impl Agent for Client {
     fn on_wake(&mut self, token: u64, ctx: &mut AgentCtx) -> Result<(), SimError> {
         match token {
             WAKE_ARRIVE => self.setup(ctx),
+            WAKE_NODE => self.leave_node(ctx),
             WAKE_DEADLINE => {
                 self.deadline_passed = true;
                 self.maybe_leave(ctx);
             }
             _ => {
                 if let Some(m) = self.messages.remove(&token) {
-                    self.arrived(ctx, m);
+                    self.arrived(ctx, token, m);
                 }
             }
         }
@@ -645,11 +1031,12 @@ impl Agent for Client {
             return Ok(());
         };
         let (task, completed) = (r.spec.id, r.outcome == Outcome::Completed);
-        // A client that left does nothing with what it learns.
+        // A client that left does nothing with what it learns; one in its
+        // set-up on the client node acts once the set-up has left it.
         let at = if self.gone {
             ctx.now()
         } else {
-            self.arrival(ctx.now(), server, false)
+            self.arrival(ctx.now(), server, false).max(self.setup_done)
         };
         if at == ctx.now() {
             self.ended(ctx, task, completed);
@@ -663,6 +1050,7 @@ impl Agent for Client {
 /// Collects each user's allocated time and completions.
 struct Collect {
     book: Rc<RefCell<Book>>,
+    count: Count,
     users: Vec<User>,
     out: Vec<UserOutcome>,
     /// Mandatory requests completed after the deadline, per user.
@@ -675,11 +1063,19 @@ impl Observer for Collect {
         let Some(&u) = self.book.borrow().owner.get(&rec.spec.id) else {
             return;
         };
+        // Past its client's clean-up, a result is not collected.
+        let collected = self.count == Count::Servers
+            || self
+                .book
+                .borrow()
+                .left
+                .get(&u)
+                .is_none_or(|&left| rec.end <= left);
         let o = &mut self.out[u];
         for run in rec.requeued.iter().chain(rec.last.iter()) {
             o.allocated += (run.stop - run.start).as_secs_f64();
         }
-        if rec.outcome == Outcome::Completed {
+        if rec.outcome == Outcome::Completed && collected {
             o.completed += 1;
             if !rec.spec.optional {
                 if rec.end <= self.users[u].deadline {
@@ -739,6 +1135,7 @@ pub fn run_with(
     extra: &mut dyn Observer,
 ) -> Result<RunResult, SimError> {
     readings.timing.check()?;
+    readings.node.check()?;
     let core = Scheduler::new(
         &Platform::machines(&vec![1; setup.servers as usize]),
         derive_seed(seed, 1),
@@ -747,6 +1144,7 @@ pub fn run_with(
         None,
     );
     let book = Rc::new(RefCell::new(Book::default()));
+    let node = Rc::new(RefCell::new(Node::new(readings.node)));
     let mut sim = Simulation::new(core);
     for (i, u) in setup.users.iter().enumerate() {
         sim.add_agent(Client::new(
@@ -756,12 +1154,14 @@ pub fn run_with(
             discovered(setup.servers, u.n_max, seed, i),
             book.clone(),
             readings.timing,
+            node.clone(),
             seed,
         ));
     }
     let n = setup.users.len();
     let mut c = Collect {
         book: book.clone(),
+        count: readings.count,
         users: setup.users.clone(),
         out: vec![UserOutcome::default(); n],
         late: vec![0; n],
@@ -947,6 +1347,7 @@ mod tests {
                 jitter: ms(jitter),
             },
             key4: Key4::Finished,
+            ..Readings::default()
         }
     }
 
@@ -1192,13 +1593,136 @@ mod tests {
         ] {
             for (t, r) in [(Timing::default(), 0), (timing(20, 20, 5, 10).timing, 1)] {
                 let run = |key4| {
-                    let x = Readings { timing: t, key4 };
+                    let x = Readings {
+                        timing: t,
+                        key4,
+                        ..Readings::default()
+                    };
                     run_one(&registry, name, None, &System::DietEthic, r, 3, &x).unwrap()
                 };
                 let (f, g) = (run(Key4::Finished), run(Key4::Running));
                 assert_eq!((f.metrics, f.kills), (g.metrics, g.kills), "{name}");
             }
         }
+    }
+
+    fn node(setup_rate: u32, cleanup_rate: u32, order: NodeOrder, count: Count) -> Readings {
+        Readings {
+            node: ClientNode {
+                setup_rate,
+                cleanup_rate,
+                order,
+            },
+            count,
+            ..Readings::default()
+        }
+    }
+
+    /// One user, one server, deadline 10 s, requests of 1 s. A client node
+    /// sending 2 set-up submissions a second puts the mandatory request
+    /// on the server at 0.5 s and the optional one at 1 s: the server
+    /// idles the first half second, then runs without a break (each
+    /// optional request is replaced as it completes). The one running at
+    /// the deadline (9.5–10.5 s) is cancelled by a message that leaves
+    /// the node 1 s after the client entered its clean-up (1 per second):
+    /// it completes at 10.5 s first. Counted on the servers, 10 requests
+    /// complete (as without a node: 0–1 s, …, 9–10 s); collected before
+    /// clean-up, 9. The user is allocated 0.5–10.5 s: satisfaction 1.
+    #[test]
+    fn a_client_node_delays_the_setup_and_keeps_servers_after_the_deadline() {
+        let setup = alone(100, Time::from_secs(10));
+        let (ideal, v0) = requests(&setup, &Readings::default(), 0);
+        assert_eq!(ideal.metrics.completed, 10);
+        assert_eq!(v0[9], (9000, 9000, 10_000, true));
+        let servers = node(2, 1, NodeOrder::Shared, Count::Servers);
+        let (r, v) = requests(&setup, &servers, 0);
+        let mut want = vec![(500, 500, 1500, true), (1000, 1500, 2500, true)];
+        want.extend((2..10).map(|k| (k * 1000 + 500, k * 1000 + 500, k * 1000 + 1500, true)));
+        assert_eq!(v, want);
+        assert_eq!(r.metrics.completed, 10);
+        let s = r.metrics.satisfaction[0].unwrap();
+        assert!((s - 1.0).abs() < 1e-12, "{s}");
+        let (c, vc) = requests(&setup, &node(2, 1, NodeOrder::Shared, Count::Collected), 0);
+        assert_eq!(vc, want, "counting changes nothing on the servers");
+        assert_eq!(c.metrics.completed, 9);
+        assert_eq!(c.metrics.satisfaction, r.metrics.satisfaction);
+        // Without a clean-up rate the running request is cancelled at
+        // 10 s: 9 complete, counted either way.
+        let (q, vq) = requests(&setup, &node(2, 0, NodeOrder::Shared, Count::Servers), 0);
+        assert_eq!(q.metrics.completed, 9);
+        assert_eq!(vq.last(), Some(&(9500, 9500, 10_000, false)));
+    }
+
+    /// Two users at 0 on one server, each sending a mandatory and an
+    /// optional request through a node of 2 submissions a second: shared,
+    /// the users take turns (0.5 s, 1 s, 1.5 s, 2 s: user 0, 1, 0, 1);
+    /// fifo, user 0's two go first.
+    #[test]
+    fn the_node_serves_clients_in_turn_or_one_after_another() {
+        let setup = Setup {
+            servers: 1,
+            users: vec![alone(2, Time::from_secs(10)).users[0].clone(); 2],
+        };
+        let arrivals = |order| {
+            let mut e = Ends::default();
+            let r = node(2, 0, order, Count::Servers);
+            run_with(&Registry::builtin(), &setup, &System::DietEthic, 0, &r, &mut e).unwrap();
+            let mut v: Vec<(i64, i64)> = e.0.iter().map(|x| (x.submit.millis(), x.spec.user.0)).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            arrivals(NodeOrder::Shared),
+            vec![(500, 0), (1000, 1), (1500, 0), (2000, 1)]
+        );
+        assert_eq!(
+            arrivals(NodeOrder::Fifo),
+            vec![(500, 0), (1000, 0), (1500, 1), (2000, 1)]
+        );
+    }
+
+    /// Clean-up at a finite rate keeps the last users' servers: one
+    /// server, requests of 3 s, deadline 9 s for both users; user 0 has
+    /// one mandatory request (0–3 s), user 1 two (3–9 s), and each an
+    /// optional one waiting. At 9 s both leave; user 0 has the least
+    /// server-time, so its optional request runs until its cancellation
+    /// leaves the node (1 per second: 10 s), then user 1's until 11 s.
+    /// Allocated: 3 + 1 and 6 + 1 s against 3 and 6 without a node; each
+    /// deserved 4.5 s.
+    #[test]
+    fn a_slow_clean_up_counts_the_time_past_the_deadline_as_allocated() {
+        let user = |n_min| User {
+            arrival: Time::ZERO,
+            deadline: Time::from_secs(9),
+            n_min,
+            n_max: n_min + 1,
+            duration: Time::from_secs(3),
+        };
+        let setup = Setup {
+            servers: 1,
+            users: vec![user(1), user(2)],
+        };
+        let sat = |r: &Readings| {
+            let (res, _) = requests(&setup, r, 0);
+            assert_eq!((res.metrics.unhappy, res.metrics.completed), (0, 3));
+            res.metrics
+                .satisfaction
+                .iter()
+                .map(|s| (s.unwrap() * 4.5 * 1000.0).round() / 1000.0)
+                .collect::<Vec<f64>>()
+        };
+        assert_eq!(sat(&Readings::default()), vec![3.0, 6.0]);
+        for order in [NodeOrder::Shared, NodeOrder::Fifo] {
+            assert_eq!(sat(&node(0, 1, order, Count::Collected)), vec![4.0, 7.0]);
+        }
+        let e = ClientNode {
+            cleanup_rate: MAX_RATE + 1,
+            ..ClientNode::default()
+        }
+        .check()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--cleanup-rate"), "{e}");
     }
 
     #[test]
