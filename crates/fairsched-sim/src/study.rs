@@ -29,7 +29,7 @@ use std::path::PathBuf;
 pub struct Reading<A> {
     /// The case it belongs to ("exp1", "test2", "table1-LPC-EGEE").
     pub case: String,
-    /// Its name within the study ("default", "warm-grid").
+    /// Its name within the study ("default", "stated-setup").
     pub name: String,
     /// What it changes, in a sentence.
     pub what: String,

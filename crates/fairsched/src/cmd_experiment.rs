@@ -435,6 +435,15 @@ pub struct WorkflowArgs {
     /// (default: priorities change in place).
     #[arg(long, value_name = "S")]
     resubmit_lifted: Option<f64>,
+    /// How pilots are matched to waiting tasks: `strict`, one priority
+    /// queue over every user's tasks (the default, the spec's); `dirac`,
+    /// DIRAC-like task queues drawn at random weighted by priority,
+    /// normalized per owner, so that a lift reorders the workflows' own
+    /// tasks and never overtakes other users' (a task queue per
+    /// application; `dirac-one-queue`: one for all the workflows' tasks;
+    /// both need --concurrent).
+    #[arg(long, default_value = "strict", value_name = "M")]
+    matching: String,
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -545,6 +554,10 @@ pub fn run(cmd: ExperimentCommand, registry: &Registry) -> anyhow::Result<()> {
                 concurrent: a.concurrent,
                 replicate_after: a.replicate_after,
                 resubmit_lifted: a.resubmit_lifted,
+                matching: a
+                    .matching
+                    .parse()
+                    .map_err(|e: String| usage(format!("--matching {e}")))?,
             };
             drive_or_study::<workflow::experiment::WorkflowFairness>(args, &a.common, registry)
         }

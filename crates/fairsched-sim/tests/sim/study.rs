@@ -153,42 +153,48 @@ fn workflow_study_quick_runs_and_is_deterministic() {
 }
 
 #[test]
+fn workflow_readings_name_their_sources() {
+    assert_sourced::<workflow::experiment::WorkflowFairness>(&workflow::experiment::Args::exp(1));
+}
+
+#[test]
 fn workflow_readings_change_what_they_say() {
     use workflow::experiment::{Args, WorkflowFairness};
     let rs = readings::<WorkflowFairness>(&Args::exp(1), true);
     let default = run_reading::<WorkflowFairness>(find(&rs, "exp1", "default")).unwrap();
-    let warm = run_reading::<WorkflowFairness>(find(&rs, "exp1", "warm-grid")).unwrap();
+    let stated = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-setup")).unwrap();
+    let warm = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-warmup-2h")).unwrap();
     // Today's grid: the first workflow arrives at t = 0, before any other
-    // user's task; the warm grid has a background queue by then.
+    // user's task; after a warm-up, at 2 h, other users' tasks have run.
     for p in &default.repetitions {
         assert_eq!(p.no_fairness.background.queued_at_first_workflow, 0);
         assert_eq!(p.no_fairness.workflows[0].submit_s, 0.0);
     }
     for p in &warm.repetitions {
-        assert!(
-            p.no_fairness.background.queued_at_first_workflow > 0,
-            "warm grid: no background queue at the first workflow"
-        );
         assert_eq!(p.no_fairness.workflows[0].submit_s, 7_200.0);
+        assert_eq!(p.fairness.workflows[0].submit_s, 7_200.0);
     }
     assert!(
-        warm.grid.contains("60 pilots at start") && warm.grid.contains("warm-up"),
-        "{}",
-        warm.grid
+        warm.repetitions[0].no_fairness.background.started
+            > stated.repetitions[0].no_fairness.background.started,
+        "the warm-up's other users' tasks ran"
     );
-    let pilots = run_reading::<WorkflowFairness>(find(&rs, "exp1", "pilots-60-bg-200")).unwrap();
+    assert!(warm.grid.contains("warm-up"), "{}", warm.grid);
+    let pilots = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-pilots-40")).unwrap();
+    assert!(pilots.grid.contains("40 pilots at start"), "{}", pilots.grid);
+    let busy = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-bg-200")).unwrap();
     assert!(
-        pilots.grid.contains("background 200 tasks per hour"),
+        busy.grid.contains("background 200 tasks per hour"),
         "{}",
-        pilots.grid
+        busy.grid
     );
     // A busier grid makes other users' tasks wait longer.
     let wait = |s: &workflow::experiment::Summary| s.repetitions[0].no_fairness.background.mean_wait_s;
     assert!(
-        wait(&pilots) > wait(&default),
+        wait(&busy) > wait(&stated),
         "{} vs {}",
-        wait(&pilots),
-        wait(&default)
+        wait(&busy),
+        wait(&stated)
     );
     // The FIFO baseline runs beside the paper's two.
     let fifo = run_reading::<WorkflowFairness>(find(&rs, "exp1", "fifo-baseline")).unwrap();
@@ -213,18 +219,18 @@ fn workflow_readings_change_what_they_say() {
         nf.mu,
         f.mu
     );
-    // Replication copies slow tasks; the default never does.
-    let rep = run_reading::<WorkflowFairness>(find(&rs, "exp1", "moteur-replication")).unwrap();
-    assert!(rep.grid.contains("gets a copy"), "{}", rep.grid);
-    assert!(rep.repetitions[0].fairness.replicas > 0 && rep.repetitions[0].no_fairness.replicas > 0);
-    assert!(
-        rep.repetitions[0].fairness.tasks_run > default.repetitions[0].fairness.tasks_run,
-        "the copies are tasks"
-    );
+    // Replication copies slow tasks; neither the default nor the stated
+    // set-up (its threshold is not stated) ever does.
+    for name in ["stated-replicate-2", "stated-replicate-4"] {
+        let rep = run_reading::<WorkflowFairness>(find(&rs, "exp1", name)).unwrap();
+        assert!(rep.grid.contains("gets a copy"), "{name}: {}", rep.grid);
+        assert!(rep.repetitions[0].fairness.replicas > 0, "{name}");
+    }
     assert_eq!(default.repetitions[0].fairness.replicas, 0);
+    assert_eq!(stated.repetitions[0].fairness.replicas, 0);
     // Lifts by cancel and resubmission, in both sets (the No-Fairness
     // set's mirrored lifts too); in place by default.
-    for name in ["cancel-resubmit", "cancel-resubmit-60s"] {
+    for name in ["cancel-resubmit", "stated-setup", "stated-resubmit-60s"] {
         let cr = run_reading::<WorkflowFairness>(find(&rs, "exp1", name)).unwrap();
         let p = &cr.repetitions[0];
         assert!(
@@ -236,6 +242,38 @@ fn workflow_readings_change_what_they_say() {
         assert!(p.fairness.resubmitted_lifts >= p.no_fairness.resubmitted_lifts);
     }
     assert_eq!(default.repetitions[0].fairness.resubmitted_lifts, 0);
+    // DIRAC-like matching: said, and it changes the run.
+    let dirac = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-dirac")).unwrap();
+    assert!(dirac.grid.contains("DIRAC-like"), "{}", dirac.grid);
+    assert!(!stated.grid.contains("DIRAC-like"), "{}", stated.grid);
+    assert_ne!(
+        (
+            dirac.repetitions[0].fairness.mu,
+            dirac.repetitions[0].fairness.set_makespan_s
+        ),
+        (
+            stated.repetitions[0].fairness.mu,
+            stated.repetitions[0].fairness.set_makespan_s
+        )
+    );
+    // One task queue for all the workflows' tasks: the same as a queue
+    // per application when every workflow is GATE (Exp 1), not with
+    // SimuBloch beside them (Exp 2).
+    let key = |s: &workflow::experiment::Summary| {
+        let f = &s.repetitions[0].fairness;
+        (
+            f.mu,
+            f.set_makespan_s,
+            f.tasks_run,
+            s.repetitions[0].no_fairness.set_makespan_s,
+        )
+    };
+    let one = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-dirac-one-queue")).unwrap();
+    assert!(one.grid.contains("all in one queue"), "{}", one.grid);
+    assert_eq!(key(&one), key(&dirac));
+    let per_app2 = run_reading::<WorkflowFairness>(find(&rs, "exp2", "stated-dirac")).unwrap();
+    let one2 = run_reading::<WorkflowFairness>(find(&rs, "exp2", "stated-dirac-one-queue")).unwrap();
+    assert_ne!(key(&one2), key(&per_app2));
     let every = find(&rs, "exp1", "every-180");
     assert_eq!(every.args.every, 180.0);
     assert!(!find(&rs, "exp1", "no-mirror").args.mirror);
@@ -426,8 +464,12 @@ fn a_study_names_an_unknown_reading() {
     .err()
     .unwrap();
     let m = e.to_string();
-    assert!(m.contains("--reading nope") && m.contains("warm-grid"), "{m}");
-    assert_eq!(m.matches("warm-grid,").count(), 1, "each reading named once: {m}");
+    assert!(m.contains("--reading nope") && m.contains("stated-setup"), "{m}");
+    assert_eq!(
+        m.matches("stated-setup,").count(),
+        1,
+        "each reading named once: {m}"
+    );
 }
 
 /// A flag the study's readings set is refused, not ignored; a reading's
@@ -495,6 +537,40 @@ fn resubmitted_lifts_need_a_controller_period() {
     })
     .unwrap();
     assert!(ok.repetitions[0].fairness.resubmitted_lifts > 0);
+}
+
+/// DIRAC-like matching runs the paper's two sets on one grid: one after
+/// the other, or with other systems, it is refused as a usage error.
+#[test]
+fn dirac_matching_needs_both_sets_on_one_grid() {
+    use workflow::dirac::Matching;
+    use workflow::experiment::{Args, WorkflowFairness};
+    let r = Registry::builtin();
+    let mut a = Args::exp(1);
+    a.matching = Matching::Dirac;
+    let e = WorkflowFairness::check(&a, &r, &Quiet).err().unwrap();
+    assert!(
+        matches!(e, SimError::Usage(_)) && e.to_string().contains("needs --concurrent"),
+        "{e}"
+    );
+    a.concurrent = true;
+    WorkflowFairness::check(&a, &r, &Quiet).unwrap();
+    a.with = vec!["fifo".parse().unwrap()];
+    let e = WorkflowFairness::check(&a, &r, &Quiet).err().unwrap();
+    assert!(
+        matches!(e, SimError::Usage(_)) && e.to_string().contains("--with"),
+        "{e}"
+    );
+    assert_eq!("dirac".parse::<Matching>(), Ok(Matching::Dirac));
+    assert_eq!("dirac-one-queue".parse::<Matching>(), Ok(Matching::DiracOneQueue));
+    a.with.clear();
+    a.concurrent = false;
+    a.matching = Matching::DiracOneQueue;
+    assert!(matches!(
+        WorkflowFairness::check(&a, &r, &Quiet),
+        Err(SimError::Usage(_))
+    ));
+    assert!("random".parse::<Matching>().unwrap_err().contains("strict"));
 }
 
 #[test]

@@ -29,6 +29,7 @@
 //! optional `min`, `max`), in seconds (a speed is a factor). A mistake is
 //! reported as ``FILE:LINE: key `slots.lifetime.sigma`: …``.
 
+use super::dirac::Matching;
 use crate::errors::SimError;
 use crate::platform_file::{Locator, Num};
 use fairsched_trace::workflow::Dist;
@@ -72,6 +73,10 @@ pub struct Grid {
     /// new priority, this many seconds later (DIRAC could not change a
     /// queued task's priority); `None`: priorities change in place.
     pub resubmit_lifted_s: Option<f64>,
+    /// How pilots are matched to waiting tasks: one strict priority queue
+    /// (the spec's), or DIRAC-like task queues ([`super::dirac`]). Set by
+    /// `--matching`, not by the file.
+    pub matching: Matching,
 }
 
 impl Default for Grid {
@@ -108,6 +113,7 @@ impl Default for Grid {
             replicate_after: 0.0,
             max_copies: 5,
             resubmit_lifted_s: None,
+            matching: Matching::Strict,
         }
     }
 }
@@ -286,7 +292,15 @@ impl Grid {
             String::new()
         } + &self.resubmit_lifted_s.map_or_else(String::new, |d| {
             format!("; a lift cancels the task and submits it again {d} s later")
-        })
+        }) + match self.matching {
+            Matching::Strict => "",
+            Matching::Dirac => {
+                "; pilots matched DIRAC-like: a task queue drawn at random, weighted by its owner's share × its mean priority ÷ the owner's sum (the workflows one owner, a queue per application; other users another)"
+            }
+            Matching::DiracOneQueue => {
+                "; pilots matched DIRAC-like: a task queue drawn at random, weighted by its owner's share × its mean priority ÷ the owner's sum (the workflows one owner, all in one queue; other users another)"
+            }
+        }
     }
 }
 

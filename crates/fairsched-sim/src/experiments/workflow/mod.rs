@@ -5,6 +5,7 @@
 //! (No-Fairness: the `workflow-fcfs` queue) under identical grid
 //! conditions; σ_s, σ_m, μ, makespans and slowdowns.
 
+pub mod dirac;
 pub mod experiment;
 pub mod grid;
 pub mod observe;
@@ -13,17 +14,19 @@ pub mod study;
 pub mod tau;
 pub mod world;
 
+use self::dirac::{DiracMatching, Matching, Route};
 use self::grid::Grid;
 use self::observe::EtaSeries;
 use self::stats::{area, std_dev};
 use self::world::{WorkflowOutcome, World, slot_speed};
 use crate::engine::{RunStats, Simulation};
 use crate::errors::SimError;
-use fairsched_core::{Platform, PolicySpec, Registry, Scheduler, Time, derive_seed};
+use fairsched_core::{Platform, PolicySpec, Registry, Scheduler, Time, UserId, derive_seed};
 use fairsched_trace::workflow::{LoadOptions, WorkflowSource};
 use rand::SeedableRng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The paper's workflow sets (builtin profile names).
 pub fn experiment(n: u32) -> Option<&'static [&'static str]> {
@@ -164,18 +167,26 @@ pub(crate) fn simulate(
             control.as_ref().map(|c| registry.build_control(c)).transpose()?,
         ),
     };
-    let core = Scheduler::new(
-        &Platform::pool(grid.initial_slots),
-        derive_seed(seed, 1),
-        registry.build_allocate(&"single-pool".parse().expect("registered"))?,
-        registry.build_order(&order)?,
-        control,
-    );
     let mut workflows = instances(sources, seed, spacing);
     let n = workflows.len();
     if concurrent.is_some() {
         workflows.extend(workflows.clone());
     }
+    // DIRAC-like matching replaces the priority queue the controller
+    // lifts tasks in (the experiment refuses it for other systems).
+    let order = match (system, grid.matching) {
+        (System::Fairness { .. }, m) if m.is_dirac() => fairsched_core::OrderPolicy::Blind(Box::new(
+            dirac_matching(&workflows, m == Matching::DiracOneQueue),
+        )),
+        _ => registry.build_order(&order)?,
+    };
+    let core = Scheduler::new(
+        &Platform::pool(grid.initial_slots),
+        derive_seed(seed, 1),
+        registry.build_allocate(&"single-pool".parse().expect("registered"))?,
+        order,
+        control,
+    );
     let mut world = World::new(grid.clone(), seed, workflows).mirror(mirror);
     if let Some(m) = concurrent {
         world = world.concurrent(n, m);
@@ -198,6 +209,39 @@ pub(crate) fn simulate(
         shadow_eta,
         stats,
     })
+}
+
+/// DIRAC-like matching for `workflows` (workflow k is user k): every
+/// workflow task is one owner's (the experimenters'), in a task queue per
+/// application (workflows of one name share it, as jobs of identical
+/// requirements share a DIRAC task queue); other users' tasks are
+/// another owner's, in one queue; equal shares ([`dirac`]). `one_queue`:
+/// every workflow task in one queue.
+fn dirac_matching(
+    workflows: &[(Time, fairsched_trace::workflow::Workflow)],
+    one_queue: bool,
+) -> DiracMatching {
+    let mut names: Vec<&str> = Vec::new();
+    let mut routes = BTreeMap::new();
+    for (k, (_, w)) in workflows.iter().enumerate() {
+        let queue = match names.iter().position(|n| *n == w.name) {
+            _ if one_queue => 0,
+            Some(q) => q,
+            None => {
+                names.push(&w.name);
+                names.len() - 1
+            }
+        };
+        routes.insert(
+            UserId(k as i64),
+            Route {
+                owner: 0,
+                queue: queue as u32,
+            },
+        );
+    }
+    routes.insert(UserId(world::BACKGROUND_USER), Route { owner: 1, queue: 0 });
+    DiracMatching::new(routes, BTreeMap::from([(0, 1.0), (1, 1.0)]))
 }
 
 /// Runs `system` once on `grid` with `seed`; `mirror`: raise instants to
