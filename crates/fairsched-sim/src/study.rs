@@ -69,8 +69,6 @@ pub enum Source {
         parameter: &'static str,
         range: &'static str,
     },
-    /// Not yet sourced: a study test fails on it.
-    Unsourced,
 }
 
 impl Source {
@@ -96,7 +94,6 @@ impl Source {
             Source::Paper { .. } => "paper",
             Source::Spec { .. } => "spec",
             Source::Sensitivity { .. } => "sensitivity",
-            Source::Unsourced => "unsourced",
         }
     }
     /// One line: the kind and the quotes, or the swept parameter.
@@ -113,7 +110,6 @@ impl Source {
             Source::Sensitivity { parameter, range } => {
                 format!("sensitivity: {parameter}, not given by the paper, swept over {range}")
             }
-            Source::Unsourced => "not sourced".into(),
         }
     }
 }
@@ -602,9 +598,10 @@ pub fn study_csv(s: &StudySummary) -> String {
 }
 
 impl<A> Reading<A> {
-    /// A reading of `case`; `command` (the experiment's command with the
-    /// case's own flags) is ended with `--seed` unless 0, then the
-    /// reading's `flags`.
+    /// A reading of `case`, from `source`; `command` (the experiment's
+    /// command with the case's own flags) is ended with `--seed` unless 0,
+    /// then the reading's `flags`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         case: String,
         name: &str,
@@ -613,6 +610,7 @@ impl<A> Reading<A> {
         seed: u64,
         flags: &str,
         args: A,
+        source: Source,
     ) -> Self {
         if seed != 0 {
             command.push_str(&format!(" --seed {seed}"));
@@ -626,15 +624,9 @@ impl<A> Reading<A> {
             name: name.into(),
             what: what.into(),
             command,
-            source: Source::Unsourced,
+            source,
             args,
         }
-    }
-
-    /// The reading, from `source`.
-    pub fn from(mut self, source: Source) -> Self {
-        self.source = source;
-        self
     }
 }
 

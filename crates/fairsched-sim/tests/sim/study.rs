@@ -84,11 +84,10 @@ fn run_reading<E: Experiment>(r: &Reading<E::Args>) -> Result<E::Summary, SimErr
 }
 
 /// Every reading of a study, full size and quick, names where it comes
-/// from: quoted words of the paper or the spec, or a sweep over a stated
+/// from (the type has no "unsourced"): quoted words of the paper or the spec, or a sweep over a stated
 /// range whose parameter has at least two points in the case (a
 /// sensitivity is never one value picked by its result; the spec's
 /// default counts as a point when its reading says it is one).
-#[allow(dead_code)]
 fn assert_sourced<E: Studied>(base: &E::Args) {
     use fairsched_sim::study::Source;
     for quick in [false, true] {
@@ -120,7 +119,6 @@ fn assert_sourced<E: Studied>(base: &E::Args) {
                         "{at}: the sweep over {parameter} has {points} point(s) in its case"
                     );
                 }
-                Source::Unsourced => panic!("{at}: the reading names no source"),
             }
         }
     }
@@ -516,7 +514,7 @@ fn resubmitted_lifts_need_a_controller_period() {
         name: "t".into(),
         what: String::new(),
         command: String::new(),
-        source: fairsched_sim::study::Source::Unsourced,
+        source: fairsched_sim::study::Source::sensitivity("none", "a test"),
         args: a.clone(),
     })
     .err()
@@ -532,7 +530,7 @@ fn resubmitted_lifts_need_a_controller_period() {
         name: "t".into(),
         what: String::new(),
         command: String::new(),
-        source: fairsched_sim::study::Source::Unsourced,
+        source: fairsched_sim::study::Source::sensitivity("none", "a test"),
         args: a,
     })
     .unwrap();

@@ -388,9 +388,16 @@ impl Studied for DietEthic {
                     command.push_str(" --n-submit 10,100,190");
                 }
                 let seed = d.args.seed;
-                out.push(
-                    Reading::new(sc.into(), &d.name, &d.what, command, seed, &d.flags, d.args).from(d.source),
-                );
+                out.push(Reading::new(
+                    sc.into(),
+                    &d.name,
+                    &d.what,
+                    command,
+                    seed,
+                    &d.flags,
+                    d.args,
+                    d.source,
+                ));
             }
         }
         out

@@ -304,7 +304,7 @@ impl Studied for Pffp {
                 }
                 let seed = a.seed;
                 let flags = flags_of(&a);
-                Reading::new(format!("test{t}"), name, what, command, seed, &flags, a).from(source)
+                Reading::new(format!("test{t}"), name, what, command, seed, &flags, a, source)
             };
             for d in defs() {
                 if t == 5 && !d.test5 {

@@ -295,18 +295,16 @@ impl Studied for Shapley {
                     a.instances
                 );
                 let seed = a.seed;
-                out.push(
-                    Reading::new(
-                        format!("table{table}-{trace}"),
-                        d.name,
-                        d.what,
-                        command,
-                        seed,
-                        d.flags,
-                        a,
-                    )
-                    .from((d.source)()),
-                );
+                out.push(Reading::new(
+                    format!("table{table}-{trace}"),
+                    d.name,
+                    d.what,
+                    command,
+                    seed,
+                    d.flags,
+                    a,
+                    (d.source)(),
+                ));
             }
         }
         out

@@ -393,7 +393,16 @@ impl Studied for WorkflowFairness {
                     command.push_str(&format!(" --tau {}", a.tau));
                 }
                 let seed = a.seed;
-                out.push(Reading::new(format!("exp{n}"), name, what, command, seed, flags, a).from(source));
+                out.push(Reading::new(
+                    format!("exp{n}"),
+                    name,
+                    what,
+                    command,
+                    seed,
+                    flags,
+                    a,
+                    source,
+                ));
             }
         }
         out
