@@ -29,7 +29,7 @@ fn load(name: &str) -> LoadedTrace {
     ));
     SharedLog::named(name)
         .expect("a shared log")
-        .load(&dir)
+        .load(&dir, None)
         .expect("the log loads (needs ../shared beside the repository)")
 }
 

@@ -779,6 +779,21 @@ impl Client {
     /// Hands what the client queued on the node to it, in one batch: the
     /// departures come at [`WAKE_NODE`], later this instant, once every
     /// client queuing now has queued.
+    /// The requests still on their way to a server, `(token, server)`,
+    /// in token order: each gets a cancellation that follows it.
+    fn on_the_way(&self) -> Vec<(u64, MachineId)> {
+        let mut v: Vec<(u64, MachineId)> = self
+            .messages
+            .iter()
+            .filter_map(|(&k, m)| match m {
+                Message::Submit { server, .. } => Some((k, *server)),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     fn queue_on_node(&mut self, ctx: &mut AgentCtx, phase: Phase) {
         if self.queued.is_empty() {
             return;
@@ -875,17 +890,8 @@ impl Client {
                 left.into_iter()
                     .map(|(task, server)| Queued::Cancel { task, server }),
             );
-            let mut on_the_way: Vec<(u64, MachineId)> = self
-                .messages
-                .iter()
-                .filter_map(|(&k, m)| match m {
-                    Message::Submit { server, .. } => Some((k, *server)),
-                    _ => None,
-                })
-                .collect();
-            on_the_way.sort_unstable();
             self.queued.extend(
-                on_the_way
+                self.on_the_way()
                     .into_iter()
                     .map(|(token, server)| Queued::CancelOnTheWay { token, server }),
             );
@@ -896,16 +902,7 @@ impl Client {
             self.cancel(ctx, t, m);
         }
         // Requests on their way: each cancellation follows its request.
-        let mut on_the_way: Vec<(u64, MachineId)> = self
-            .messages
-            .iter()
-            .filter_map(|(&k, m)| match m {
-                Message::Submit { server, .. } => Some((k, *server)),
-                _ => None,
-            })
-            .collect();
-        on_the_way.sort_unstable();
-        for (k, server) in on_the_way {
+        for (k, server) in self.on_the_way() {
             let at = self.arrival(ctx.now(), server, true);
             if let Some(Message::Submit { cancel_at, .. }) = self.messages.get_mut(&k) {
                 *cancel_at = Some(at);
