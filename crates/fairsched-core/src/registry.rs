@@ -42,10 +42,12 @@ pub struct PolicySpec {
 pub enum SpecError {
     #[error("malformed policy spec {spec:?}: {reason}")]
     Syntax { spec: String, reason: String },
-    #[error("unknown {kind} policy {name:?}; known: {known}")]
+    #[error("unknown {kind} policy {name:?}{elsewhere}; known: {known}")]
     Unknown {
         kind: &'static str,
         name: String,
+        /// ", an order policy" when it names a policy of another kind.
+        elsewhere: String,
         known: String,
     },
     #[error("policy {policy}: unknown parameter {key:?}; it takes: {allowed}")]
@@ -802,12 +804,34 @@ impl Registry {
 
     /// The policy of `kind` named `name`.
     pub fn entry(&self, kind: Kind, name: &str) -> Result<&Entry, SpecError> {
-        let name = canonical(name);
+        let canon = canonical(name);
         self.of_kind(kind)
-            .find(|e| e.name == name)
+            .find(|e| e.name == canon)
             .ok_or_else(|| SpecError::Unknown {
                 kind: kind.name(),
-                name: name.to_string(),
+                name: canon.to_string(),
+                elsewhere: self
+                    .entries
+                    .iter()
+                    .find(|e| e.name == canon)
+                    .map(|e| {
+                        // A spec's name is read as the current one: name
+                        // the former too, the one the user may have typed.
+                        let was: Vec<&str> = ALIASES
+                            .iter()
+                            .filter(|(_, new)| *new == canon)
+                            .map(|(old, _)| *old)
+                            .collect();
+                        let was = if was.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (formerly {})", was.join(", "))
+                        };
+                        let kind = e.kind().name();
+                        let a = if kind.starts_with(['a', 'o']) { "an" } else { "a" };
+                        format!("{was}, {a} {kind} policy")
+                    })
+                    .unwrap_or_default(),
                 known: self.names(kind).join(", "),
             })
     }
@@ -1065,6 +1089,14 @@ mod tests {
         let r = Registry::builtin();
         let e = r.check(Kind::Order, &"nope".parse().unwrap()).err().unwrap();
         assert!(e.to_string().contains("first-fit"), "{e}");
+        // A policy of another kind is named as given, with its kind.
+        let e = r.check(Kind::Allocate, &"fifo".parse().unwrap()).err().unwrap();
+        assert!(
+            e.to_string().starts_with(
+                "unknown allocate policy \"first-fit\" (formerly fifo), an order policy; known: "
+            ),
+            "{e}"
+        );
         let e = r
             .check(Kind::Control, &"age-boost[afterr=5]".parse().unwrap())
             .err()

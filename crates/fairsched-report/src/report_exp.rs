@@ -108,6 +108,50 @@ fn study(f: &mut RunFolder, s: &Value, facts: &mut Vec<(String, String)>, notes:
             format!("Claim {id} ({text}): holds under {}.", under.join(", "))
         });
     }
+    // Where each reading comes from: the paper's or the spec's words, or
+    // the sweep it is a point of; a reading's source is said once, at its
+    // first case.
+    let mut said: Vec<(String, String)> = Vec::new();
+    for i in 0..n {
+        let at = |k: &str| format!("rows.{i}.{k}");
+        // A study from before sources were written has none.
+        if lookup(s, &at("source")).is_none() {
+            continue;
+        }
+        let (Some(case), Some(reading), Some(kind)) = (
+            f.str(s, SUMMARY, &at("case")),
+            f.str(s, SUMMARY, &at("reading")),
+            f.str(s, SUMMARY, &at("source.kind")),
+        ) else {
+            continue;
+        };
+        let from = if kind == "sensitivity" {
+            let (Some(p), Some(r)) = (
+                f.str(s, SUMMARY, &at("source.parameter")),
+                f.str(s, SUMMARY, &at("source.range")),
+            ) else {
+                continue;
+            };
+            format!("a sweep over {p}: {r}")
+        } else {
+            let q = array(f, s, SUMMARY, &at("source.quotes")).map_or(0, Vec::len);
+            let quotes: Vec<String> = (0..q)
+                .filter_map(|k| {
+                    let t = f.str(s, SUMMARY, &at(&format!("source.quotes.{k}.text")))?;
+                    let w = f.str(s, SUMMARY, &at(&format!("source.quotes.{k}.at")))?;
+                    Some(format!("\"{t}\" ({w})"))
+                })
+                .collect();
+            format!("the {kind}: {}", quotes.join("; "))
+        };
+        match said.iter().find(|(r, t)| *r == reading && *t == from) {
+            Some(_) => {}
+            None => {
+                notes.push(format!("Reading {case}/{reading} — from {from}."));
+                said.push((reading, from));
+            }
+        }
+    }
 }
 
 /// `trace stats --out`.
@@ -1380,7 +1424,12 @@ mod tests {
         let s = json!({
             "tool": tool(), "experiment": "pffp-study", "quick": true,
             "claims": [{"id": "mst_best", "text": "MST first"}, {"id": "mlp_last", "text": "MLp last"}],
-            "rows": [{"case": "test2", "reading": "default"}],
+            "rows": [
+                {"case": "test2", "reading": "default"},
+                {"case": "test2", "reading": "stated", "source": {"kind": "paper", "quotes": [{"at": "§4", "text": "as said"}]}},
+                {"case": "test4", "reading": "stated", "source": {"kind": "paper", "quotes": [{"at": "§4", "text": "as said"}]}},
+                {"case": "test4", "reading": "u-0.1", "source": {"kind": "sensitivity", "parameter": "utilization", "range": "0.1 and 0.2"}}
+            ],
             "holds_under": [["mst_best", ["test2/default"]], ["mlp_last", []]],
             "notes": ["n1"]
         });
@@ -1389,7 +1438,7 @@ mod tests {
         assert_eq!(figures(&b), ["study-test2.svg"]);
         let f = facts(&b);
         assert!(f.contains(&("size".into(), "quick (--quick)".into())), "{f:?}");
-        assert!(f.contains(&("readings run".into(), "1".into())), "{f:?}");
+        assert!(f.contains(&("readings run".into(), "4".into())), "{f:?}");
         let notes: Vec<&String> = b
             .iter()
             .flat_map(|x| match x {
@@ -1402,7 +1451,16 @@ mod tests {
             "{notes:?}"
         );
         assert!(notes[1].contains("holds under no reading"), "{notes:?}");
-        assert_eq!(notes[2], "n1");
+        // Each reading's source once, quoted or as its sweep.
+        assert_eq!(
+            notes[2],
+            "Reading test2/stated — from the paper: \"as said\" (§4)."
+        );
+        assert_eq!(
+            notes[3],
+            "Reading test4/u-0.1 — from a sweep over utilization: 0.1 and 0.2."
+        );
+        assert_eq!(notes[4], "n1");
         assert_eq!(tables(&b).len(), 1);
     }
 

@@ -108,7 +108,7 @@ impl Source {
             Source::Paper { quotes } => format!("the paper: {}", quoted(quotes)),
             Source::Spec { quotes } => format!("the spec: {}", quoted(quotes)),
             Source::Sensitivity { parameter, range } => {
-                format!("sensitivity: {parameter}, not given by the paper, swept over {range}")
+                format!("sensitivity: {parameter}, swept over {range}")
             }
         }
     }
@@ -249,6 +249,12 @@ impl<E: Studied> Study<E> {
         let all = E::readings(&args.base, args.quick);
         for o in &args.only {
             if !all.iter().any(|r| &r.name == o) {
+                if args.quick && E::readings(&args.base, false).iter().any(|r| &r.name == o) {
+                    return Err(SimError::usage(format!(
+                        "--reading {o}: {} runs it in the full study only, not with --quick (its cases are not in the quick set): run without --quick",
+                        E::STUDY
+                    )));
+                }
                 let mut names: Vec<&str> = Vec::new();
                 for r in &all {
                     if !names.contains(&r.name.as_str()) {
@@ -533,17 +539,27 @@ fn holds_text(s: &StudySummary) -> String {
     }
     out.push_str("Readings (each runs alone with):\n");
     let mut seen: Vec<(&str, &str)> = Vec::new();
-    for r in &s.rows {
+    for (k, r) in s.rows.iter().enumerate() {
         if !seen.contains(&(r.case.as_str(), r.reading.as_str())) {
             seen.push((&r.case, &r.reading));
-            out.push_str(&format!(
-                "  {}/{}: {} — {}\n    from {}\n",
-                r.case,
-                r.reading,
-                r.what,
-                r.command,
-                r.source.describe()
-            ));
+            // A reading's what and source are said at its first case.
+            let first = s.rows[..k]
+                .iter()
+                .find(|o| o.reading == r.reading && o.what == r.what && o.source == r.source);
+            match first {
+                Some(o) => out.push_str(&format!(
+                    "  {}/{}: as {}/{} — {}\n",
+                    r.case, r.reading, o.case, o.reading, r.command
+                )),
+                None => out.push_str(&format!(
+                    "  {}/{}: {} — {}\n    from {}\n",
+                    r.case,
+                    r.reading,
+                    r.what,
+                    r.command,
+                    r.source.describe()
+                )),
+            }
         }
     }
     for n in &s.notes {

@@ -287,9 +287,10 @@ pub struct PffpArgs {
 pub struct DietArgs {
     /// The paper's scenario: night-simultaneous, night-consecutive,
     /// day-regular, day-irregular, day-irregular-random or scalability.
-    /// Day-time users have 100 s from their own arrival; the spec's
-    /// reading, one absolute deadline at 100 s, is day-regular-absolute,
-    /// day-irregular-absolute, day-irregular-random-absolute.
+    /// Day-time users have 100 s from their own arrival (the spec's
+    /// reading); the paper's text as written, one absolute deadline at
+    /// 100 s for everyone, is day-regular-absolute, day-irregular-absolute,
+    /// day-irregular-random-absolute.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(diet::SCENARIOS),
           required_unless_present = "scenario_file", conflicts_with = "scenario_file")]
     scenario: Option<String>,
@@ -332,11 +333,11 @@ pub struct DietArgs {
     key4: String,
     /// Client node: the set-up submissions of every client together
     /// leave one node at this many per second [default: 0, no limit].
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     setup_rate: u32,
     /// Client node: the clean-up cancellations of every client together
     /// leave it at this many per second [default: 0, no limit].
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     cleanup_rate: u32,
     /// Client node: clients queuing at the same instant send one message
     /// each in turn (shared) or one client after another (fifo).
@@ -374,9 +375,10 @@ fn duration(s: &str) -> Result<Time, String> {
 #[derive(clap::Args)]
 pub struct WorkflowArgs {
     /// The paper's experiment: 1 (three GATE), 2 (three GATE then
-    /// SimuBloch) or 3 (GATE, FIELD-II, PET-Sorteo, SimuBloch).
+    /// SimuBloch) or 3 (GATE, FIELD-II, PET-Sorteo, SimuBloch). With
+    /// --study: only this experiment's cases (without it, all three).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=3),
-          required_unless_present = "workflows", conflicts_with = "workflows")]
+          required_unless_present_any = ["workflows", "study"], conflicts_with = "workflows")]
     exp: Option<u32>,
     /// Workflows of your own, submitted in this order: WfCommons JSON
     /// (.json, .json.gz), TOML profiles, or the built-in profiles gate,

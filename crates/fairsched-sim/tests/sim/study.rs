@@ -124,6 +124,15 @@ fn assert_sourced<E: Studied>(base: &E::Args) {
     }
 }
 
+/// The workflow study's base as `--study` without `--exp` gives it: every
+/// experiment.
+fn workflow_all() -> workflow::experiment::Args {
+    workflow::experiment::Args {
+        exp: None,
+        ..workflow::experiment::Args::exp(1)
+    }
+}
+
 fn find<'a, A>(rs: &'a [Reading<A>], case: &str, name: &str) -> &'a Reading<A> {
     rs.iter()
         .find(|r| r.case == case && r.name == name)
@@ -132,7 +141,7 @@ fn find<'a, A>(rs: &'a [Reading<A>], case: &str, name: &str) -> &'a Reading<A> {
 
 #[test]
 fn workflow_study_quick_runs_and_is_deterministic() {
-    let v = quick_study::<workflow::experiment::WorkflowFairness>(workflow::experiment::Args::exp(1));
+    let v = quick_study::<workflow::experiment::WorkflowFairness>(workflow_all());
     let rows = v["rows"].as_array().unwrap();
     let cases: Vec<&str> = rows.iter().map(|r| r["case"].as_str().unwrap()).collect();
     assert!(cases.contains(&"exp1") && cases.contains(&"exp2"));
@@ -152,13 +161,13 @@ fn workflow_study_quick_runs_and_is_deterministic() {
 
 #[test]
 fn workflow_readings_name_their_sources() {
-    assert_sourced::<workflow::experiment::WorkflowFairness>(&workflow::experiment::Args::exp(1));
+    assert_sourced::<workflow::experiment::WorkflowFairness>(&workflow_all());
 }
 
 #[test]
 fn workflow_readings_change_what_they_say() {
     use workflow::experiment::{Args, WorkflowFairness};
-    let rs = readings::<WorkflowFairness>(&Args::exp(1), true);
+    let rs = readings::<WorkflowFairness>(&workflow_all(), true);
     let default = run_reading::<WorkflowFairness>(find(&rs, "exp1", "default")).unwrap();
     let stated = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-setup")).unwrap();
     let warm = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-warmup-2h")).unwrap();
@@ -499,6 +508,72 @@ fn a_study_refuses_the_flags_its_readings_set() {
             .command
             .contains("--tau")
     );
+}
+
+/// The Shapley study sets the logs, tables and set-up itself: `--traces`
+/// and the rest are refused, not ignored.
+#[test]
+fn the_shapley_study_refuses_the_logs_and_set_up_it_sets() {
+    use shapley::experiment::{Args, Shapley};
+    let base = Args {
+        traces: vec!["RICC".into()],
+        warm_start: true,
+        ..Args::default()
+    };
+    let args = StudyArgs {
+        base,
+        quick: true,
+        only: Vec::new(),
+    };
+    let d = tempfile::tempdir().unwrap();
+    let e = run_local::<Study<Shapley>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
+        .err()
+        .unwrap();
+    let m = e.to_string();
+    assert!(
+        matches!(e, SimError::Usage(_)) && m.contains("--traces, --warm-start"),
+        "{m}"
+    );
+}
+
+/// A reading of the full study asked for with --quick is named as such,
+/// not as unknown.
+#[test]
+fn a_quick_study_says_a_full_study_reading_is_not_in_it() {
+    use shapley::experiment::{Args, Shapley};
+    let args = StudyArgs {
+        base: Args::default(),
+        quick: true,
+        only: vec!["nodes-1024".into()],
+    };
+    let d = tempfile::tempdir().unwrap();
+    let m = run_local::<Study<Shapley>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        m.contains("--reading nodes-1024") && m.contains("without --quick"),
+        "{m}"
+    );
+    assert!(!m.contains("no such reading"), "{m}");
+}
+
+/// `--exp N --study`: Experiment N's cases only; without --exp, all.
+#[test]
+fn the_workflow_study_runs_the_experiment_given() {
+    use workflow::experiment::{Args, WorkflowFairness};
+    let cases = |base: &Args, quick| {
+        let mut c: Vec<String> = readings::<WorkflowFairness>(base, quick)
+            .into_iter()
+            .map(|r| r.case)
+            .collect();
+        c.dedup();
+        c
+    };
+    assert_eq!(cases(&Args::exp(3), true), ["exp3"]);
+    assert_eq!(cases(&Args::exp(2), false), ["exp2"]);
+    assert_eq!(cases(&workflow_all(), false), ["exp1", "exp2", "exp3"]);
+    assert_eq!(cases(&workflow_all(), true), ["exp1", "exp2"]);
 }
 
 /// Lifts by cancel and resubmission need a controller period: at every

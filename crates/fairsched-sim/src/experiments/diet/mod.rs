@@ -365,6 +365,12 @@ impl ClientNode {
                 )));
             }
         }
+        if self.order != NodeOrder::Shared && self.setup_rate == 0 && self.cleanup_rate == 0 {
+            return Err(SimError::usage(format!(
+                "--node-order {}: the order in which the client node sends queued messages, and with no --setup-rate or --cleanup-rate nothing queues: give a rate",
+                self.order.name()
+            )));
+        }
         Ok(())
     }
     /// One line for the notes.
@@ -1720,6 +1726,23 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("--cleanup-rate"), "{e}");
+        let fifo = ClientNode {
+            order: NodeOrder::Fifo,
+            ..ClientNode::default()
+        };
+        let e = fifo.check().unwrap_err().to_string();
+        assert!(
+            e.contains("--node-order fifo") && e.contains("give a rate"),
+            "{e}"
+        );
+        assert!(
+            ClientNode {
+                setup_rate: 5,
+                ..fifo
+            }
+            .check()
+            .is_ok()
+        );
     }
 
     #[test]

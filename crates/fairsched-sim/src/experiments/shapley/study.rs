@@ -20,7 +20,7 @@ fn claims() -> Vec<Claim> {
     vec![
         Claim {
             id: "rr_worst",
-            text: "ROUNDROBIN is the least fair: the highest mean Δψ/p_tot, the mean over the windows run as the paper's rows are over its 100 (Table 1: 100 per log, as the paper's; Table 2: 10 of its 100, so no subsets are taken)",
+            text: "ROUNDROBIN is the least fair: the highest mean Δψ/p_tot, the mean over the windows run as the paper's rows are over its 100 per log (Table 1: --instances per log, 100 by default, as the paper's; Table 2: at most 10, so no subsets are taken)",
         },
         Claim {
             id: "dc_rand_closest",
@@ -257,6 +257,23 @@ impl Studied for Shapley {
 
     fn claims() -> Vec<Claim> {
         claims()
+    }
+
+    fn unused(base: &Args) -> Vec<&'static str> {
+        let d = Args::default();
+        let given: [(&'static str, bool); 10] = [
+            ("--table", base.table != d.table),
+            ("--figure", base.figure),
+            ("--orgs", base.orgs.is_some()),
+            ("--ownership", base.ownership.is_some()),
+            ("--traces", !base.traces.is_empty()),
+            ("--trace", !base.trace_files.is_empty()),
+            ("--platform", base.platform.is_some()),
+            ("--with", !base.with.is_empty()),
+            ("--congested", base.congested.is_some()),
+            ("--warm-start", base.warm_start),
+        ];
+        given.into_iter().filter(|g| g.1).map(|g| g.0).collect()
     }
 
     fn readings(base: &Args, quick: bool) -> Vec<Reading<Args>> {
