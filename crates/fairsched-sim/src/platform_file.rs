@@ -143,6 +143,42 @@ pub(crate) struct Locator<'a> {
     pub(crate) root: Option<DeTable<'a>>,
 }
 
+/// The byte offset of the outermost `[` or `{` of a value still open at
+/// `pos` (table headers, strings and comments skipped), if any.
+fn unclosed_before(text: &str, pos: usize) -> Option<usize> {
+    let mut open: Vec<usize> = Vec::new();
+    let mut line_start = true;
+    let mut it = text.get(..pos)?.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        match c {
+            '\n' => {
+                line_start = true;
+                continue;
+            }
+            ' ' | '\t' | '\r' => continue,
+            '#' => while it.next_if(|&(_, c)| c != '\n').is_some() {},
+            // A table header: the line is a header, not a value.
+            '[' if line_start && open.is_empty() => while it.next_if(|&(_, c)| c != '\n').is_some() {},
+            '"' | '\'' => {
+                while let Some((_, d)) = it.next() {
+                    if d == '\\' && c == '"' {
+                        it.next();
+                    } else if d == c || d == '\n' {
+                        break;
+                    }
+                }
+            }
+            '[' | '{' => open.push(i),
+            ']' | '}' => {
+                open.pop();
+            }
+            _ => {}
+        }
+        line_start = false;
+    }
+    open.first().copied()
+}
+
 impl<'a> Locator<'a> {
     /// Parses `text` as TOML into `T`, keeping the document's spans so
     /// later checks can locate their mistakes; messages name `path`.
@@ -201,6 +237,22 @@ impl<'a> Locator<'a> {
         let Some(span) = e.span() else {
             return self.error_at(1, None, format_args!("{what}{msg}"));
         };
+        // An array or inline table left open is reported where the parser
+        // gives up, lines later: name the line that opened it.
+        if let Some(open) = unclosed_before(self.text, span.start)
+            && self.line(open) < self.line(span.start)
+        {
+            let key = self.key_on_line(open);
+            return self.error_at(
+                self.line(open),
+                key.as_deref(),
+                format_args!(
+                    "{what}the `{}` opened here is not closed (the parser stopped at line {}: {msg})",
+                    &self.text[open..open + 1],
+                    self.line(span.start)
+                ),
+            );
+        }
         let key = self.key_at(span.start).or_else(|| self.key_on_line(span.start));
         let hint = match key.as_deref() {
             Some(k) if k.starts_with("org[") && k.ends_with(".unlisted") => {
@@ -819,6 +871,14 @@ procs = 0
             4,
             "org[1].users",
             "invalid TOML",
+        );
+        // An array left open is named where it opened, not where the
+        // parser gave up; brackets in strings and comments do not count.
+        refused(
+            "[[org]]\nprocs = 4 # [\nusers = [\"a]\", \"b\"\n\n[[org]]\nprocs = 4\n",
+            3,
+            "org[0].users",
+            "the `[` opened here is not closed (the parser stopped at line 5",
         );
         refused(
             "unlisted = random\n[[org]]\nprocs = 4\n",
