@@ -101,7 +101,21 @@ impl SwfReader<FileSource> {
         let file = File::open(path).map_err(io_err)?;
         let mut buffered = BufReader::with_capacity(CHUNK, file);
         let head = buffered.fill_buf().map_err(io_err)?;
-        let source: FileSource = if head.starts_with(&[0x1f, 0x8b]) {
+        let gzipped = head.starts_with(&[0x1f, 0x8b]);
+        // Named .gz but not gzip: most often a download that saved an
+        // error page; read as text it would fail as "expected 18 fields".
+        if !gzipped && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")) {
+            let shown: String = String::from_utf8_lossy(&head[..head.len().min(40)])
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            return Err(io_err(io::Error::other(format!(
+                "named .gz but not gzip-compressed (it begins {:?}): an incomplete download, or a \
+                 plain-text log to rename without .gz",
+                shown.trim_end()
+            ))));
+        }
+        let source: FileSource = if gzipped {
             Ahead::spawn(MultiGzDecoder::new(buffered))
         } else {
             Box::new(buffered)

@@ -409,6 +409,19 @@ fn gzip_file_is_detected_by_magic() {
     assert_eq!(r.header().max_procs, Some(8));
 }
 
+/// A file named .gz that is not gzip is refused as such, not read as
+/// text and reported as a line of the wrong field count.
+#[test]
+fn a_gz_name_without_gzip_is_named() {
+    let (_dir, path) = temp_file("page.swf.gz", b"<html><body>Not Found</body></html>\n");
+    let e = SwfReader::open(&path).err().expect("refused").to_string();
+    assert!(
+        e.contains("page.swf.gz") && e.contains("not gzip-compressed") && e.contains("<html><body>Not Found"),
+        "{e}"
+    );
+    assert!(!e.contains("fields"), "{e}");
+}
+
 #[test]
 fn concatenated_gzip_members() {
     let mut bytes = gzip(ok_line(1, 0).as_bytes());
