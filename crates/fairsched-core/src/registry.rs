@@ -42,11 +42,12 @@ pub struct PolicySpec {
 pub enum SpecError {
     #[error("malformed policy spec {spec:?}: {reason}")]
     Syntax { spec: String, reason: String },
-    #[error("unknown {kind} policy {name:?}{elsewhere}; known: {known}")]
+    #[error("{}", unknown_text(.kind, .name, .elsewhere, .known))]
     Unknown {
         kind: &'static str,
         name: String,
-        /// ", an order policy" when it names a policy of another kind.
+        /// " (formerly fifo) is an order policy" when it names a policy of
+        /// another kind.
         elsewhere: String,
         known: String,
     },
@@ -63,6 +64,15 @@ pub enum SpecError {
         value: String,
         reason: String,
     },
+}
+
+fn unknown_text(kind: &str, name: &str, elsewhere: &str, known: &str) -> String {
+    if elsewhere.is_empty() {
+        format!("unknown {kind} policy {name:?}; known: {known}")
+    } else {
+        let a = if kind.starts_with(['a', 'o']) { "an" } else { "a" };
+        format!("{name:?}{elsewhere}, not {a} {kind} policy; {kind} policies: {known}")
+    }
 }
 
 /// Letters, digits, `-`, `.`, `:`. No `/` (a value is never a path) and no
@@ -829,7 +839,7 @@ impl Registry {
                         };
                         let kind = e.kind().name();
                         let a = if kind.starts_with(['a', 'o']) { "an" } else { "a" };
-                        format!("{was}, {a} {kind} policy")
+                        format!("{was} is {a} {kind} policy")
                     })
                     .unwrap_or_default(),
                 known: self.names(kind).join(", "),
@@ -1093,7 +1103,7 @@ mod tests {
         let e = r.check(Kind::Allocate, &"fifo".parse().unwrap()).err().unwrap();
         assert!(
             e.to_string().starts_with(
-                "unknown allocate policy \"first-fit\" (formerly fifo), an order policy; known: "
+                "\"first-fit\" (formerly fifo) is an order policy, not an allocate policy; allocate policies: "
             ),
             "{e}"
         );

@@ -204,6 +204,10 @@ pub struct StudyArgs<A> {
     /// Only these readings (by name; empty: all).
     #[serde(default)]
     pub only: Vec<String>,
+    /// Only this case (`test4`, `night-consecutive`; `None`: all): the
+    /// experiment's own selector given with `--study`.
+    #[serde(default)]
+    pub case: Option<String>,
 }
 
 /// The planned study: every reading's plan.
@@ -238,7 +242,9 @@ pub struct StudySummary {
 }
 
 impl<E: Studied> Study<E> {
-    fn readings(args: &StudyArgs<E::Args>) -> Result<Vec<Reading<E::Args>>, SimError> {
+    /// The readings `args` selects (its case, its `--reading`s), or why
+    /// the selection is refused.
+    pub fn plan_readings(args: &StudyArgs<E::Args>) -> Result<Vec<Reading<E::Args>>, SimError> {
         let unused = E::unused(&args.base);
         if !unused.is_empty() {
             return Err(SimError::usage(format!(
@@ -246,12 +252,35 @@ impl<E: Studied> Study<E> {
                 unused.join(", ")
             )));
         }
-        let all = E::readings(&args.base, args.quick);
+        let mut all = E::readings(&args.base, args.quick);
+        if let Some(c) = &args.case {
+            let cases = |rs: &[Reading<E::Args>]| {
+                let mut v: Vec<String> = rs.iter().map(|r| r.case.clone()).collect();
+                v.dedup();
+                v
+            };
+            if !all.iter().any(|r| &r.case == c) {
+                let full = cases(&E::readings(&args.base, false));
+                return Err(SimError::usage(if args.quick && full.contains(c) {
+                    format!(
+                        "{c}: {} runs it in the full study only, not with --quick: run without --quick",
+                        E::STUDY
+                    )
+                } else {
+                    format!(
+                        "{c}: {} has no such case; its cases: {}",
+                        E::STUDY,
+                        full.join(", ")
+                    )
+                }));
+            }
+            all.retain(|r| &r.case == c);
+        }
         for o in &args.only {
             if !all.iter().any(|r| &r.name == o) {
                 if args.quick && E::readings(&args.base, false).iter().any(|r| &r.name == o) {
                     return Err(SimError::usage(format!(
-                        "--reading {o}: {} runs it in the full study only, not with --quick (its cases are not in the quick set): run without --quick",
+                        "--reading {o}: {} runs it in the full study only, not with --quick: run without --quick",
                         E::STUDY
                     )));
                 }
@@ -295,7 +324,7 @@ impl<E: Studied> Experiment for Study<E> {
     }
 
     fn check(args: &Self::Args, registry: &Registry, _host: &dyn Host) -> Result<(), SimError> {
-        for r in Self::readings(args)? {
+        for r in Self::plan_readings(args)? {
             E::check(&r.args, registry, &Quiet).map_err(|e| in_reading(&r, e))?;
         }
         Ok(())
@@ -304,7 +333,7 @@ impl<E: Studied> Experiment for Study<E> {
     fn plan(args: &Self::Args, registry: &Registry, _host: &dyn Host) -> Result<Self, SimError> {
         let mut rows = Vec::new();
         let mut total = 0;
-        for r in Self::readings(args)? {
+        for r in Self::plan_readings(args)? {
             let plan = E::plan(&r.args, registry, &Quiet).map_err(|e| in_reading(&r, e))?;
             let n = plan.instances();
             rows.push((r, plan, total));

@@ -24,6 +24,7 @@ fn quick_study<E: Studied>(base: E::Args) -> serde_json::Value {
         base,
         quick: true,
         only: Vec::new(),
+        case: None,
     };
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let mut bytes = Vec::new();
@@ -166,7 +167,7 @@ fn workflow_readings_name_their_sources() {
 
 #[test]
 fn workflow_readings_change_what_they_say() {
-    use workflow::experiment::{Args, WorkflowFairness};
+    use workflow::experiment::WorkflowFairness;
     let rs = readings::<WorkflowFairness>(&workflow_all(), true);
     let default = run_reading::<WorkflowFairness>(find(&rs, "exp1", "default")).unwrap();
     let stated = run_reading::<WorkflowFairness>(find(&rs, "exp1", "stated-setup")).unwrap();
@@ -459,6 +460,7 @@ fn a_study_names_an_unknown_reading() {
         base: workflow::experiment::Args::exp(1),
         quick: true,
         only: vec!["nope".into()],
+        case: None,
     };
     let d = tempfile::tempdir().unwrap();
     let e = run_local::<Study<workflow::experiment::WorkflowFairness>>(
@@ -491,6 +493,7 @@ fn a_study_refuses_the_flags_its_readings_set() {
         base,
         quick: true,
         only: Vec::new(),
+        case: None,
     };
     let d = tempfile::tempdir().unwrap();
     let e = run_local::<Study<WorkflowFairness>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
@@ -524,6 +527,7 @@ fn the_shapley_study_refuses_the_logs_and_set_up_it_sets() {
         base,
         quick: true,
         only: Vec::new(),
+        case: None,
     };
     let d = tempfile::tempdir().unwrap();
     let e = run_local::<Study<Shapley>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
@@ -545,6 +549,7 @@ fn a_quick_study_says_a_full_study_reading_is_not_in_it() {
         base: Args::default(),
         quick: true,
         only: vec!["nodes-1024".into()],
+        case: None,
     };
     let d = tempfile::tempdir().unwrap();
     let m = run_local::<Study<Shapley>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
@@ -556,6 +561,30 @@ fn a_quick_study_says_a_full_study_reading_is_not_in_it() {
         "{m}"
     );
     assert!(!m.contains("no such reading"), "{m}");
+    // A case (`--test 4 --study`) likewise; one that no study has is
+    // named with the study's cases.
+    use pffp::experiment::{Args as P, Pffp};
+    let case = |c: &str, quick| {
+        let args = StudyArgs {
+            base: P::test(2),
+            quick,
+            only: Vec::new(),
+            case: Some(c.into()),
+        };
+        Study::<Pffp>::plan_readings(&args).map(|rs| {
+            let mut v: Vec<String> = rs.into_iter().map(|r| r.case).collect();
+            v.dedup();
+            v
+        })
+    };
+    let m = case("test4", true).map(|_| ()).unwrap_err().to_string();
+    assert!(m.contains("test4") && m.contains("without --quick"), "{m}");
+    let m = case("test3", false).map(|_| ()).unwrap_err().to_string();
+    assert!(
+        m.contains("no such case") && m.contains("test2, test4, test5"),
+        "{m}"
+    );
+    assert_eq!(case("test5", false).unwrap(), ["test5"]);
 }
 
 /// `--exp N --study`: Experiment N's cases only; without --exp, all.
@@ -654,6 +683,7 @@ fn a_study_runs_as_a_slurm_array_and_collects_the_local_bytes() {
         base: diet::experiment::Args::scenario("night-consecutive"),
         quick: true,
         only: Vec::new(),
+        case: None,
     };
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("local");

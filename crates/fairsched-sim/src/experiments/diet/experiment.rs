@@ -284,7 +284,7 @@ impl Experiment for DietEthic {
             "A legacy client submits n_submit requests clamped to its own [n_min, n_max].".to_string(),
         ];
         if a.scenario_file.is_none()
-            && let Some(d) = differs(&name, a.timing.is_zero())
+            && let Some(d) = differs(&name, a.timing.is_zero() && a.node == ClientNode::default())
         {
             notes.push(d.into());
         }

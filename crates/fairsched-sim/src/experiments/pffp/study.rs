@@ -182,7 +182,12 @@ fn defs() -> Vec<Def> {
         Def {
             name: "mlp-busy",
             what: "MLp's \"load\" read as busy processors: n_i counts running jobs only, not queued ones (against §2's n_i, the jobs allocated to N_i), ties to the lowest index",
-            source: |_| Source::paper(&[MLP]),
+            source: |_| {
+                Source::sensitivity(
+                    "what MLp's load n_i counts",
+                    "the jobs allocated to the machine and not finished (§2's n_i: the default, and mlp-printed) or its running jobs only (mlp-busy): Table 1 says only \"least load per processor\", and §2's n_i does not support busy processors",
+                )
+            },
             change: |a| replace(a, "MLp", "mlp[n=load]"),
             test5: true,
         },

@@ -521,6 +521,15 @@ impl Experiment for Shapley {
             notes.push("Exact numbers differ from the paper's (its seeds, Zipf exponent and log versions are unknown; see docs/shapley.md): compare the orderings (rank columns).".into());
         }
         for t in &traces {
+            if let Some(l) = SHARED_LOGS
+                .iter()
+                .find(|l| l.name == t.name && l.procs != t.procs)
+            {
+                notes.push(format!(
+                    "{}: run on {} processors (--traces {}:{}), not the {} the paper states; the same windows.",
+                    t.name, t.procs, t.name, t.procs, l.procs
+                ));
+            }
             if t.span() < window {
                 notes.push(format!(
                     "{}: the log's submits span {} s, less than the window: every instance uses the whole log (only the organizations' draw differs).",

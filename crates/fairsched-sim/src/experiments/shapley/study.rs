@@ -76,7 +76,7 @@ fn stated() -> Source {
 const CONGESTED: &str =
     "the share of a window in which REF's schedule must have a job waiting for the window to count";
 const CONGESTED_RANGE: &str = "0.25, 0.5 and 0.75 (every window counts by default, the spec's); the paper's windows are \"randomly selected\", with no filter stated";
-const WARM_CONGESTED: &str = "as the congested share, on a warm start";
+const WARM_CONGESTED: &str = "the share of a window in which REF's schedule must have a job waiting for the window to count, on a warm start";
 
 fn congested() -> Source {
     Source::sensitivity(CONGESTED, CONGESTED_RANGE)
