@@ -47,7 +47,7 @@ const SYNOPSES: &[&str] = &[
     "fairsched experiment pffp --test 1|2|3|4|5 [--grid] [--instances N] [--logs FILE,...]",
     "fairsched experiment diet-ethic --scenario NAME | --scenario-file FILE.toml",
     "fairsched experiment workflow-fairness --exp 1|2|3 | --workflows FILE|NAME,...",
-    "fairsched experiment PAPER ... --study [--quick] [--reading NAME ...]",
+    "fairsched experiment PAPER --study [--quick] [--reading NAME ...]",
     "fairsched trace info LOG.swf[.gz] [--json] [--lenient]",
     "fairsched trace stats LOG.swf[.gz] [--out DIR] [--json]",
     "fairsched trace tau WORKFLOW... [--grid FILE.toml] [--repetitions N] [--out DIR] [--json]",

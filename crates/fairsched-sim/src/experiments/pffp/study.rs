@@ -18,19 +18,19 @@ fn claims() -> Vec<Claim> {
     vec![
         Claim {
             id: "mst_best",
-            text: "MST (clairvoyant) has the lowest mean degradation (paper: 0 in Tables 6, 8, 10); as the paper measured it, one mean over the workload's 30 weeks: holds when MST's is ≤ every other strategy's",
+            text: "MST (clairvoyant) has the lowest mean degradation (paper: 0 in Tables 6, 8, 10); as the paper measured it, one mean over the run's weeks (the paper's 30; fewer with --quick): holds when MST's is ≤ every other strategy's",
         },
         Claim {
             id: "pffp_best",
-            text: "a PFFP is the best non-clairvoyant strategy (paper: rank 2 after MST, MSTUser at 27.26, 14.29, 67.93 %); one mean over the 30 weeks: holds when the best PFFP's is < MSTUser's, MLp's and Rand's",
+            text: "a PFFP is the best non-clairvoyant strategy (paper: rank 2 after MST, MSTUser at 27.26, 14.29, 67.93 %); one mean over the run's weeks: holds when the best PFFP's is < MSTUser's, MLp's and Rand's",
         },
         Claim {
             id: "pffp_close",
-            text: "the best PFFP within a few % of MST (paper 3.07, 0.64, 6.71 %); one mean over the 30 weeks: holds when the best PFFP's mean degradation is ≤ 10 %",
+            text: "the best PFFP within a few % of MST (paper 3.07, 0.64, 6.71 %); one mean over the run's weeks: holds when the best PFFP's mean degradation is ≤ 10 %",
         },
         Claim {
             id: "mlp_last",
-            text: "MLp far behind: the highest mean degradation of the paper's strategies (paper 208.62, 82.35, 125.75 %); one mean over the 30 weeks: holds when MLp's is above every other strategy's",
+            text: "MLp far behind: the highest mean degradation of the paper's strategies (paper 208.62, 82.35, 125.75 %); one mean over the run's weeks: holds when MLp's is above every other strategy's",
         },
     ]
 }
