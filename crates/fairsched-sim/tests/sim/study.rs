@@ -16,6 +16,21 @@ fn traces_dir() -> PathBuf {
     ))
 }
 
+/// The error of a quick study of `E` from `base`, with only the readings
+/// `only`, that must be refused before it runs anything.
+fn refused_quick_study<E: Studied>(base: E::Args, only: &[&str]) -> SimError {
+    let args = StudyArgs {
+        base,
+        quick: true,
+        only: only.iter().map(|s| s.to_string()).collect(),
+        case: None,
+    };
+    let d = tempfile::tempdir().unwrap();
+    run_local::<Study<E>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
+        .map(|_| ())
+        .expect_err("refused")
+}
+
 /// Runs the quick study of `E` from `base` twice into two folders; checks
 /// its files (a chart per case among them) and that study.json and study.csv are the same bytes.
 fn quick_study<E: Studied>(base: E::Args) -> serde_json::Value {
@@ -456,22 +471,10 @@ fn diet_readings_name_their_sources() {
 
 #[test]
 fn a_study_names_an_unknown_reading() {
-    let args = StudyArgs {
-        base: workflow::experiment::Args::exp(1),
-        quick: true,
-        only: vec!["nope".into()],
-        case: None,
-    };
-    let d = tempfile::tempdir().unwrap();
-    let e = run_local::<Study<workflow::experiment::WorkflowFairness>>(
-        &args,
-        d.path(),
-        false,
-        &Registry::builtin(),
-        &Quiet,
-    )
-    .err()
-    .unwrap();
+    let e = refused_quick_study::<workflow::experiment::WorkflowFairness>(
+        workflow::experiment::Args::exp(1),
+        &["nope"],
+    );
     let m = e.to_string();
     assert!(m.contains("--reading nope") && m.contains("stated-setup"), "{m}");
     assert_eq!(
@@ -489,16 +492,7 @@ fn a_study_refuses_the_flags_its_readings_set() {
     let mut base = Args::exp(1);
     base.every = 180.0;
     base.concurrent = true;
-    let args = StudyArgs {
-        base,
-        quick: true,
-        only: Vec::new(),
-        case: None,
-    };
-    let d = tempfile::tempdir().unwrap();
-    let e = run_local::<Study<WorkflowFairness>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
-        .err()
-        .unwrap();
+    let e = refused_quick_study::<WorkflowFairness>(base, &[]);
     assert!(matches!(e, SimError::Usage(_)), "{e}");
     let m = e.to_string();
     assert!(m.contains("--every, --concurrent"), "{m}");
@@ -523,16 +517,7 @@ fn the_shapley_study_refuses_the_logs_and_set_up_it_sets() {
         warm_start: true,
         ..Args::default()
     };
-    let args = StudyArgs {
-        base,
-        quick: true,
-        only: Vec::new(),
-        case: None,
-    };
-    let d = tempfile::tempdir().unwrap();
-    let e = run_local::<Study<Shapley>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
-        .err()
-        .unwrap();
+    let e = refused_quick_study::<Shapley>(base, &[]);
     let m = e.to_string();
     assert!(
         matches!(e, SimError::Usage(_)) && m.contains("--traces, --warm-start"),
@@ -545,17 +530,7 @@ fn the_shapley_study_refuses_the_logs_and_set_up_it_sets() {
 #[test]
 fn a_quick_study_says_a_full_study_reading_is_not_in_it() {
     use shapley::experiment::{Args, Shapley};
-    let args = StudyArgs {
-        base: Args::default(),
-        quick: true,
-        only: vec!["nodes-1024".into()],
-        case: None,
-    };
-    let d = tempfile::tempdir().unwrap();
-    let m = run_local::<Study<Shapley>>(&args, d.path(), false, &Registry::builtin(), &Quiet)
-        .err()
-        .unwrap()
-        .to_string();
+    let m = refused_quick_study::<Shapley>(Args::default(), &["nodes-1024"]).to_string();
     assert!(
         m.contains("--reading nodes-1024") && m.contains("without --quick"),
         "{m}"
