@@ -56,8 +56,31 @@ fn watch(manifest: &Path, top: &Path) {
         paths.extend(git_path(&branch));
     }
     paths.extend(git_path("packed-refs"));
-    for p in ["crates", "Cargo.toml", "Cargo.lock", "data"] {
+    for p in ["Cargo.toml", "Cargo.lock", "data"] {
         paths.push(top.join(p));
+    }
+    // Each crate's sources, not the `crates` folder itself: a file a test
+    // or a run leaves beside them (an `out` folder in the crate a test
+    // ran in) would run this again, and rebuild and relink the binary
+    // while other tests run it (.ci/run builds beside running tests).
+    let crates = std::fs::read_dir(top.join("crates"))
+        .into_iter()
+        .flatten()
+        .flatten();
+    let mut dirs: Vec<PathBuf> = crates.map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    for dir in dirs {
+        for p in [
+            "Cargo.toml",
+            "build.rs",
+            "src",
+            "tests",
+            "benches",
+            "examples",
+            "python",
+        ] {
+            paths.push(dir.join(p));
+        }
     }
     for p in paths {
         if p.exists() {
